@@ -1,0 +1,22 @@
+/* cg_internal.h -- shared by the C printers of src/codegen (not a public interface). */
+#ifndef DISTAL_CG_INTERNAL_H
+#define DISTAL_CG_INTERNAL_H
+
+#include "codegen/codegen.h"
+
+/* A C identifier for a user name: names that are C keywords, common library names or
+ * that start with dtl_ (reserved for generated internals) get a u_ prefix. */
+const char *cg_ident(const char *name);
+const char *cg_ctype(fe_type t);    /* double, float, int32_t, int64_t */
+const char *cg_dtltype(fe_type t);  /* DTL_DOUBLE, ... */
+bool cg_written(const fe_program *p, int t); /* the left side of some statement */
+/* Print a user expression over global coordinates; access(t, vars) prints an element. */
+typedef void (*cg_access_fn)(FILE *f, const ir_stmt *s, const ir_expr *e, void *ctx);
+void cg_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e,
+                   fe_type t, cg_access_fn access, void *ctx);
+/* Floating-point operations of one run (for GFLOP/s). */
+void cg_print_flops(FILE *f, const lw_program *lp);
+
+void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o);
+
+#endif

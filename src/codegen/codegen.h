@@ -1,0 +1,20 @@
+/* codegen.h -- C printer of the SPMD plan: the library form (PREFIX.h, PREFIX.c of
+ * LANGUAGE.md section 7) and the driver main() of section 8.  This header is the stage's
+ * whole interface. */
+#ifndef DISTAL_CODEGEN_H
+#define DISTAL_CODEGEN_H
+
+#include "lower_mpi/lower.h"
+
+typedef struct {
+  const char *prefix;      /* name prefix of the generated API */
+  const char *header_name; /* how PREFIX.c includes its header ("summa.h") */
+  const char *source_name; /* the .dtl file, for comments */
+  bool main;               /* also emit main() */
+  bool debug;              /* verify every received box at run time */
+} cg_options;
+
+/* Write the header and the source.  Returns 0 on success. */
+int cg_emit(FILE *h, FILE *c, const lw_program *lp, const cg_options *o);
+
+#endif

@@ -1,0 +1,1011 @@
+/* emit_c.c -- prints the SPMD plan as readable C11 + MPI over libdistal.
+ *
+ * Per statement, one static function: loops in the order of the concrete index notation,
+ * each with a comment naming the schedule command it came from; at each communicate point
+ * the operation the lowering chose; below the deepest one, local loops over the buffers
+ * (global coordinate minus the buffer's box origin) or a leaf kernel call. */
+#include "config.h"
+#include "codegen/cg_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names and types ------------------------------------------------------------------- */
+static const char *reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+    "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true", "false",
+    "main", "free", "malloc", "calloc", "realloc", "memcpy", "memset", "printf", "fprintf",
+    "snprintf", "exit", "abort", "stdout", "stderr", "errno", "NULL", "size_t", "int64_t",
+    "int32_t", "uint64_t", "assert", "fabs", "sqrt", "argc", "argv", "_Bool", "_Alignas",
+    "_Atomic", "_Complex", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local", NULL};
+
+const char *cg_ident(const char *name) {
+  bool bad = !strncmp(name, "dtl_", 4) || !strncmp(name, "DTL_", 4) || !strncmp(name, "MPI_", 4);
+  for (int i = 0; reserved[i] && !bad; i++) bad = !strcmp(name, reserved[i]);
+  if (!bad) return name;
+  char *r = ir_alloc(strlen(name) + 3);
+  strcpy(r, "u_");
+  strcat(r, name);
+  return r;
+}
+
+const char *cg_ctype(fe_type t) {
+  static const char *n[] = {"double", "float", "int32_t", "int64_t"};
+  return n[t];
+}
+const char *cg_dtltype(fe_type t) {
+  static const char *n[] = {"DTL_DOUBLE", "DTL_FLOAT", "DTL_INT32", "DTL_INT64"};
+  return n[t];
+}
+
+bool cg_written(const fe_program *p, int t) {
+  for (int i = 0; i < p->nstmts; i++)
+    if (p->stmts[i].lhs.tensor == t) return true;
+  return false;
+}
+
+/* ---- expressions ----------------------------------------------------------------------- */
+static int prec_of(ir_expr_kind k) {
+  return k == IR_ADD || k == IR_SUB ? 1 : k == IR_MUL || k == IR_DIV ? 2 : 3;
+}
+
+static void pexpr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e, fe_type t,
+                  cg_access_fn acc, void *ctx, int prec) {
+  if (e->nguards) {
+    /* reduction placement: this term counts once, at the first iteration of the sum */
+    fputs("((", f);
+    for (int g = 0; g < e->nguards; g++)
+      fprintf(f, "%s%s == 0", g ? " && " : "", cg_ident(s->vars[e->guards[g]].name));
+    fputs(") ? ", f);
+    ir_expr tmp = *e;
+    tmp.nguards = 0;
+    pexpr(f, ir, s, &tmp, t, acc, ctx, 3);
+    fprintf(f, " : (%s)0)", cg_ctype(t));
+    return;
+  }
+  int my = prec_of(e->kind);
+  bool paren = my < prec;
+  if (paren) fputc('(', f);
+  switch (e->kind) {
+  case IR_ACCESS: acc(f, s, e, ctx); break;
+  case IR_NUM:
+    if (t == FE_INT32 || t == FE_INT64) fprintf(f, "(%s)%lld", cg_ctype(t), (long long)e->num);
+    else if (t == FE_FLOAT) fprintf(f, "%.9gf", e->num);
+    else fprintf(f, "%.17g", e->num);
+    break;
+  case IR_NEG:
+    fputs("-", f);
+    pexpr(f, ir, s, e->a, t, acc, ctx, 3);
+    break;
+  default: {
+    const char *op = e->kind == IR_ADD ? " + " : e->kind == IR_SUB ? " - "
+                     : e->kind == IR_MUL ? " * " : " / ";
+    pexpr(f, ir, s, e->a, t, acc, ctx, my);
+    fputs(op, f);
+    pexpr(f, ir, s, e->b, t, acc, ctx, my + 1);
+  }
+  }
+  if (paren) fputc(')', f);
+}
+
+void cg_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e, fe_type t,
+                   cg_access_fn access, void *ctx) {
+  pexpr(f, ir, s, e, t, access, ctx, 0);
+}
+
+static int64_t count_ops(const ir_expr *e) {
+  if (!e || e->kind == IR_ACCESS || e->kind == IR_NUM) return 0;
+  return 1 + count_ops(e->a) + count_ops(e->b);
+}
+
+void cg_print_flops(FILE *f, const lw_program *lp) {
+  fputs("0.0", f);
+  for (int i = 0; i < lp->nstmts; i++) {
+    const ir_stmt *s = lp->stmts[i].s;
+    const cin_node *asg = cin_assign(s->root);
+    int64_t ops = count_ops(asg->rhs) + (asg->reduces || asg->accumulate ? 1 : 0);
+    if (!ops) continue;
+    fprintf(f, " + %lld.0", (long long)ops);
+    for (int v = 0; v < s->nvars; v++)
+      if (s->vars[v].original) {
+        fputs(" * (double)", f);
+        sym_print(f, s->vars[v].extent, NULL, NULL);
+      }
+  }
+}
+
+/* ---- symbolic expressions as C ---------------------------------------------------------- */
+typedef struct {
+  const lw_program *lp;
+  const lw_stmt *ls;
+  bool in_callback; /* inside a box function: loop values come from the argument struct */
+} nctx;
+
+static void namer(FILE *f, const sym *a, void *vc) {
+  nctx *c = vc;
+  const fe_program *p = c->lp->ir->ast;
+  switch (a->kind) {
+  case SYM_PARAM: fputs(cg_ident(p->params[a->id].name), f); break;
+  case SYM_COORD: fprintf(f, "dtl_coords[%d]", a->id); break;
+  case SYM_VAR:
+    if (c->in_callback) fprintf(f, "dtl_a->v[%d]", a->id);
+    else if (a->id < c->ls->s->nvars) fputs(cg_ident(c->ls->s->vars[a->id].name), f);
+    else fprintf(f, "dtl_l_%s", c->ls->s->vars[c->ls->loops[a->id - c->ls->lidx_var0]->var].name);
+    break;
+  default: break;
+  }
+}
+
+static void psym(FILE *f, const sym *e, nctx *c) { sym_print(f, e, namer, c); }
+
+/* params as local constants of a generated function */
+static void declare_params(FILE *f, const fe_program *p, const char *from, int ind) {
+  for (int i = 0; i < p->nparams; i++)
+    fprintf(f, "%*sconst int64_t %s = %sp.%s;\n%*s(void)%s;\n", ind, "", cg_ident(p->params[i].name),
+            from, cg_ident(p->params[i].name), ind, "", cg_ident(p->params[i].name));
+}
+
+/* ---- statement functions ------------------------------------------------------------------ */
+typedef struct {
+  FILE *f;
+  const lw_program *lp;
+  const lw_stmt *ls;
+  const cg_options *o;
+  int ind;
+  bool bound[512];
+  int slot0;         /* first plan buffer slot of this statement */
+  int comm_slot[32]; /* per comm: its buffer slot (SHIFT uses two) */
+  int ncond;
+  char cond[64][160]; /* activity conditions of the collective region */
+} st;
+
+static void line(st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(st *g, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(g->f, "%*s", g->ind, "");
+  vfprintf(g->f, fmt, ap);
+  fputc('\n', g->f);
+  va_end(ap);
+}
+
+static const fe_tensor *tensor(const st *g, int t) { return &g->lp->ir->ast->tensors[t]; }
+static const char *tname(const st *g, int t) { return cg_ident(tensor(g, t)->name); }
+static const char *vname(const st *g, int v) { return cg_ident(g->ls->s->vars[v].name); }
+
+static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
+  st *g = vc;
+  const char *n = tname(g, e->tensor);
+  /* the output, if also read, is read from the snapshot taken at statement start */
+  const cin_node *asg = cin_assign(s->root);
+  bool snap = e->tensor == asg->lhs_tensor;
+  fprintf(f, "dtl_%s%s[", snap ? "in_" : "", n);
+  if (!e->nidx) fputc('0', f);
+  for (int x = 0; x < e->nidx; x++) {
+    if (x) fputs(" + ", f);
+    fprintf(f, "(%s - dtl_%s%s_lo[%d])", cg_ident(s->vars[e->vars[x]].name), snap ? "in_" : "", n, x);
+    if (x + 1 < e->nidx) fprintf(f, " * dtl_%s%s_st[%d]", snap ? "in_" : "", n, x);
+  }
+  fputc(']', f);
+}
+
+/* Compute every replaced variable whose replacing variables are all bound now.  Guards
+ * (a parent out of its range) become `continue` in local loops and activity conditions in
+ * the collective region.  `tight` names a parent whose range the loop bound already
+ * enforces. */
+static void bind_parents(st *g, bool collective, int tight) {
+  const ir_stmt *s = g->ls->s;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r = 0; r < s->nrels; r++) {
+      const ir_rel *R = &s->rels[r];
+      int nin = R->kind == REL_FUSE ? 2 : 1;
+      if (g->bound[R->in[0]] || R->kind == REL_PRECOMPUTE) continue;
+      bool ready = g->bound[R->out[0]] && (R->out[1] < 0 || g->bound[R->out[1]]);
+      for (int q = 0; q < R->nrot; q++) ready &= g->bound[R->rot[q]];
+      if (!ready) continue;
+      nctx nc = {g->lp, g->ls, false};
+      const char *p0 = vname(g, R->in[0]);
+      char buf[2048];
+      FILE *m = fmemopen(buf, sizeof buf, "w");
+      switch (R->kind) {
+      case REL_DIVIDE:
+      case REL_SPLIT: {
+        const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
+        fprintf(m, "const int64_t %s = %s * ", p0, vname(g, R->out[0]));
+        psym(m, stp, &nc);
+        fprintf(m, " + %s; /* %s */", vname(g, R->out[1]), R->text);
+        break;
+      }
+      case REL_FUSE:
+        fprintf(m, "const int64_t %s = %s / ", p0, vname(g, R->out[0]));
+        psym(m, s->vars[R->in[1]].extent, &nc);
+        fprintf(m, ", %s = %s %% ", vname(g, R->in[1]), vname(g, R->out[0]));
+        psym(m, s->vars[R->in[1]].extent, &nc);
+        fputs("; /* fuse */", m);
+        break;
+      case REL_ROTATE:
+        fprintf(m, "const int64_t %s = dtl_mod(%s", p0, vname(g, R->out[0]));
+        for (int q = 0; q < R->nrot; q++) fprintf(m, " + %s", vname(g, R->rot[q]));
+        fputs(", ", m);
+        psym(m, s->vars[R->in[0]].extent, &nc);
+        fputs("); /* rotate */", m);
+        break;
+      default: break;
+      }
+      fclose(m);
+      line(g, "%s", buf);
+      if (R->kind == REL_DIVIDE || R->kind == REL_SPLIT) {
+        if (R->in[0] != tight) {
+          char cb[160];
+          FILE *cm = fmemopen(cb, sizeof cb, "w");
+          fprintf(cm, "%s < ", p0);
+          psym(cm, s->vars[R->in[0]].extent, &nc);
+          fclose(cm);
+          if (collective) {
+            if (g->ncond < 64) strcpy(g->cond[g->ncond++], cb);
+          } else {
+            line(g, "if (!(%s)) continue;", cb);
+          }
+        }
+      }
+      g->bound[R->in[0]] = true;
+      if (nin == 2) g->bound[R->in[1]] = true;
+      changed = true;
+    }
+  }
+}
+
+static void set_layout(st *g, const char *n, const char *box) {
+  line(g, "dtl_layout_(&%s, dtl_%s_lo, dtl_%s_st);", box, n, n);
+}
+
+/* Assign the box syms of a comm to a dtl_box named box. */
+static void emit_box(st *g, const lw_comm *c, const char *box, bool callback) {
+  nctx nc = {g->lp, g->ls, callback};
+  char b[8192];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  fprintf(m, "%s%snd = %d;", box, callback ? "->" : ".", c->order);
+  fclose(m);
+  line(g, "%s", b);
+  for (int x = 0; x < c->order; x++) {
+    m = fmemopen(b, sizeof b, "w");
+    fprintf(m, "%s%slo[%d] = ", box, callback ? "->" : ".", x);
+    psym(m, c->lo[x], &nc);
+    fprintf(m, ", %s%shi[%d] = ", box, callback ? "->" : ".", x);
+    psym(m, c->hi[x], &nc);
+    fputc(';', m);
+    fclose(m);
+    line(g, "%s", b);
+  }
+}
+
+static void args_fill(st *g, int depth) {
+  for (int k = 0; k <= depth; k++) {
+    const cin_node *n = g->ls->loops[k];
+    if (n->distributed) {
+      int64_t one;
+      if (!(sym_is_const(g->ls->bs[k], &one) && one == 1))
+        line(g, "dtl_args.v[%d] = dtl_l_%s;", g->ls->lidx_var0 + k, g->ls->s->vars[n->var].name);
+    } else {
+      line(g, "dtl_args.v[%d] = %s;", n->var, vname(g, n->var));
+    }
+  }
+}
+
+static const char *fnprefix(const st *g) { return g->o->prefix; }
+
+static void reserve(st *g, const char *n, int slot, const char *vol, fe_type t) {
+  line(g, "dtl_%s = dtl_reserve_(dtl_plan, %d, (size_t)%s * sizeof(%s));", n, slot, vol, cg_ctype(t));
+  line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory for %s\");", n, n);
+}
+
+/* Communication at the top of an iteration of the loop at c->depth. */
+static void emit_comm_in(st *g, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  int t = c->tensor;
+  const char *n = tname(g, t);
+  fe_type ty = tensor(g, t)->type;
+  const char *ct = cg_ctype(ty);
+  int slot = g->comm_slot[q];
+  bool snap = !c->output && t == cin_assign(g->ls->s->root)->lhs_tensor;
+  char nm[256];
+  snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
+  const char *localptr = snap ? "dtl_snap" : n;
+  if (c->pattern == PAT_LOCAL) return; /* set once at statement start */
+  line(g, "/* %s %s: %s%s */", c->output ? "produce" : "fetch", tensor(g, t)->name,
+       lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
+  char box[300];
+  snprintf(box, sizeof box, "dtl_%s_box", nm);
+  if (c->pattern == PAT_SHIFT) {
+    const char *rv = vname(g, g->ls->loops[c->depth]->var);
+    line(g, "if (%s == 0) { /* first step: align by exchange */", rv);
+    g->ind += 2;
+    emit_box(g, c, box, false);
+    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+    line(g, "dtl_%s_cur = 0;", nm);
+    char vol[300];
+    snprintf(vol, sizeof vol, "dtl_%s_vol", nm);
+    line(g, "dtl_%s = dtl_reserve_(dtl_plan, %d, (size_t)%s * sizeof(%s));", nm, slot, vol, ct);
+    line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+    args_fill(g, c->depth);
+    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
+    g->ind -= 2;
+    line(g, "} else { /* rotate: receive the neighbour's box along grid dim %d */", c->shift_dim);
+    g->ind += 2;
+    line(g, "const int64_t dtl_old = dtl_%s_vol;", nm);
+    emit_box(g, c, box, false);
+    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+    line(g, "dtl_%s_cur ^= 1;", nm);
+    line(g, "%s *dtl_next = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_vol * sizeof(%s));", ct, slot, nm, nm, ct);
+    line(g, "if (!dtl_next) return dtl_fail(dtl_ctx, \"out of memory\");");
+    line(g, "if (dtl_shift(dtl_ctx, %d, %s, dtl_%s, dtl_old, dtl_next, dtl_%s_vol)) return 1;", c->shift_dim, cg_dtltype(ty), nm, nm);
+    line(g, "dtl_%s = dtl_next;", nm);
+    g->ind -= 2;
+    line(g, "}");
+    set_layout(g, nm, box);
+    return;
+  }
+  emit_box(g, c, box, false);
+  line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+  char vol[300];
+  snprintf(vol, sizeof vol, "dtl_%s_vol", nm);
+  reserve(g, nm, slot, vol, ty);
+  set_layout(g, nm, box);
+  if (c->output) {
+    line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", cg_dtltype(ty), nm, nm);
+    return;
+  }
+  if (c->pattern == PAT_BCAST)
+    line(g, "if (dtl_bcast_fetch(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s)) return 1;",
+         c->mask, t, cg_dtltype(ty), localptr, t, box, nm);
+  else {
+    args_fill(g, c->depth);
+    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
+  }
+}
+
+/* Write-back at the end of an iteration of the loop at c->depth. */
+static void emit_comm_out(st *g, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  if (!c->output || c->pattern == PAT_LOCAL) return;
+  int t = c->tensor;
+  const char *n = tname(g, t);
+  fe_type ty = tensor(g, t)->type;
+  line(g, "/* write back %s: %s */", tensor(g, t)->name, lw_pattern_name(c->pattern));
+  if (c->pattern == PAT_REDUCE) {
+    if (c->mask) {
+      if (c->allreduce) {
+        line(g, "if (dtl_reduce(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", c->mask, cg_dtltype(ty), n, n);
+      } else {
+        char roots[256] = "";
+        for (int d = 0; d < g->lp->ndims; d++) {
+          char one[32];
+          snprintf(one, sizeof one, "%s%lld", d ? ", " : "", (long long)(c->mask >> d & 1 ? c->root[d] : 0));
+          strcat(roots, one);
+        }
+        line(g, "{ static const int64_t dtl_root[] = {%s};", roots);
+        line(g, "  if (dtl_reduce(dtl_ctx, 0x%xu, dtl_root, %s, dtl_%s, dtl_%s_vol)) return 1; }", c->mask, cg_dtltype(ty), n, n);
+      }
+    }
+    line(g, "{ dtl_box dtl_r; /* keep the part of the box this rank owns */");
+    line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl_r))", n, t);
+    line(g, "    dtl_copy_box(%s, dtl_%s, &dtl_%s_box, %s, &dtl_plan->own[%d], &dtl_r, true); }", cg_dtltype(ty), n, n, n, t);
+    return;
+  }
+  args_fill(g, c->depth);
+  line(g, "if (dtl_accumulate(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], 0x%xu, %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+       t, cg_dtltype(ty), n, t, g->ls->exec_mask, fnprefix(g), g->ls->s->index, q, n);
+}
+
+/* Offsets of a kernel operand: the element at the lower corner of the kernel's block. */
+static void kernel_ptr(st *g, FILE *m, const ir_expr *e, const int *korig, int nk, const sym **klo,
+                       bool snap) {
+  nctx nc = {g->lp, g->ls, false};
+  const char *n = tname(g, e->tensor);
+  const char *pre = snap ? "in_" : "";
+  fprintf(m, "&dtl_%s%s[", pre, n);
+  if (!e->nidx) fputc('0', m);
+  for (int x = 0; x < e->nidx; x++) {
+    if (x) fputs(" + ", m);
+    int kk = -1;
+    for (int q = 0; q < nk; q++)
+      if (korig[q] == e->vars[x]) kk = q;
+    fputc('(', m);
+    if (kk >= 0) psym(m, klo[kk], &nc);
+    else fputs(vname(g, e->vars[x]), m);
+    fprintf(m, " - dtl_%s%s_lo[%d])", pre, n, x);
+    if (x + 1 < e->nidx) fprintf(m, " * dtl_%s%s_st[%d]", pre, n, x);
+  }
+  fputc(']', m);
+}
+
+static int kpos(const ir_expr *e, int var) {
+  for (int x = 0; x < e->nidx; x++)
+    if (e->vars[x] == var) return x;
+  return -1;
+}
+
+static void stride_of(st *g, FILE *m, const ir_expr *e, int x, bool snap) {
+  if (x < 0 || x + 1 >= e->nidx) fputs("1", m);
+  else fprintf(m, "dtl_%s%s_st[%d]", snap ? "in_" : "", tname(g, e->tensor), x);
+}
+
+static void emit_kernel(st *g, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *n = g->ls->loops[k];
+  const cin_node *asg = cin_assign(s->root);
+  int nk = n->nsubst, korig[8];
+  const sym *klo[8], *khi[8];
+  nctx nc = {g->lp, g->ls, false};
+  line(g, "/* substitute(%s): leaf kernel over the %d innermost loops */", ir_kernel_name(n->kernel), nk);
+  line(g, "{");
+  g->ind += 2;
+  for (int q = 0; q < nk; q++) {
+    int v = g->ls->loops[k + q]->var;
+    while (!s->vars[v].original) v = s->rels[s->vars[v].def].in[0];
+    korig[q] = v;
+    lw_interval(g->lp, g->ls, v, k - 1, &klo[q], &khi[q]);
+    char b[4096];
+    FILE *m = fmemopen(b, sizeof b, "w");
+    fprintf(m, "const int64_t dtl_n%d = ", q);
+    psym(m, sym_sub(khi[q], klo[q]), &nc);
+    fprintf(m, "; /* extent of %s */", s->vars[v].name);
+    fclose(m);
+    line(g, "%s", b);
+  }
+  char cond[256] = "";
+  for (int q = 0; q < nk; q++) {
+    char one[32];
+    snprintf(one, sizeof one, "%sdtl_n%d > 0", q ? " && " : "", q);
+    strcat(cond, one);
+  }
+  line(g, "if (%s) {", cond);
+  g->ind += 2;
+  fe_type ty = tensor(g, asg->lhs_tensor)->type;
+  ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
+  const ir_expr *x = asg->rhs->a, *y = asg->rhs->b;
+  bool sx = x->kind == IR_ACCESS && x->tensor == asg->lhs_tensor;
+  bool sy = y->kind == IR_ACCESS && y->tensor == asg->lhs_tensor;
+  char b[8192];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  /* korig index: which loop walks which variable */
+  int lk0 = -1, lk1 = -1;
+  for (int q = 0; q < nk; q++) {
+    if (asg->nlhs > 0 && kpos(&lhs, korig[q]) >= 0) {
+      if (lk0 < 0 || kpos(&lhs, korig[q]) < kpos(&lhs, korig[lk0])) lk1 = lk0, lk0 = q;
+      else lk1 = q;
+    }
+  }
+  switch (n->kernel) {
+  case KERNEL_GEMM: {
+    int mq = lk0, nq = lk1, kq = 3 - mq - nq;
+    if (kpos(x, korig[mq]) < 0) {
+      const ir_expr *t = x;
+      x = y, y = t;
+      bool ts = sx;
+      sx = sy, sy = ts;
+    }
+    int tx = kpos(x, korig[mq]) > kpos(x, korig[kq]);
+    int ty2 = kpos(y, korig[kq]) > kpos(y, korig[nq]);
+    fprintf(m, "dtl_gemm(%s, %d, %d, dtl_n%d, dtl_n%d, dtl_n%d, ", cg_dtltype(ty), tx, ty2, mq, nq, kq);
+    kernel_ptr(g, m, x, korig, nk, klo, sx);
+    fputs(", ", m);
+    stride_of(g, m, x, tx ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
+    fputs(", ", m);
+    kernel_ptr(g, m, y, korig, nk, klo, sy);
+    fputs(", ", m);
+    stride_of(g, m, y, ty2 ? kpos(y, korig[nq]) : kpos(y, korig[kq]), sy);
+    fputs(", ", m);
+    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
+    fputs(", ", m);
+    stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
+    fputs(");", m);
+    break;
+  }
+  case KERNEL_GEMV: {
+    int mq = lk0, kq = 1 - mq;
+    if (!(kpos(x, korig[mq]) >= 0 && x->nidx >= 1 && kpos(x, korig[kq]) >= 0)) {
+      const ir_expr *t = x;
+      x = y, y = t;
+      bool ts = sx;
+      sx = sy, sy = ts;
+    }
+    int tr = kpos(x, korig[mq]) > kpos(x, korig[kq]);
+    fprintf(m, "dtl_gemv(%s, %d, dtl_n%d, dtl_n%d, ", cg_dtltype(ty), tr, mq, kq);
+    kernel_ptr(g, m, x, korig, nk, klo, sx);
+    fputs(", ", m);
+    stride_of(g, m, x, tr ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
+    fputs(", ", m);
+    kernel_ptr(g, m, y, korig, nk, klo, sy);
+    fputs(", ", m);
+    stride_of(g, m, y, kpos(y, korig[kq]), sy);
+    fputs(", ", m);
+    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
+    fputs(", ", m);
+    stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
+    fputs(");", m);
+    break;
+  }
+  case KERNEL_DOT:
+    fprintf(m, "dtl_dot(%s, dtl_n0, ", cg_dtltype(ty));
+    kernel_ptr(g, m, x, korig, nk, klo, sx);
+    fputs(", ", m);
+    stride_of(g, m, x, kpos(x, korig[0]), sx);
+    fputs(", ", m);
+    kernel_ptr(g, m, y, korig, nk, klo, sy);
+    fputs(", ", m);
+    stride_of(g, m, y, kpos(y, korig[0]), sy);
+    fputs(", ", m);
+    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
+    fputs(");", m);
+    break;
+  case KERNEL_AXPY: {
+    const ir_expr *al = x, *xv = y;
+    if (xv->kind != IR_ACCESS || kpos(xv, korig[0]) < 0) al = y, xv = x;
+    bool sxv = xv->kind == IR_ACCESS && xv->tensor == asg->lhs_tensor;
+    fprintf(m, "const %s dtl_alpha = ", cg_ctype(ty));
+    cg_print_expr(m, g->lp->ir, s, al, ty, access_local, g);
+    fprintf(m, ";\n%*sdtl_axpy(%s, dtl_n0, &dtl_alpha, ", g->ind, "", cg_dtltype(ty));
+    kernel_ptr(g, m, xv, korig, nk, klo, sxv);
+    fputs(", ", m);
+    stride_of(g, m, xv, kpos(xv, korig[0]), sxv);
+    fputs(", ", m);
+    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
+    fputs(", ", m);
+    stride_of(g, m, &lhs, kpos(&lhs, korig[0]), false);
+    fputs(");", m);
+    break;
+  }
+  default: break;
+  }
+  fclose(m);
+  line(g, "%s", b);
+  g->ind -= 2;
+  line(g, "}");
+  g->ind -= 2;
+  line(g, "}");
+}
+
+static void emit_assign(st *g) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *asg = cin_assign(s->root);
+  fe_type ty = tensor(g, asg->lhs_tensor)->type;
+  ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
+  char b[16384];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  /* the output is never read through the snapshot name on the left */
+  const char *n = tname(g, asg->lhs_tensor);
+  fprintf(m, "dtl_%s[", n);
+  if (!lhs.nidx) fputc('0', m);
+  for (int x = 0; x < lhs.nidx; x++) {
+    if (x) fputs(" + ", m);
+    fprintf(m, "(%s - dtl_%s_lo[%d])", vname(g, lhs.vars[x]), n, x);
+    if (x + 1 < lhs.nidx) fprintf(m, " * dtl_%s_st[%d]", n, x);
+  }
+  fputs("] += ", m);
+  cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
+  fputc(';', m);
+  fclose(m);
+  bool atomic = false;
+  for (int k = 0; k < g->ls->nloops; k++)
+    atomic |= g->ls->loops[k]->par == PAR_CPU_THREAD && g->ls->loops[k]->race == RACE_ATOMICS && k >= g->ls->outer;
+  if (atomic) line(g, "#pragma omp atomic");
+  line(g, "%s", b);
+}
+
+static void loop_comment(st *g, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *n = g->ls->loops[k];
+  const ir_var *v = &s->vars[n->var];
+  const char *from = v->def < 0 ? "index variable of the statement" : s->rels[v->def].text;
+  char extra[128] = "";
+  if (n->distributed) snprintf(extra, sizeof extra, ", distributed onto grid dim %d", n->dist_dim);
+  line(g, "/* loop %s (%s%s) */", v->name, from, extra);
+}
+
+static void emit_level(st *g, int k) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  if (k == ls->outer && ls->outer > 0 && g->ncond) {
+    char all[4096] = "";
+    for (int q = 0; q < g->ncond; q++) {
+      strcat(all, q ? " && " : "");
+      strcat(all, g->cond[q]);
+    }
+    line(g, "if (%s) { /* this rank has work in this iteration */", all);
+    g->ind += 2;
+    int save = g->ncond;
+    g->ncond = 0;
+    emit_level(g, k);
+    g->ncond = save;
+    g->ind -= 2;
+    line(g, "}");
+    return;
+  }
+  if (k == ls->kernel_depth) {
+    emit_kernel(g, k);
+    return;
+  }
+  if (k == ls->nloops) {
+    emit_assign(g);
+    return;
+  }
+  const cin_node *n = ls->loops[k];
+  const char *v = vname(g, n->var);
+  nctx nc = {g->lp, ls, false};
+  bool collective = k < ls->outer;
+  bool saved[512];
+  memcpy(saved, g->bound, sizeof saved);
+  int ncond0 = g->ncond;
+  int tight = -1;
+  char b[4096];
+  FILE *m;
+  loop_comment(g, k);
+  if (n->distributed) {
+    int d = n->dist_dim;
+    int64_t one;
+    bool single = sym_is_const(ls->bs[k], &one) && one == 1;
+    m = fmemopen(b, sizeof b, "w");
+    if (collective && single) {
+      fprintf(m, "{ const int64_t %s = dtl_coords[%d];", v, d);
+    } else if (collective) {
+      fprintf(m, "for (int64_t dtl_l_%s = 0; dtl_l_%s < ", s->vars[n->var].name, s->vars[n->var].name);
+      psym(m, ls->bs[k], &nc);
+      fprintf(m, "; dtl_l_%s++) { const int64_t %s = ", s->vars[n->var].name, v);
+      psym(m, lw_loop_value(g->lp, ls, k), &nc);
+      fputc(';', m);
+    } else {
+      const sym *base = sym_mul(sym_coord(d), ls->bs[k]);
+      fprintf(m, "for (int64_t %s = ", v);
+      psym(m, base, &nc);
+      fprintf(m, "; %s < ", v);
+      psym(m, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[k])), &nc);
+      fprintf(m, "; %s++) {", v);
+    }
+    fclose(m);
+    line(g, "%s", b);
+    if (collective) {
+      const sym *val = lw_loop_value(g->lp, ls, k);
+      if (!sym_prove_le(sym_add(val, sym_const(1)), s->vars[n->var].extent)) {
+        m = fmemopen(b, sizeof b, "w");
+        fprintf(m, "%s < ", v);
+        psym(m, s->vars[n->var].extent, &nc);
+        fclose(m);
+        if (g->ncond < 64) strcpy(g->cond[g->ncond++], b);
+      }
+    }
+  } else {
+    const sym *hi = s->vars[n->var].extent;
+    const ir_var *iv = &s->vars[n->var];
+    if (!collective && iv->def >= 0) {
+      const ir_rel *R = &s->rels[iv->def];
+      if ((R->kind == REL_DIVIDE || R->kind == REL_SPLIT) && R->out[1] == n->var && g->bound[R->out[0]]) {
+        const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
+        hi = sym_min(hi, sym_sub(s->vars[R->in[0]].extent, sym_mul(sym_var(R->out[0]), stp)));
+        tight = R->in[0];
+      }
+    }
+    if (!collective && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
+    if (!collective && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
+    m = fmemopen(b, sizeof b, "w");
+    fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
+    psym(m, hi, &nc);
+    fprintf(m, "; %s++) {", v);
+    fclose(m);
+    line(g, "%s", b);
+  }
+  g->ind += 2;
+  g->bound[n->var] = true;
+  bind_parents(g, collective, tight);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == k) emit_comm_in(g, q);
+  emit_level(g, k + 1);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == k) emit_comm_out(g, q);
+  g->ind -= 2;
+  line(g, "}");
+  memcpy(g->bound, saved, sizeof saved);
+  g->ncond = ncond0; /* conditions of this loop go out of scope with it */
+}
+
+/* Box functions: every rank evaluates the box of every other rank (no handshake). */
+static void emit_box_fns(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o) {
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    if (c->pattern != PAT_EXCHANGE && c->pattern != PAT_SHIFT) continue;
+    fprintf(f, "/* box of %s %s at statement %d for the rank at dtl_coords */\n",
+            c->output ? "produced" : "needed", lp->ir->ast->tensors[c->tensor].name, ls->s->index + 1);
+    fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n",
+            o->prefix, ls->s->index, q);
+    fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n", o->prefix, ls->s->index);
+    declare_params(f, lp->ir->ast, "dtl_a->plan->", 2);
+    st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2};
+    emit_box(&g, c, "dtl_b", true);
+    fputs("}\n\n", f);
+  }
+}
+
+static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o, int *slot) {
+  const fe_program *p = lp->ir->ast;
+  const ir_stmt *s = ls->s;
+  const cin_node *asg = cin_assign(s->root);
+  int nv = ls->lidx_var0 + ls->nloops + 1;
+  fprintf(f, "/* loop values a box function needs */\ntypedef struct {\n  const %s_plan *plan;\n  int64_t v[%d];\n} %s_s%d_args;\n\n",
+          o->prefix, nv, o->prefix, s->index);
+  emit_box_fns(f, lp, ls, o);
+  fprintf(f, "/* statement %d (%s:%d): ", s->index + 1, o->source_name, s->ast->loc.line);
+  fputs(p->tensors[asg->lhs_tensor].name, f);
+  if (asg->nlhs) {
+    fputc('(', f);
+    for (int k = 0; k < asg->nlhs; k++) fprintf(f, "%s%s", k ? "," : "", s->vars[asg->lhs_vars[k]].name);
+    fputc(')', f);
+  }
+  fputs(asg->accumulate ? " += " : " = ", f);
+  fe_print_expr(f, s->ast->rhs);
+  fputs("\n * concrete index notation:\n", f);
+  char *cin = NULL;
+  size_t cl = 0;
+  FILE *m = open_memstream(&cin, &cl);
+  ir_print_cin(m, lp->ir, s);
+  fclose(m);
+  for (char *ln = strtok(cin, "\n"); ln; ln = strtok(NULL, "\n")) {
+    /* keep comment terminators out of the comment */
+    for (char *x = ln; (x = strstr(x, "*/")); ) x[0] = '+';
+    fprintf(f, " *   %s\n", ln);
+  }
+  free(cin);
+  fputs(" */\n", f);
+  fprintf(f, "static int %s_s%d(%s_plan *dtl_plan", o->prefix, s->index, o->prefix);
+  for (int t = 0; t < p->ntensors; t++)
+    fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+  fputs(") {\n", f);
+  fprintf(f, "  dtl_ctx *dtl_ctx = dtl_plan->ctx;\n  const int64_t *dtl_coords = dtl_ctx->coords;\n  (void)dtl_coords;\n");
+  fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, s->index);
+  declare_params(f, p, "dtl_plan->", 2);
+  st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot};
+  /* per tensor: the buffer the loops read or write and its layout */
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    int t = c->tensor;
+    const char *n = cg_ident(p->tensors[t].name);
+    bool snap = !c->output && t == asg->lhs_tensor;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
+    const char *ct = cg_ctype(p->tensors[t].type);
+    g.comm_slot[q] = (*slot);
+    *slot += c->pattern == PAT_SHIFT ? 2 : 1;
+    line(&g, "%s *dtl_%s = NULL;", ct, nm);
+    line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_st[%d] = {0}, dtl_%s_vol = 0;", nm, c->order + 1, nm, c->order + 1, nm);
+    line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];", nm, t);
+    line(&g, "(void)dtl_%s_lo, (void)dtl_%s_st, (void)dtl_%s_vol, (void)dtl_%s_box;", nm, nm, nm, nm);
+    if (c->pattern == PAT_SHIFT) line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
+  }
+  if (ls->lhs_on_rhs) {
+    const char *n = cg_ident(p->tensors[asg->lhs_tensor].name);
+    const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
+    line(&g, "/* the output is also read: read the values it had before this statement */");
+    line(&g, "const int64_t dtl_snap_vol = dtl_box_volume(&dtl_plan->own[%d]);", asg->lhs_tensor);
+    line(&g, "%s *dtl_snap = dtl_reserve_(dtl_plan, %d, (size_t)(dtl_snap_vol > 0 ? dtl_snap_vol : 1) * sizeof(%s));", ct, (*slot)++, ct);
+    line(&g, "if (!dtl_snap) return dtl_fail(dtl_ctx, \"out of memory\");");
+    line(&g, "if (dtl_snap_vol > 0) memcpy(dtl_snap, %s, (size_t)dtl_snap_vol * sizeof(%s));", n, ct);
+  }
+  if (!asg->accumulate) {
+    line(&g, "/* '=': the output starts from zero and every iteration adds to it */");
+    line(&g, "dtl_zero(%s, %s, dtl_box_volume(&dtl_plan->own[%d]));", cg_dtltype(p->tensors[asg->lhs_tensor].type),
+         cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
+  }
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    if (c->pattern != PAT_LOCAL) continue;
+    int t = c->tensor;
+    const char *n = cg_ident(p->tensors[t].name);
+    bool snap = !c->output && t == asg->lhs_tensor;
+    line(&g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
+    if (snap) line(&g, "dtl_in_%s = dtl_snap;", n);
+    else line(&g, "dtl_%s = (%s *)%s; /* never written through */", n, cg_ctype(p->tensors[t].type), n);
+    char nm[256], bx[300];
+    snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
+    snprintf(bx, sizeof bx, "dtl_plan->own[%d]", t);
+    set_layout(&g, nm, bx);
+  }
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == -1) emit_comm_in(&g, q);
+  emit_level(&g, 0);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == -1) emit_comm_out(&g, q);
+  fputs("  return 0;\n}\n\n", f);
+}
+
+/* ---- the plan object, library API ------------------------------------------------------------- */
+static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
+  const fe_program *p = lp->ir->ast;
+  char guard[256];
+  snprintf(guard, sizeof guard, "%s_H", o->prefix);
+  for (char *x = guard; *x; x++) *x = (*x >= 'a' && *x <= 'z') ? *x - 32 : *x;
+  fprintf(h, "/* %s.h -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit. */\n", o->prefix, o->source_name);
+  fprintf(h, "#ifndef %s\n#define %s\n\n#include <mpi.h>\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", guard, guard);
+  fprintf(h, "typedef struct %s_plan %s_plan;\n", o->prefix, o->prefix);
+  fputs("typedef struct {", h);
+  for (int i = 0; i < p->nparams; i++) fprintf(h, "%s%s", i ? ", " : " int64_t ", cg_ident(p->params[i].name));
+  if (!p->nparams) fputs(" int64_t unused_", h);
+  fprintf(h, "; } %s_params; /* one field per param */\n\n", o->prefix);
+  fprintf(h, "/* declared defaults; -1 where none (grid params: derived from the communicator) */\n");
+  fprintf(h, "void %s_params_default(%s_params *p);\n", o->prefix, o->prefix);
+  fprintf(h, "/* Collective over comm.  On failure returns nonzero and *plan still holds an object\n"
+             " * for %s_error and %s_plan_destroy. */\n", o->prefix, o->prefix);
+  fprintf(h, "int %s_plan_create(MPI_Comm comm, const %s_params *p, %s_plan **plan);\n", o->prefix, o->prefix, o->prefix);
+  fprintf(h, "int %s_plan_destroy(%s_plan **plan); /* collective */\n", o->prefix, o->prefix);
+  fprintf(h, "/* This rank's block of each tensor: global offset and extent per dim; returns its\n"
+             " * element count (0: this rank holds none).  Blocks are row-major and contiguous. */\n");
+  for (int t = 0; t < p->ntensors; t++)
+    fprintf(h, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]);\n", o->prefix,
+            p->tensors[t].name, o->prefix);
+  fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks. */\n");
+  fprintf(h, "int %s_compute(%s_plan *plan", o->prefix, o->prefix);
+  for (int t = 0; t < p->ntensors; t++)
+    fprintf(h, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+  fputs(");\n", h);
+  fprintf(h, "const char *%s_error(const %s_plan *plan); /* message of the last failure */\n", o->prefix, o->prefix);
+  fputs("\n#ifdef __cplusplus\n}\n#endif\n#endif\n", h);
+}
+
+static int count_slots(const lw_program *lp) {
+  int n = 0;
+  for (int i = 0; i < lp->nstmts; i++) {
+    for (int q = 0; q < lp->stmts[i].ncomm; q++) n += lp->stmts[i].comm[q].pattern == PAT_SHIFT ? 2 : 1;
+    n += lp->stmts[i].lhs_on_rhs;
+  }
+  return n + 1;
+}
+
+static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
+  const fe_program *p = lp->ir->ast;
+  const char *P = o->prefix;
+  int nslots = count_slots(lp);
+  fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
+             "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n};\n\n",
+          P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
+  fprintf(c, "static void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
+             "  if (bytes == 0) bytes = 1;\n"
+             "  if (plan->cap[slot] < bytes) {\n"
+             "    void *b = realloc(plan->buf[slot], bytes);\n"
+             "    if (!b) return NULL;\n"
+             "    plan->buf[slot] = b, plan->cap[slot] = bytes;\n  }\n  return plan->buf[slot];\n}\n\n", P);
+  fputs("/* row-major layout of a buffer over a box: origin and strides */\n"
+        "static inline void dtl_layout_(const dtl_box *b, int64_t *lo, int64_t *st) {\n"
+        "  int64_t s = 1;\n"
+        "  for (int d = b->nd - 1; d >= 0; d--) {\n"
+        "    lo[d] = b->lo[d];\n    st[d] = s;\n    s *= b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;\n  }\n}\n\n", c);
+  /* params */
+  fprintf(c, "void %s_params_default(%s_params *p) {\n", P, P);
+  if (!p->nparams) fputs("  p->unused_ = 0;\n", c);
+  for (int i = 0; i < p->nparams; i++)
+    fprintf(c, "  p->%s = %lld;\n", cg_ident(p->params[i].name), (long long)(p->params[i].has_default ? p->params[i].value : -1));
+  fputs("}\n\n", c);
+  /* plan_create */
+  fprintf(c, "int %s_plan_create(MPI_Comm comm, const %s_params *params, %s_plan **out) {\n", P, P, P);
+  fprintf(c, "  %s_plan *plan = calloc(1, sizeof *plan);\n  *out = plan;\n  if (!plan) return 1;\n", P);
+  fprintf(c, "  %s_params p;\n  if (params) p = *params;\n  else %s_params_default(&p);\n", P, P);
+  fputs("  int size;\n  if (MPI_Comm_size(comm, &size) != MPI_SUCCESS) {\n    snprintf(plan->err, sizeof plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
+  const fe_machine *M = lp->ir->machine >= 0 ? &p->machines[lp->ir->machine] : NULL;
+  for (int i = 0; i < p->nparams; i++) {
+    if (p->params[i].is_grid) continue;
+    fprintf(c, "  if (p.%s <= 0) {\n    snprintf(plan->err, sizeof plan->err, \"param %s %s\");\n    return 1;\n  }\n",
+            cg_ident(p->params[i].name), p->params[i].name,
+            p->params[i].has_default ? "must be positive" : "has no value and no default");
+  }
+  /* grid params: solved from the communicator size */
+  fputs("  {\n", c);
+  if (M) {
+    const fe_grid *G = &M->levels[0];
+    fprintf(c, "    int param[%d] = {", G->ndims);
+    for (int d = 0; d < G->ndims; d++) fprintf(c, "%s%d", d ? ", " : "", G->dims[d].is_param ? G->dims[d].param : -1);
+    fprintf(c, "};\n    int64_t lit[%d] = {", G->ndims);
+    for (int d = 0; d < G->ndims; d++) fprintf(c, "%s%lld", d ? ", " : "", (long long)(G->dims[d].is_param ? 0 : G->dims[d].value));
+    fprintf(c, "};\n    int64_t values[%d] = {", p->nparams + 1);
+    for (int i = 0; i < p->nparams; i++) fprintf(c, "%sp.%s", i ? ", " : "", cg_ident(p->params[i].name));
+    if (!p->nparams) fputs("0", c);
+    fprintf(c, "};\n    static const char *const names[%d] = {", p->nparams + 1);
+    for (int i = 0; i < p->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
+    if (!p->nparams) fputs("\"\"", c);
+    fputs("};\n", c);
+    fprintf(c, "    for (int i = 0; i < %d; i++)\n      if (param[i] >= 0 && values[param[i]] <= 0) values[param[i]] = -1;\n", G->ndims);
+    fprintf(c, "    if (dtl_solve_grid(size, %d, param, lit, values, names, plan->err, sizeof plan->err)) return 1;\n", G->ndims);
+    for (int i = 0; i < p->nparams; i++)
+      if (p->params[i].is_grid) fprintf(c, "    p.%s = values[%d];\n", cg_ident(p->params[i].name), i);
+    fprintf(c, "    int64_t dims[%d] = {", G->ndims);
+    for (int d = 0; d < G->ndims; d++) {
+      fputs(d ? ", " : "", c);
+      if (G->dims[d].is_param) fprintf(c, "p.%s", cg_ident(p->params[G->dims[d].param].name));
+      else fprintf(c, "%lld", (long long)G->dims[d].value);
+    }
+    fputs("};\n", c);
+    fprintf(c, "    if (dtl_ctx_create(comm, %d, dims, %s, &plan->ctx, plan->err, sizeof plan->err)) return 1;\n",
+            G->ndims, o->debug ? "true" : "false");
+  } else {
+    fputs("    int64_t dims[1] = {size};\n", c);
+    fprintf(c, "    if (dtl_ctx_create(comm, 1, dims, %s, &plan->ctx, plan->err, sizeof plan->err)) return 1;\n",
+            o->debug ? "true" : "false");
+  }
+  fputs("  }\n  plan->p = p;\n", c);
+  declare_params(c, p, "", 2);
+  for (int t = 0; t < p->ntensors; t++) {
+    const fe_tensor *ft = &p->tensors[t];
+    const lw_owner *ow = &lp->owner[t];
+    fprintf(c, "  /* %s: ", ft->name);
+    if (!ft->has_dist) fputs("replicated on every rank */\n", c);
+    else {
+      const fe_dist_level *L = &ft->dist.levels[0];
+      fputs(p->machines[ft->dist.machine].name, c);
+      fputc('(', c);
+      for (int x = 0; x < L->nx; x++) fprintf(c, "%s%s", x ? "," : "", L->x[x]);
+      fputs(" -> ", c);
+      for (int y = 0; y < L->ny; y++) {
+        if (y) fputc(',', c);
+        if (L->y[y].kind == FE_Y_STAR) fputc('*', c);
+        else if (L->y[y].kind == FE_Y_FIXED) fprintf(c, "%lld", (long long)L->y[y].fixed);
+        else fputs(L->y[y].name, c);
+      }
+      fputs(") */\n", c);
+    }
+    fprintf(c, "  plan->dist[%d] = (dtl_dist){.order = %d, .ngrid = %d, .replicated_everywhere = %s};\n", t,
+            ft->order, lp->ndims, ow->everywhere ? "true" : "false");
+    for (int x = 0; x < ft->order; x++) {
+      fprintf(c, "  plan->dist[%d].extent[%d] = ", t, x);
+      fe_print_size(c, p, &ft->dims[x]);
+      fputs(";\n", c);
+    }
+    for (int g2 = 0; g2 < lp->ndims && !ow->everywhere; g2++) {
+      static const char *k[] = {"DTL_DIM_PART", "DTL_DIM_FIXED", "DTL_DIM_STAR"};
+      fprintf(c, "  plan->dist[%d].kind[%d] = %s, plan->dist[%d].tdim[%d] = %d, plan->dist[%d].fixed[%d] = %lld;\n", t, g2,
+              k[ow->kind[g2]], t, g2, ow->kind[g2] == OWN_PART ? ow->tdim[g2] : 0, t, g2, (long long)ow->fixed[g2]);
+    }
+    fprintf(c, "  if (dtl_dist_validate(plan->ctx, &plan->dist[%d], \"%s\")) {\n"
+               "    snprintf(plan->err, sizeof plan->err, \"%%s\", dtl_ctx_error(plan->ctx));\n    return 1;\n  }\n", t, ft->name);
+    fprintf(c, "  dtl_dist_block(plan->ctx, &plan->dist[%d], plan->ctx->coords, &plan->own[%d]);\n", t, t);
+  }
+  fputs("  return 0;\n}\n\n", c);
+  fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
+             "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
+             "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
+          P, P, nslots);
+  for (int t = 0; t < p->ntensors; t++) {
+    fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, p->tensors[t].name, P);
+    fprintf(c, "  if (!plan || !plan->ctx) return 0;\n  const dtl_box *b = &plan->own[%d];\n"
+               "  for (int d = 0; d < b->nd; d++) {\n"
+               "    if (offset) offset[d] = b->lo[d];\n"
+               "    if (extent) extent[d] = b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;\n  }\n"
+               "  return dtl_box_volume(b);\n}\n\n", t);
+  }
+  fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
+             "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);
+}
+
+int cg_emit(FILE *h, FILE *c, const lw_program *lp, const cg_options *o) {
+  const fe_program *p = lp->ir->ast;
+  emit_header(h, lp, o);
+  fprintf(c, "/* %s.c -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit.\n"
+             " * SPMD C over MPI and libdistal: every rank runs this code on its own blocks. */\n", o->prefix, o->source_name);
+  fputs("#include <stdbool.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <distal/runtime.h>\n", c);
+  fprintf(c, "#include \"%s\"\n\n", o->header_name);
+  emit_plan(c, lp, o);
+  int slot = 0;
+  for (int i = 0; i < lp->nstmts; i++) emit_stmt(c, lp, &lp->stmts[i], o, &slot);
+  fprintf(c, "int %s_compute(%s_plan *dtl_plan", o->prefix, o->prefix);
+  for (int t = 0; t < p->ntensors; t++)
+    fprintf(c, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+  fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n", c);
+  for (int i = 0; i < lp->nstmts; i++) {
+    fprintf(c, "  if (%s_s%d(dtl_plan", o->prefix, i);
+    for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s", cg_ident(p->tensors[t].name));
+    fputs(")) return 1;\n", c);
+  }
+  fputs("  return 0;\n}\n", c);
+  if (o->main) cg_emit_driver(c, lp, o);
+  return ferror(c) || ferror(h);
+}

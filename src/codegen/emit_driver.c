@@ -1,0 +1,254 @@
+/* emit_driver.c -- the main() of generated executables (LANGUAGE.md section 8) and the
+ * serial reference that --validate compares with: plain loops over the original index
+ * variables on whole arrays gathered on rank 0, independent of the schedule and of the
+ * distributed code. */
+#include "codegen/cg_internal.h"
+
+#include <string.h>
+
+typedef struct {
+  const lw_program *lp;
+} refctx;
+
+static void ref_access(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
+  refctx *c = vc;
+  const fe_program *p = c->lp->ir->ast;
+  const cin_node *asg = cin_assign(s->root);
+  bool snap = e->tensor == asg->lhs_tensor;
+  fprintf(f, "%s%s[", snap ? "r_in_" : "r_", p->tensors[e->tensor].name);
+  if (!e->nidx) fputc('0', f);
+  for (int x = 0; x < e->nidx; x++) {
+    if (x) fputs(" + ", f);
+    if (x) fputc('(', f);
+    fputs(cg_ident(s->vars[e->vars[x]].name), f);
+    for (int y = x + 1; y < e->nidx; y++) {
+      fputs(" * ", f);
+      fe_print_size(f, p, &p->tensors[e->tensor].dims[y]);
+    }
+    if (x) fputc(')', f);
+  }
+  fputc(']', f);
+}
+
+static void print_volume(FILE *c, const fe_program *p, int t) {
+  fputs("(int64_t)1", c);
+  for (int x = 0; x < p->tensors[t].order; x++) {
+    fputs(" * ", c);
+    fe_print_size(c, p, &p->tensors[t].dims[x]);
+  }
+}
+
+static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
+  const fe_program *p = lp->ir->ast;
+  fprintf(c, "/* serial reference: the statements as written, on whole arrays */\n");
+  fprintf(c, "static int %s_reference(const %s_params *dtl_p", o->prefix, o->prefix);
+  for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(p->tensors[t].type), p->tensors[t].name);
+  fputs(") {\n", c);
+  for (int i = 0; i < p->nparams; i++)
+    fprintf(c, "  const int64_t %s = dtl_p->%s;\n  (void)%s;\n", cg_ident(p->params[i].name), cg_ident(p->params[i].name),
+            cg_ident(p->params[i].name));
+  for (int i = 0; i < lp->nstmts; i++) {
+    const ir_stmt *s = lp->stmts[i].s;
+    const cin_node *asg = cin_assign(s->root);
+    const char *out = p->tensors[asg->lhs_tensor].name;
+    const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
+    fprintf(c, "  { /* statement %d */\n", i + 1);
+    fprintf(c, "    const int64_t vol = ");
+    print_volume(c, p, asg->lhs_tensor);
+    fprintf(c, ";\n    %s *r_in_%s = malloc((size_t)(vol > 0 ? vol : 1) * sizeof(%s));\n", ct, out, ct);
+    fprintf(c, "    if (!r_in_%s) return 1;\n    memcpy(r_in_%s, r_%s, (size_t)vol * sizeof(%s));\n", out, out, out, ct);
+    if (!asg->accumulate) fprintf(c, "    memset(r_%s, 0, (size_t)vol * sizeof(%s));\n", out, ct);
+    int ind = 4;
+    for (int v = 0; v < s->nvars; v++) {
+      if (!s->vars[v].original) continue;
+      fprintf(c, "%*sfor (int64_t %s = 0; %s < ", ind, "", cg_ident(s->vars[v].name), cg_ident(s->vars[v].name));
+      sym_print(c, s->vars[v].extent, NULL, NULL);
+      fprintf(c, "; %s++)\n", cg_ident(s->vars[v].name));
+      ind += 2;
+    }
+    refctx rc = {lp};
+    fprintf(c, "%*s", ind, "");
+    ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
+    /* the left side is written through r_, never through the snapshot */
+    fprintf(c, "r_%s[", out);
+    if (!lhs.nidx) fputc('0', c);
+    for (int x = 0; x < lhs.nidx; x++) {
+      if (x) fputs(" + (", c);
+      fputs(cg_ident(s->vars[lhs.vars[x]].name), c);
+      for (int y = x + 1; y < lhs.nidx; y++) {
+        fputs(" * ", c);
+        fe_print_size(c, p, &p->tensors[asg->lhs_tensor].dims[y]);
+      }
+      if (x) fputc(')', c);
+    }
+    fputs("] += ", c);
+    cg_print_expr(c, lp->ir, s, asg->rhs, p->tensors[asg->lhs_tensor].type, ref_access, &rc);
+    fprintf(c, ";\n    free(r_in_%s);\n  }\n", out);
+  }
+  fputs("  return 0;\n}\n\n", c);
+}
+
+/* sym_print's default namer prints p<i> for params: define those names in the reference */
+static void emit_param_aliases(FILE *c, const fe_program *p) {
+  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define p%d (dtl_p->%s)\n", i, cg_ident(p->params[i].name));
+}
+
+void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
+  const fe_program *p = lp->ir->ast;
+  const char *P = o->prefix;
+  int nt = p->ntensors, np = p->nparams;
+  fputs("\n/* ---- driver ---------------------------------------------------------------- */\n", c);
+  emit_param_aliases(c, p);
+  emit_reference(c, lp, o);
+  for (int i = 0; i < p->nparams; i++) fprintf(c, "#undef p%d\n", i);
+  fputs("\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n  int rank = 0, status = 0;\n"
+        "  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n", c);
+  fprintf(c, "  static const char *const pnames[] = {");
+  for (int i = 0; i < np; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
+  if (!np) fputs("\"\"", c);
+  fprintf(c, "};\n  static const char *const tnames[] = {");
+  for (int t = 0; t < nt; t++) fprintf(c, "%s\"%s\"", t ? ", " : "", p->tensors[t].name);
+  if (!nt) fputs("\"\"", c);
+  fputs("};\n", c);
+  fprintf(c, "  %s_params prm;\n  %s_params_default(&prm);\n", P, P);
+  fprintf(c, "  int64_t values[%d] = {", np + 1);
+  for (int i = 0; i < np; i++) fprintf(c, "%sprm.%s", i ? ", " : "", cg_ident(p->params[i].name));
+  if (!np) fputs("0", c);
+  fprintf(c, "};\n  int64_t defaults[%d];\n  memcpy(defaults, values, sizeof defaults);\n", np + 1);
+  fputs("  dtl_options opt;\n  char err[512];\n", c);
+  fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, values, %d, tnames, &opt, err, sizeof err)) {\n"
+             "    if (rank == 0) fprintf(stderr, \"%%s: %%s (try --help)\\n\", argv[0], err);\n"
+             "    MPI_Finalize();\n    return 2;\n  }\n", np, nt);
+  fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, defaults, %d, tnames);\n"
+             "    MPI_Finalize();\n    return 0;\n  }\n", np, nt);
+  for (int i = 0; i < np; i++) fprintf(c, "  prm.%s = values[%d];\n", cg_ident(p->params[i].name), i);
+  fprintf(c, "  %s_plan *plan = NULL;\n", P);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
+    fprintf(c, "  int64_t n_%s = 0, gv_%s = 1;\n", n, n);
+  }
+  fprintf(c, "  if (%s_plan_create(MPI_COMM_WORLD, &prm, &plan)) {\n"
+             "    if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(plan));\n"
+             "    %s_plan_destroy(&plan);\n    MPI_Finalize();\n    return 1;\n  }\n", P, P, P);
+  fputs("  dtl_ctx *ctx = plan->ctx;\n", c);
+  for (int i = 0; i < np; i++) fprintf(c, "  values[%d] = plan->p.%s;\n", i, cg_ident(p->params[i].name));
+  /* tensors */
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    fprintf(c, "  n_%s = dtl_box_volume(&plan->own[%d]);\n", n, t);
+    fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+    fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+    fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, n);
+  }
+  fputs("  if (dtl_any_error(ctx, status)) goto fail;\n", c);
+  fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name;
+    fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
+    fprintf(c, "    if (path) {\n      if (dtl_npy_read(ctx, path, &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n    } else {\n",
+            t, cg_dtltype(p->tensors[t].type), n, t);
+    fprintf(c, "      dtl_fill(%s, opt.fill, opt.seed, %d, %d, plan->dist[%d].extent, &plan->own[%d], t_%s);\n    }\n",
+            cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, t, t, n);
+    fprintf(c, "    memcpy(i_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n  }\n", n, n, n, n, n);
+  }
+  /* validation inputs */
+  fputs("  /* --validate: whole initial tensors on rank 0 */\n", c);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    (void)ct;
+    fprintf(c, "  for (int d = 0; d < %d; d++) gv_%s *= plan->dist[%d].extent[d];\n", p->tensors[t].order, n, t);
+  }
+  fputs("  if (opt.validate) {\n", c);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    fprintf(c, "    if (rank == 0) {\n      g_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
+               "      r_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
+               "      if (!g_%s || !r_%s) status = 1;\n    }\n", n, n, n, ct, n, n, n, ct, n, n);
+  }
+  fputs("    if (dtl_any_error(ctx, status)) {\n      dtl_fail(ctx, \"out of memory for --validate\");\n      goto fail;\n    }\n", c);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name;
+    fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], r_%s)) goto fail;\n", t,
+            cg_dtltype(p->tensors[t].type), n, t, n);
+  }
+  fputs("  }\n", c);
+  /* runs */
+  fputs("  double *times = calloc((size_t)opt.iters, sizeof(double));\n  if (!times) goto fail;\n", c);
+  fputs("  for (int it = -opt.warmup; it < opt.iters; it++) {\n", c);
+  fputs("    /* written tensors start each run from their initial values (outside the timing) */\n", c);
+  for (int t = 0; t < nt; t++)
+    if (cg_written(p, t))
+      fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", p->tensors[t].name,
+              p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+  fputs("    for (int op = 0; op < DTL_NOPS; op++)\n"
+        "      ctx->bytes_sent[op] = ctx->bytes_recv[op] = ctx->msgs_sent[op] = ctx->msgs_recv[op] = 0;\n", c);
+  fputs("    MPI_Barrier(MPI_COMM_WORLD);\n    double t0 = MPI_Wtime();\n", c);
+  fprintf(c, "    int rc = %s_compute(plan", P);
+  for (int t = 0; t < nt; t++) fprintf(c, ", t_%s", p->tensors[t].name);
+  fputs(");\n    double dt = MPI_Wtime() - t0;\n", c);
+  fputs("    if (dtl_any_error(ctx, rc)) goto fail;\n", c);
+  fputs("    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
+        "    if (it >= 0) times[it] = dt;\n  }\n", c);
+  fputs("  double flops = ", c);
+  fputs("0.0;\n  {\n", c);
+  for (int i = 0; i < np; i++)
+    fprintf(c, "    const int64_t p%d = values[%d];\n    (void)p%d;\n", i, i, i);
+  fputs("    flops = ", c);
+  cg_print_flops(c, lp);
+  fputs(";\n  }\n", c);
+  fputs("  double bytes = 0;\n", c);
+  for (int t = 0; t < nt; t++)
+    fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", p->tensors[t].name, cg_dtltype(p->tensors[t].type));
+  fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
+  fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
+  /* saves */
+  fputs("  for (int k = 0; k < opt.nsave; k++) {\n    switch (opt.save_tensor[k]) {\n", c);
+  for (int t = 0; t < nt; t++)
+    fprintf(c, "    case %d:\n      if (dtl_npy_write(ctx, opt.save_path[k], &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
+            t, t, cg_dtltype(p->tensors[t].type), p->tensors[t].name, t);
+  fputs("    default: break;\n    }\n  }\n", c);
+  /* validate */
+  fputs("  if (opt.validate) {\n", c);
+  for (int t = 0; t < nt; t++)
+    if (cg_written(p, t))
+      fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], g_%s)) goto fail;\n", t,
+              cg_dtltype(p->tensors[t].type), p->tensors[t].name, t, p->tensors[t].name);
+  fputs("    int bad = 0;\n    if (rank == 0) {\n", c);
+  fprintf(c, "      if (%s_reference(&plan->p", P);
+  for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", p->tensors[t].name);
+  fputs(")) bad = 1;\n      double worst = 0;\n", c);
+  for (int t = 0; t < nt; t++) {
+    if (!cg_written(p, t)) continue;
+    const char *n = p->tensors[t].name;
+    fe_type ty = p->tensors[t].type;
+    /* tolerance: rounding grows with the length of the sums */
+    const char *eps = ty == FE_DOUBLE ? "1e-12" : ty == FE_FLOAT ? "2e-6" : "0";
+    fprintf(c, "      {\n        double e = dtl_max_rel_error(%s, g_%s, r_%s, gv_%s);\n", cg_dtltype(ty), n, n, n);
+    fprintf(c, "        double tol = %s * (double)(gv_%s > 0 ? 1 : 1) * %s;\n", eps, n, "64.0");
+    /* scale by the largest reduction extent product */
+    fputs("        double len = 1;\n", c);
+    for (int i = 0; i < lp->nstmts; i++) {
+      const ir_stmt *s = lp->stmts[i].s;
+      if (cin_assign(s->root)->lhs_tensor != t) continue;
+      fputs("        { double l = 1", c);
+      for (int v = 0; v < s->nvars; v++)
+        if (s->vars[v].original && s->vars[v].reduction) {
+          fputs(" * (double)", c);
+          if (s->vars[v].extent->kind == SYM_PARAM) fprintf(c, "plan->p.%s", cg_ident(p->params[s->vars[v].extent->id].name));
+          else sym_print(c, s->vars[v].extent, NULL, NULL);
+        }
+      fputs("; if (l > len) len = l; }\n", c);
+    }
+    fputs("        tol *= len;\n", c);
+    fprintf(c, "        printf(\"validate %s: max relative error %%.3g (tolerance %%.3g) %%s\\n\", e, tol, e <= tol ? \"ok\" : \"MISMATCH\");\n", n);
+    fputs("        if (!(e <= tol)) bad = 1;\n        if (e > worst) worst = e;\n      }\n", c);
+  }
+  fputs("      (void)worst;\n    }\n    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);\n    if (bad) status = 1;\n  }\n", c);
+  fputs("  goto done;\nfail:\n  if (rank == 0) fprintf(stderr, \"%s: %s\\n\", argv[0], dtl_ctx_error(ctx));\n  status = 1;\ndone:\n", c);
+  for (int t = 0; t < nt; t++) {
+    const char *n = p->tensors[t].name;
+    fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
+  }
+  fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);
+}

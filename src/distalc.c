@@ -1,0 +1,326 @@
+/* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
+ *
+ *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
+ *                    [--emit c|cin|plan] [--check] [--debug] [--version] [--help]
+ *
+ * Outputs are written to temporary files and renamed into place only when everything
+ * succeeded, so no input leaves a partial file behind. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+
+static const char usage[] =
+    "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
+    "               [--name PREFIX] [--emit c|cin|plan] [--check] [--debug]\n"
+    "               [--ranks P] [--set NAME=VALUE] [--version] [--help]\n"
+    "\n"
+    "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
+    "  --main          also emit main(): a complete program in OUT.c\n"
+    "  --exe           build an MPI executable OUT with the MPI compiler wrapper\n"
+    "  --slurm         write a Slurm batch script (not available yet)\n"
+    "  --target cpu    generate C + MPI (default); cuda is not available yet\n"
+    "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
+    "  --emit cin      print the scheduled concrete index notation\n"
+    "  --emit plan     print the communication plan (for --ranks P, default 4, and --set)\n"
+    "  --emit c        print the generated C to standard output\n"
+    "  --check         only parse and validate\n"
+    "  --debug         generated code verifies every box it receives\n"
+    "\n"
+    "Environment: MPICC (default " DISTAL_MPICC "), DISTAL_CFLAGS and DISTAL_LIBS override\n"
+    "the flags used by --exe to find the distal runtime.\n";
+
+static int fail_usage(const char *msg, const char *arg) {
+  fprintf(stderr, "distalc: %s%s%s\n%s", msg, arg ? " " : "", arg ? arg : "", "(try distalc --help)\n");
+  return 1;
+}
+
+/* The file stem, made into a C identifier. */
+static char *stem_of(const char *path) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  char *s = strdup(b);
+  char *dot = strrchr(s, '.');
+  if (dot && dot != s) *dot = 0;
+  for (char *x = s; *x; x++)
+    if (!isalnum((unsigned char)*x) && *x != '_') *x = '_';
+  if (isdigit((unsigned char)s[0]) || !s[0]) {
+    char *t = malloc(strlen(s) + 3);
+    sprintf(t, "k_%s", s);
+    free(s);
+    s = t;
+  }
+  return s;
+}
+
+static bool valid_ident(const char *s) {
+  if (!*s || isdigit((unsigned char)*s)) return false;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_') return false;
+  return true;
+}
+
+/* Write to PATH through PATH.tmp.PID, renamed on success. */
+typedef struct {
+  char final[4096], tmp[4200];
+  FILE *f;
+} outfile;
+
+static bool out_open(outfile *o, const char *path) {
+  snprintf(o->final, sizeof o->final, "%s", path);
+  snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", path, (int)getpid());
+  o->f = fopen(o->tmp, "w");
+  if (!o->f) fprintf(stderr, "distalc: cannot write %s: %s\n", path, strerror(errno));
+  return o->f != NULL;
+}
+
+static void out_abort(outfile *o) {
+  if (o->f) fclose(o->f), o->f = NULL;
+  if (o->tmp[0]) unlink(o->tmp);
+}
+
+static bool out_commit(outfile *o) {
+  bool ok = !ferror(o->f);
+  ok &= fclose(o->f) == 0;
+  o->f = NULL;
+  if (ok && rename(o->tmp, o->final) != 0) {
+    fprintf(stderr, "distalc: cannot write %s: %s\n", o->final, strerror(errno));
+    ok = false;
+  }
+  if (!ok) unlink(o->tmp);
+  return ok;
+}
+
+/* Run the MPI compiler wrapper on a generated source. */
+static int build_exe(const char *src_c, const char *incdir, const char *out) {
+  const char *cc = getenv("MPICC");
+  if (!cc || !*cc) cc = DISTAL_MPICC;
+  const char *cflags = getenv("DISTAL_CFLAGS");
+  const char *libs = getenv("DISTAL_LIBS");
+  char defc[4096], defl[4096];
+  if (!cflags) {
+    snprintf(defc, sizeof defc, "-I%s", DISTAL_INCLUDEDIR);
+    cflags = defc;
+  }
+  if (!libs) {
+    snprintf(defl, sizeof defl, "-L%s -Wl,-rpath,%s -ldistal %s -lm", DISTAL_LIBDIR, DISTAL_LIBDIR, DISTAL_BLAS_LIBS);
+    libs = defl;
+  }
+  const char *extra = getenv("DISTAL_EXTRA_CFLAGS");
+  size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + strlen(incdir) + 512 + (extra ? strlen(extra) : 0);
+  char *cmd = malloc(n);
+  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s -I'%s' %s '%s' -o '%s' %s", cc, extra ? extra : "", incdir, cflags, src_c, out, libs);
+  int rc = system(cmd);
+  if (rc != 0) fprintf(stderr, "distalc: the C compiler failed: %s\n", cmd);
+  free(cmd);
+  return rc == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = "cpu";
+  bool want_main = false, exe = false, slurm = false, check = false, debug = false;
+  int64_t ranks = 4;
+  char *sets[64];
+  int nsets = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = NULL;
+#define TAKE(opt)                                                                              \
+  (!strcmp(a, opt) ? (i + 1 < argc ? (val = argv[++i], true) : (fail_usage("missing value for", opt), exit(1), false)) \
+   : (!strncmp(a, opt "=", strlen(opt) + 1) ? (val = a + strlen(opt) + 1, true) : false))
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(a, "--version")) {
+      printf("distalc (distal-mpi) %s\n", PACKAGE_VERSION);
+      return 0;
+    } else if (TAKE("-o")) out = val;
+    else if (TAKE("--name")) name = val;
+    else if (TAKE("--emit")) emit = val;
+    else if (TAKE("--target")) target = val;
+    else if (TAKE("--ranks")) {
+      char *end;
+      ranks = strtoll(val, &end, 10);
+      if (*end || ranks <= 0) return fail_usage("--ranks needs a positive integer, not", val);
+    } else if (TAKE("--set")) {
+      if (nsets < 64) sets[nsets++] = (char *)val;
+    } else if (!strcmp(a, "--main")) want_main = true;
+    else if (!strcmp(a, "--exe")) exe = true;
+    else if (!strcmp(a, "--slurm")) slurm = true;
+    else if (!strcmp(a, "--check")) check = true;
+    else if (!strcmp(a, "--debug")) debug = true;
+    else if (a[0] == '-' && a[1]) return fail_usage("unknown option", a);
+    else if (input) return fail_usage("more than one input file:", a);
+    else input = a;
+  }
+  if (!input) return fail_usage("no input file", NULL);
+  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "plan"))
+    return fail_usage("--emit takes c, cin or plan, not", emit);
+  if (strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
+  if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
+  if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
+
+  fe_source *src = fe_source_open(input, stderr);
+  if (!src) return 1;
+  src->max_errors = 50;
+  int status = 1;
+  fe_program *prog = fe_parse(src);
+  ir_program *ir = NULL;
+  lw_program *lp = NULL;
+  char *prefix = NULL;
+  if (!prog || fe_check(prog)) goto done;
+  ir = ir_build(prog);
+  if (!ir || ir_schedule(ir, -1)) goto done;
+  if (check) {
+    status = 0;
+    goto done;
+  }
+  if (emit && !strcmp(emit, "cin")) {
+    for (int i = 0; i < ir->nstmts; i++) {
+      if (ir->nstmts > 1) printf("# statement %d\n", i + 1);
+      ir_print_cin(stdout, ir, &ir->stmts[i]);
+    }
+    status = 0;
+    goto done;
+  }
+  if (!strcmp(target, "cuda")) {
+    fprintf(stderr, "distalc: --target cuda is not available in this build yet\n");
+    goto done;
+  }
+  if (slurm) {
+    fprintf(stderr, "distalc: --slurm is not available yet\n");
+    goto done;
+  }
+  lp = lw_lower(ir);
+  if (!lp) goto done;
+  if (emit && !strcmp(emit, "plan")) {
+    int64_t *vals = calloc(prog->nparams + 1, sizeof *vals);
+    for (int i = 0; i < prog->nparams; i++) vals[i] = prog->params[i].has_default ? prog->params[i].value : -1;
+    for (int k = 0; k < nsets; k++) {
+      char *eq = strchr(sets[k], '=');
+      int pi = -1;
+      if (eq) {
+        *eq = 0;
+        pi = fe_find_param(prog, sets[k]);
+        *eq = '=';
+      }
+      char *end = NULL;
+      long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+      if (pi < 0 || !end || *end || v <= 0) {
+        fprintf(stderr, "distalc: --set needs NAME=VALUE with a declared param and a positive value, not %s\n", sets[k]);
+        free(vals);
+        goto done;
+      }
+      vals[pi] = v;
+    }
+    /* grid params without values: as plan_create would derive them */
+    if (ir->machine >= 0) {
+      const fe_grid *G = &prog->machines[ir->machine].levels[0];
+      int64_t known = 1;
+      int unknown = 0;
+      for (int d = 0; d < G->ndims; d++) {
+        if (!G->dims[d].is_param) known *= G->dims[d].value;
+        else if (vals[G->dims[d].param] > 0) known *= vals[G->dims[d].param];
+        else unknown++;
+      }
+      /* a simple balanced factorization of the rest, for display */
+      int64_t rest = known > 0 && ranks % known == 0 ? ranks / known : 1;
+      for (int d = 0; d < G->ndims; d++) {
+        if (!G->dims[d].is_param || vals[G->dims[d].param] > 0) continue;
+        int64_t best = 1;
+        for (int64_t f = 1; f <= rest; f++) {
+          int64_t pw = 1;
+          for (int q = 0; q < unknown; q++) pw *= f;
+          if (pw <= rest && rest % f == 0) best = f;
+        }
+        vals[G->dims[d].param] = best;
+        for (int e = d + 1; e < G->ndims; e++)
+          if (G->dims[e].is_param && G->dims[e].param == G->dims[d].param) unknown--;
+        rest /= best;
+        unknown--;
+      }
+    }
+    lw_print_plan(stdout, lp, vals, ranks);
+    free(vals);
+    status = 0;
+    goto done;
+  }
+  prefix = name ? strdup(name) : stem_of(out && !exe ? out : input);
+  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
+  if (emit && !strcmp(emit, "c")) {
+    char hname[512];
+    snprintf(hname, sizeof hname, "%s.h", prefix);
+    o.header_name = hname;
+    FILE *hnull = fopen("/dev/null", "w");
+    status = cg_emit(hnull, stdout, lp, &o) ? 1 : 0;
+    fclose(hnull);
+    goto done;
+  }
+  if (exe) {
+    char dir[] = "/tmp/distalc.XXXXXX";
+    if (!mkdtemp(dir)) {
+      fprintf(stderr, "distalc: cannot create a temporary directory: %s\n", strerror(errno));
+      goto done;
+    }
+    char hpath[4200], cpath[4200], hname[512], target_path[4200];
+    snprintf(hname, sizeof hname, "%s.h", prefix);
+    snprintf(hpath, sizeof hpath, "%s/%s.h", dir, prefix);
+    snprintf(cpath, sizeof cpath, "%s/%s.c", dir, prefix);
+    o.header_name = hname;
+    FILE *h = fopen(hpath, "w"), *c = fopen(cpath, "w");
+    bool ok = h && c && cg_emit(h, c, lp, &o) == 0;
+    if (h) ok &= fclose(h) == 0;
+    if (c) ok &= fclose(c) == 0;
+    const char *exe_out = out ? out : prefix;
+    snprintf(target_path, sizeof target_path, "%s.tmp.%d", exe_out, (int)getpid());
+    if (ok && build_exe(cpath, dir, target_path) == 0) {
+      if (rename(target_path, exe_out) == 0) status = 0;
+      else fprintf(stderr, "distalc: cannot write %s: %s\n", exe_out, strerror(errno));
+    }
+    unlink(target_path);
+    unlink(hpath);
+    unlink(cpath);
+    rmdir(dir);
+    goto done;
+  }
+  {
+    /* library form: OUT.c and OUT.h */
+    char base[4096];
+    snprintf(base, sizeof base, "%s", out ? out : prefix);
+    size_t bl = strlen(base);
+    if (bl > 2 && (!strcmp(base + bl - 2, ".c") || !strcmp(base + bl - 2, ".h"))) base[bl - 2] = 0;
+    char cpath[4200], hpath[4200], hname[4200];
+    snprintf(cpath, sizeof cpath, "%s.c", base);
+    snprintf(hpath, sizeof hpath, "%s.h", base);
+    const char *slash = strrchr(hpath, '/');
+    snprintf(hname, sizeof hname, "%s", slash ? slash + 1 : hpath);
+    o.header_name = hname;
+    outfile oc = {0}, oh = {0};
+    if (!out_open(&oc, cpath) || !out_open(&oh, hpath)) {
+      out_abort(&oc);
+      out_abort(&oh);
+      goto done;
+    }
+    if (cg_emit(oh.f, oc.f, lp, &o) != 0) {
+      out_abort(&oc);
+      out_abort(&oh);
+      goto done;
+    }
+    if (out_commit(&oh) && out_commit(&oc)) status = 0;
+    else unlink(hpath);
+  }
+done:
+  free(prefix);
+  if (prog) fe_program_free(prog);
+  fe_source_free(src);
+  ir_arena_free();
+  return status;
+}

@@ -1,0 +1,213 @@
+/* frontend.h -- the front end of distalc: source text, diagnostics, lexer, parser, AST and
+ * semantic checks of the .dtl language (LANGUAGE.md).  This header is the stage's whole
+ * interface; every exported name carries the fe_ prefix. */
+#ifndef DISTAL_FRONTEND_H
+#define DISTAL_FRONTEND_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- source and diagnostics (diag.c) ------------------------------------------------ */
+
+typedef struct {
+  int line, col; /* 1-based; line 0 means "no location" */
+} fe_loc;
+
+typedef struct fe_source {
+  const char *path; /* as given by the user, printed in diagnostics */
+  char *text;       /* whole file, NUL-terminated (owned) */
+  size_t len;
+  FILE *err;      /* where diagnostics go (stderr by default) */
+  int nerrors;    /* errors reported so far */
+  int max_errors; /* stop reporting after this many (0: no limit) */
+} fe_source;
+
+/* Read a file; on failure print "distalc: cannot read PATH: REASON" and return NULL. */
+fe_source *fe_source_open(const char *path, FILE *err);
+/* Wrap an in-memory buffer (copied); used by tests and the fuzzer. */
+fe_source *fe_source_from_string(const char *path, const char *text, size_t len, FILE *err);
+void fe_source_free(fe_source *src);
+
+/* Print "PATH:LINE:COL: error: MESSAGE", the source line and a caret under COL; count it. */
+void fe_error(fe_source *src, fe_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void fe_verror(fe_source *src, fe_loc loc, const char *fmt, va_list ap);
+/* Same format with "note:" instead of "error:", not counted. */
+void fe_note(fe_source *src, fe_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- AST (parser.c) ----------------------------------------------------------------- */
+
+/* A size in a declaration: an integer literal or a param. */
+typedef struct {
+  bool is_param;
+  int64_t value; /* literal value when !is_param */
+  int param;     /* index into fe_program.params when is_param */
+  fe_loc loc;
+} fe_size;
+
+typedef struct {
+  char *name;
+  bool has_default;
+  int64_t value;   /* default when has_default */
+  bool is_grid;    /* used as a dimension of some machine level */
+  bool implicit;   /* declared by its use in grid(...) */
+  fe_loc loc;
+} fe_param;
+
+typedef enum { FE_CPU, FE_GPU } fe_proc_kind;
+
+typedef struct {
+  int ndims;
+  fe_size *dims;
+  fe_proc_kind kind;
+  fe_loc loc;
+} fe_grid;
+
+typedef struct {
+  char *name;
+  int nlevels; /* 1 for a flat machine */
+  fe_grid *levels;
+  bool hierarchical; /* written with [ ... ] */
+  fe_loc loc;
+} fe_machine;
+
+typedef enum { FE_DOUBLE, FE_FLOAT, FE_INT32, FE_INT64 } fe_type;
+typedef enum { FE_DENSE, FE_COMPRESSED } fe_level_format;
+
+/* One entry of the Y side of a distribution. */
+typedef enum { FE_Y_NAME, FE_Y_FIXED, FE_Y_STAR } fe_ydim_kind;
+typedef struct {
+  fe_ydim_kind kind;
+  char *name;    /* FE_Y_NAME: the name as written */
+  int xindex;    /* FE_Y_NAME: index into the level's X (set by sema) */
+  int64_t fixed; /* FE_Y_FIXED */
+  fe_loc loc;
+} fe_ydim;
+
+/* One level of a distribution: X -> Y. */
+typedef struct {
+  int nx;
+  char **x;
+  fe_loc *xloc;
+  int ny;
+  fe_ydim *y;
+  fe_loc loc;
+} fe_dist_level;
+
+typedef struct {
+  char *machine_name;
+  int machine; /* index into fe_program.machines (set by sema) */
+  int nlevels;
+  fe_dist_level *levels;
+  fe_loc loc;
+} fe_dist;
+
+typedef struct {
+  char *name;
+  int order; /* 0 for a scalar */
+  fe_size *dims;
+  fe_type type;
+  fe_level_format *formats; /* one per dimension (all FE_DENSE by default) */
+  bool has_format;
+  bool has_dist;
+  fe_dist dist;
+  fe_loc loc;
+} fe_tensor;
+
+typedef struct {
+  char *tname;
+  int tensor; /* index into fe_program.tensors (set by sema) */
+  int nidx;
+  char **idx; /* index variable names */
+  fe_loc *idxloc;
+  bool parens; /* written with (...) (a scalar may be written bare) */
+  fe_loc loc;
+} fe_access;
+
+typedef enum { FE_E_ACCESS, FE_E_NUM, FE_E_ADD, FE_E_SUB, FE_E_MUL, FE_E_DIV, FE_E_NEG } fe_expr_kind;
+
+typedef struct fe_expr fe_expr;
+struct fe_expr {
+  fe_expr_kind kind;
+  fe_loc loc;
+  fe_access acc;  /* FE_E_ACCESS */
+  double num;     /* FE_E_NUM */
+  bool is_int;    /* FE_E_NUM written without '.' or exponent */
+  char *text;     /* FE_E_NUM as written */
+  fe_expr *a, *b; /* operands (b unused for FE_E_NEG) */
+};
+
+/* Schedule command arguments. */
+typedef enum {
+  FE_ARG_IDENT, /* name */
+  FE_ARG_INT,   /* 42 */
+  FE_ARG_LIST,  /* {a, b, c}: items are FE_ARG_IDENT */
+  FE_ARG_GRID,  /* grid(...) / Grid(...) inline */
+  FE_ARG_LEVEL, /* M[1] */
+  FE_ARG_EXPR   /* an expression (first argument of precompute) */
+} fe_arg_kind;
+
+typedef struct fe_arg fe_arg;
+struct fe_arg {
+  fe_arg_kind kind;
+  fe_loc loc;
+  char *name;     /* IDENT, LEVEL (machine name) */
+  int64_t ival;   /* INT; LEVEL index */
+  int nitems;     /* LIST */
+  fe_arg *items;  /* LIST */
+  fe_grid grid;   /* GRID (dims may name params) */
+  fe_expr *expr;  /* EXPR */
+};
+
+typedef struct {
+  char *name;
+  fe_loc loc;
+  int nargs;
+  fe_arg *args;
+} fe_command;
+
+typedef struct {
+  fe_access lhs;
+  bool accumulate; /* += */
+  fe_expr *rhs;
+  int ncmds;
+  fe_command *cmds;
+  fe_loc loc;
+} fe_stmt;
+
+typedef struct fe_program {
+  fe_source *src;
+  int nparams, nmachines, ntensors, nstmts;
+  fe_param *params;
+  fe_machine *machines;
+  fe_tensor *tensors;
+  fe_stmt *stmts;
+} fe_program;
+
+/* Parse a whole program.  On syntax errors reports them through fe_error and returns
+ * NULL.  The program keeps a pointer to src. */
+fe_program *fe_parse(fe_source *src);
+void fe_program_free(fe_program *prog);
+
+/* Look-ups by name; -1 when absent. */
+int fe_find_param(const fe_program *prog, const char *name);
+int fe_find_machine(const fe_program *prog, const char *name);
+int fe_find_tensor(const fe_program *prog, const char *name);
+
+/* ---- semantic checks (sema.c) ------------------------------------------------------- */
+
+/* Resolve names and check every rule of LANGUAGE.md sections 3 and 4 that does not need
+ * the schedule.  Returns the number of errors reported (0: the program is valid). */
+int fe_check(fe_program *prog);
+
+/* Printing helpers (used by --emit cin and by tests). */
+const char *fe_type_name(fe_type t);
+/* Print a size as written: literal or param name. */
+void fe_print_size(FILE *f, const fe_program *prog, const fe_size *s);
+/* Print an expression fully parenthesized only where needed, e.g. "B(i,k) * C(k,j)". */
+void fe_print_expr(FILE *f, const fe_expr *e);
+
+#endif

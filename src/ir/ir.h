@@ -1,0 +1,201 @@
+/* ir.h -- intermediate representations of distalc: symbolic integer expressions (sym_),
+ * tensor index notation with reduction placement, concrete index notation (cin_) and the
+ * scheduling transformations (ir_schedule) with their provenance graph of derived index
+ * variables.  This header is the stage's whole interface. */
+#ifndef DISTAL_IR_H
+#define DISTAL_IR_H
+
+#include "frontend/frontend.h"
+
+/* ---- arena: every IR object lives until ir_arena_free ------------------------------- */
+void *ir_alloc(size_t n);       /* zeroed */
+char *ir_strdup(const char *s);
+void ir_arena_free(void);
+
+/* ---- symbolic integer expressions (sym.c) --------------------------------------------- */
+/* Atoms: constants, params (p.NAME), grid coordinates (coords[d]) and variables (loop
+ * counters of generated code).  Operations: + * floordiv ceildiv mod min max.  Built
+ * through the sym_ constructors, which simplify: sums become sorted linear combinations
+ * of atoms, constants fold, and min/max/div use the known ranges of atoms (params >= 1,
+ * variables >= 0, 0 <= coords[d] < dims[d]). */
+typedef enum {
+  SYM_CONST, SYM_PARAM, SYM_COORD, SYM_VAR,
+  SYM_ADD, SYM_MUL, SYM_FLOORDIV, SYM_CEILDIV, SYM_MOD, SYM_MIN, SYM_MAX
+} sym_kind;
+
+typedef struct sym sym;
+struct sym {
+  sym_kind kind;
+  int64_t c; /* SYM_CONST */
+  int id;    /* PARAM: param index; COORD: grid dim; VAR: variable id */
+  const sym *a, *b;
+};
+
+/* The size of each grid dim, for the range of coordinates (set by the lowering). */
+void sym_set_grid(int ndims, const sym *const *dims);
+
+const sym *sym_const(int64_t c);
+const sym *sym_param(int id);
+const sym *sym_coord(int d);
+const sym *sym_var(int id);
+const sym *sym_add(const sym *a, const sym *b);
+const sym *sym_sub(const sym *a, const sym *b);
+const sym *sym_mul(const sym *a, const sym *b);
+const sym *sym_floordiv(const sym *a, const sym *b);
+const sym *sym_ceildiv(const sym *a, const sym *b);
+const sym *sym_mod(const sym *a, const sym *b);
+const sym *sym_min(const sym *a, const sym *b);
+const sym *sym_max(const sym *a, const sym *b);
+const sym *sym_from_size(const fe_size *s);
+
+bool sym_equal(const sym *a, const sym *b);
+int sym_compare(const sym *a, const sym *b); /* a total order, for canonical forms */
+bool sym_is_const(const sym *a, int64_t *value);
+/* Does the expression mention this atom? */
+bool sym_uses(const sym *e, sym_kind kind, int id);
+/* Replace every atom (kind, id) by `by`, re-simplifying. */
+const sym *sym_subst(const sym *e, sym_kind kind, int id, const sym *by);
+/* Can we prove a <= b (resp. a < b) from the atom ranges? false means "unknown". */
+bool sym_prove_le(const sym *a, const sym *b);
+/* Every occurrence of coords[d] lies under a `mod` by m. */
+bool sym_coord_only_under_mod(const sym *e, int d, const sym *m);
+
+/* Evaluation: values of params, coords and vars; returns false if an atom is unknown. */
+typedef struct {
+  const int64_t *params;
+  const int64_t *coords;
+  const int64_t *vars;
+  int nvars;
+} sym_env;
+bool sym_eval(const sym *e, const sym_env *env, int64_t *out);
+
+/* Printing.  The namer prints an atom; NULL namer: p.NAME-free default (p0, c0, v0). */
+typedef void (*sym_namer)(FILE *f, const sym *atom, void *ctx);
+void sym_print(FILE *f, const sym *e, sym_namer namer, void *ctx); /* as C */
+
+/* ---- tensor index notation with reduction placement (cin.c) ----------------------------- */
+typedef enum { IR_ACCESS, IR_NUM, IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_NEG } ir_expr_kind;
+
+typedef struct ir_expr ir_expr;
+struct ir_expr {
+  ir_expr_kind kind;
+  int tensor; /* IR_ACCESS */
+  int nidx;
+  int *vars; /* original index variables, one per tensor dim */
+  double num;
+  bool is_int;
+  const char *text; /* IR_NUM as written */
+  ir_expr *a, *b;
+  /* Reduction placement (TACO): this operand of a sum contributes only at the first
+   * iteration of these summed variables, whose reduction encloses the sum. */
+  int nguards;
+  int *guards;
+  fe_loc loc;
+};
+
+/* ---- concrete index notation ---------------------------------------------------------- */
+typedef enum { REL_DIVIDE, REL_SPLIT, REL_FUSE, REL_ROTATE, REL_PRECOMPUTE } ir_rel_kind;
+
+/* One provenance relation: how derived variables recover the ones they replace.
+ *   divide(i, io, ii, N): i = io*ceil(E/N) + ii     split(i, io, ii, N): i = io*N + ii
+ *   fuse(i, j, f): i = f / E_j, j = f mod E_j        rotate(t, I, r): t = (r + sum I) mod E_t
+ *   precompute(e, i, iw, T): iw ranges like i over the workspace T. */
+typedef struct {
+  ir_rel_kind kind;
+  int in[2];  /* replaced variables (divide/split/rotate/precompute: in[0]; fuse: i, j) */
+  int out[2]; /* created variables (divide/split: outer, inner; fuse/rotate/precompute: out[0]) */
+  const sym *factor; /* divide/split */
+  int nrot;
+  int *rot; /* rotate: the variables I */
+  fe_loc loc;
+  const char *text; /* the command as written, for printing */
+} ir_rel;
+
+typedef struct {
+  const char *name;
+  bool original;      /* an index variable of the statement */
+  const sym *extent;  /* natural extent: a function of params only (an upper bound) */
+  int def;            /* relation that created it (-1: original) */
+  int use;            /* relation that replaced it (-1: still a loop or original in use) */
+  bool reduction;     /* original: summed over; derived: derived from a summed variable */
+  fe_loc loc;
+} ir_var;
+
+typedef enum { PAR_NONE, PAR_CPU_THREAD, PAR_CPU_VECTOR, PAR_GPU_BLOCK, PAR_GPU_WARP,
+               PAR_GPU_THREAD } ir_par_unit;
+typedef enum { RACE_NO_RACES, RACE_ATOMICS, RACE_IGNORE } ir_race;
+typedef enum { KERNEL_NONE, KERNEL_GEMM, KERNEL_GEMV, KERNEL_DOT, KERNEL_AXPY, KERNEL_TTV,
+               KERNEL_TTM, KERNEL_MTTKRP, KERNEL_INNERPROD } ir_kernel;
+
+typedef enum { CIN_FORALL, CIN_ASSIGN, CIN_WHERE } cin_kind;
+typedef struct cin_node cin_node;
+struct cin_node {
+  cin_kind kind;
+  /* CIN_FORALL */
+  int var;
+  cin_node *body;
+  bool distributed;
+  int dist_level; /* machine level */
+  int dist_dim;   /* grid dim (set by ir_finish_schedule) */
+  ir_par_unit par;
+  ir_race race;
+  int ncomm;
+  int *comm; /* tensors communicated at this loop */
+  ir_kernel kernel; /* substitute: set on the outermost substituted loop */
+  int nsubst;       /* number of loops replaced by the kernel */
+  /* CIN_ASSIGN */
+  int lhs_tensor;
+  int nlhs;
+  int *lhs_vars;
+  bool accumulate; /* += into existing values (output not zeroed) */
+  bool reduces;    /* has summed variables */
+  ir_expr *rhs;
+  /* CIN_WHERE: consumer after producer (precompute) */
+  cin_node *producer, *consumer;
+  int workspace; /* tensor index of the workspace (>= prog->ntensors: a temporary) */
+};
+
+typedef struct {
+  int index;
+  const fe_stmt *ast;
+  int nvars;
+  ir_var *vars;
+  int nrels;
+  ir_rel *rels;
+  cin_node *root;
+  int machine;         /* -1: no machine involved */
+  int nlevels_used;
+  int ndist;           /* distributed loops */
+  bool has_precompute;
+  int nst;
+  const char **st; /* the s.t. clause: every applied command, as written */
+  /* workspaces created by precompute */
+  int nwork;
+  struct { const char *name; int nidx; int *vars; fe_type type; } *work;
+} ir_stmt;
+
+typedef struct {
+  fe_program *ast;
+  int nstmts;
+  ir_stmt *stmts;
+  int machine; /* the machine of the program (-1 if none) */
+} ir_program;
+
+/* Build tensor index notation and default concrete index notation (loop order: the
+ * variables in order of first appearance, left side first, as TACO does). */
+ir_program *ir_build(fe_program *prog);
+/* Apply every statement's schedule; errors are reported at the command.  Returns the
+ * number of errors. stop_after >= 0 applies only that many commands of each statement. */
+int ir_schedule(ir_program *ir, int stop_after);
+/* Print a statement's concrete index notation with its s.t. relations. */
+void ir_print_cin(FILE *f, const ir_program *ir, const ir_stmt *s);
+void ir_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e);
+
+/* Loop-nest helpers. */
+int cin_loops(const cin_node *root, const cin_node **out, int max); /* the forall chain */
+const cin_node *cin_assign(const cin_node *root);                  /* innermost statement */
+int ir_var_find(const ir_stmt *s, const char *name);
+const char *ir_kernel_name(ir_kernel k);
+fe_type ir_tensor_type(const ir_program *ir, int tensor);
+
+#endif

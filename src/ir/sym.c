@@ -1,0 +1,489 @@
+/* sym.c -- symbolic integer expressions with a canonical form.
+ *
+ * Bounds, ownership blocks and message sizes are all built from these, so the same formula
+ * is printed in the plan, emitted as C and compared by the pattern analysis.  Comparison is
+ * structural on canonical forms: a sum is a sorted linear combination of atoms with
+ * integer coefficients and a trailing constant; products of atoms are ordered. */
+#include "ir/ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena ------------------------------------------------------------------------------ */
+typedef struct arena_block {
+  struct arena_block *next;
+  size_t used, cap;
+  _Alignas(16) unsigned char data[];
+} arena_block;
+static arena_block *arena;
+
+void *ir_alloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (!arena || arena->used + n > arena->cap) {
+    size_t cap = n > 65536 ? n : 65536;
+    arena_block *b = malloc(sizeof *b + cap);
+    if (!b) {
+      fputs("distalc: out of memory\n", stderr);
+      exit(2);
+    }
+    b->next = arena, b->used = 0, b->cap = cap;
+    arena = b;
+  }
+  void *p = arena->data + arena->used;
+  arena->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+char *ir_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = ir_alloc(n);
+  memcpy(p, s, n);
+  return p;
+}
+
+void ir_arena_free(void) {
+  while (arena) {
+    arena_block *next = arena->next;
+    free(arena);
+    arena = next;
+  }
+}
+
+/* ---- construction ------------------------------------------------------------------------ */
+static int grid_ndims;
+static const sym *grid_dims[16];
+
+void sym_set_grid(int ndims, const sym *const *dims) {
+  grid_ndims = ndims < 16 ? ndims : 16;
+  for (int d = 0; d < grid_ndims; d++) grid_dims[d] = dims[d];
+}
+
+static sym *mk(sym_kind k, const sym *a, const sym *b) {
+  sym *s = ir_alloc(sizeof *s);
+  s->kind = k, s->a = a, s->b = b;
+  return s;
+}
+
+const sym *sym_const(int64_t c) {
+  sym *s = mk(SYM_CONST, NULL, NULL);
+  s->c = c;
+  return s;
+}
+static const sym *atom(sym_kind k, int id) {
+  sym *s = mk(k, NULL, NULL);
+  s->id = id;
+  return s;
+}
+const sym *sym_param(int id) { return atom(SYM_PARAM, id); }
+const sym *sym_coord(int d) { return atom(SYM_COORD, d); }
+const sym *sym_var(int id) { return atom(SYM_VAR, id); }
+
+const sym *sym_from_size(const fe_size *s) {
+  return s->is_param ? sym_param(s->param) : sym_const(s->value);
+}
+
+bool sym_is_const(const sym *a, int64_t *value) {
+  if (a->kind != SYM_CONST) return false;
+  if (value) *value = a->c;
+  return true;
+}
+
+int sym_compare(const sym *a, const sym *b) {
+  if (a == b) return 0;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  switch (a->kind) {
+  case SYM_CONST: return a->c < b->c ? -1 : a->c > b->c;
+  case SYM_PARAM:
+  case SYM_COORD:
+  case SYM_VAR: return a->id < b->id ? -1 : a->id > b->id;
+  default: {
+    int c = sym_compare(a->a, b->a);
+    return c ? c : sym_compare(a->b, b->b);
+  }
+  }
+}
+
+bool sym_equal(const sym *a, const sym *b) { return sym_compare(a, b) == 0; }
+
+/* Linear forms: sum of coef * atom + constant. */
+typedef struct {
+  int n, cap;
+  int64_t *coef;
+  const sym **atom;
+  int64_t k;
+} linear;
+
+static void lin_push(linear *l, int64_t c, const sym *a) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 8;
+    int64_t *nc = ir_alloc(cap * sizeof *nc);
+    const sym **na = ir_alloc(cap * sizeof *na);
+    if (l->n) memcpy(nc, l->coef, l->n * sizeof *nc), memcpy(na, l->atom, l->n * sizeof *na);
+    l->coef = nc, l->atom = na, l->cap = cap;
+  }
+  l->coef[l->n] = c, l->atom[l->n] = a, l->n++;
+}
+
+static void lin_collect(linear *l, const sym *e, int64_t c) {
+  if (e->kind == SYM_CONST) l->k += c * e->c;
+  else if (e->kind == SYM_ADD) lin_collect(l, e->a, c), lin_collect(l, e->b, c);
+  else if (e->kind == SYM_MUL && e->a->kind == SYM_CONST) lin_collect(l, e->b, c * e->a->c);
+  else lin_push(l, c, e);
+}
+
+static const sym *lin_build(linear *l) {
+  /* insertion sort by atom, merging equal atoms */
+  for (int i = 1; i < l->n; i++)
+    for (int j = i; j > 0 && sym_compare(l->atom[j - 1], l->atom[j]) > 0; j--) {
+      int64_t tc = l->coef[j];
+      const sym *ta = l->atom[j];
+      l->coef[j] = l->coef[j - 1], l->atom[j] = l->atom[j - 1];
+      l->coef[j - 1] = tc, l->atom[j - 1] = ta;
+    }
+  const sym *r = NULL;
+  for (int i = 0; i < l->n;) {
+    int64_t c = l->coef[i];
+    int j = i + 1;
+    while (j < l->n && sym_equal(l->atom[i], l->atom[j])) c += l->coef[j++];
+    if (c != 0) {
+      const sym *t = c == 1 ? l->atom[i] : mk(SYM_MUL, sym_const(c), l->atom[i]);
+      r = r ? mk(SYM_ADD, r, t) : t;
+    }
+    i = j;
+  }
+  if (!r) return sym_const(l->k);
+  return l->k ? mk(SYM_ADD, r, sym_const(l->k)) : r;
+}
+
+const sym *sym_add(const sym *a, const sym *b) {
+  linear l = {0};
+  lin_collect(&l, a, 1);
+  lin_collect(&l, b, 1);
+  return lin_build(&l);
+}
+
+const sym *sym_sub(const sym *a, const sym *b) {
+  linear l = {0};
+  lin_collect(&l, a, 1);
+  lin_collect(&l, b, -1);
+  return lin_build(&l);
+}
+
+const sym *sym_mul(const sym *a, const sym *b) {
+  if (b->kind == SYM_CONST && a->kind != SYM_CONST) {
+    const sym *t = a;
+    a = b, b = t;
+  }
+  if (a->kind == SYM_CONST) {
+    if (b->kind == SYM_CONST) return sym_const(a->c * b->c);
+    if (a->c == 0) return sym_const(0);
+    if (a->c == 1) return b;
+    linear l = {0};
+    lin_collect(&l, b, a->c);
+    return lin_build(&l);
+  }
+  if (sym_compare(a, b) > 0) {
+    const sym *t = a;
+    a = b, b = t;
+  }
+  return mk(SYM_MUL, a, b);
+}
+
+/* Numeric lower bound of an expression from the ranges of atoms; false if unknown. */
+static bool lower_bound(const sym *e, int64_t *lb);
+static bool upper_is_known(const sym *e) { return e->kind == SYM_CONST; }
+
+static bool lower_bound(const sym *e, int64_t *lb) {
+  int64_t x, y;
+  switch (e->kind) {
+  case SYM_CONST: *lb = e->c; return true;
+  case SYM_PARAM: *lb = 1; return true;
+  case SYM_VAR:
+  case SYM_COORD:
+  case SYM_MOD: *lb = 0; return true;
+  case SYM_ADD: {
+    linear l = {0};
+    lin_collect(&l, e, 1);
+    int64_t sum = l.k;
+    for (int i = 0; i < l.n; i++) {
+      if (l.coef[i] < 0) {
+        if (!upper_is_known(l.atom[i])) return false;
+        sum += l.coef[i] * l.atom[i]->c;
+      } else {
+        if (!lower_bound(l.atom[i], &x)) return false;
+        sum += l.coef[i] * x;
+      }
+    }
+    *lb = sum;
+    return true;
+  }
+  case SYM_MUL:
+    if (e->a->kind == SYM_CONST && e->a->c < 0) return false;
+    if (!lower_bound(e->a, &x) || !lower_bound(e->b, &y) || x < 0 || y < 0) return false;
+    *lb = x * y;
+    return true;
+  case SYM_FLOORDIV:
+  case SYM_CEILDIV:
+    if (!lower_bound(e->a, &x) || !lower_bound(e->b, &y) || x < 0 || y < 1) return false;
+    *lb = 0;
+    return true;
+  case SYM_MIN:
+    if (!lower_bound(e->a, &x) || !lower_bound(e->b, &y)) return false;
+    *lb = x < y ? x : y;
+    return true;
+  case SYM_MAX:
+    if (lower_bound(e->a, &x)) {
+      if (lower_bound(e->b, &y) && y > x) x = y;
+      *lb = x;
+      return true;
+    }
+    return lower_bound(e->b, lb);
+  }
+  return false;
+}
+
+/* Replace coordinates that appear with a negative coefficient by their upper bound
+ * dims[d] - 1, which can only lower the value: a sound step towards a lower bound. */
+static const sym *bound_coords_from_below(const sym *e) {
+  linear l = {0};
+  lin_collect(&l, e, 1);
+  linear r = {0};
+  r.k = l.k;
+  for (int i = 0; i < l.n; i++) {
+    const sym *a = l.atom[i];
+    if (l.coef[i] < 0 && a->kind == SYM_COORD && a->id < grid_ndims && grid_dims[a->id])
+      lin_collect(&r, sym_sub(grid_dims[a->id], sym_const(1)), l.coef[i]);
+    else lin_push(&r, l.coef[i], a);
+  }
+  return lin_build(&r);
+}
+
+bool sym_prove_le(const sym *a, const sym *b) {
+  const sym *d = bound_coords_from_below(sym_sub(b, a));
+  int64_t lb;
+  return lower_bound(d, &lb) && lb >= 0;
+}
+
+static bool prove_lt(const sym *a, const sym *b) { return sym_prove_le(sym_add(a, sym_const(1)), b); }
+
+static bool positive(const sym *e) {
+  int64_t lb;
+  return lower_bound(e, &lb) && lb >= 1;
+}
+
+const sym *sym_floordiv(const sym *a, const sym *b) {
+  int64_t x, y;
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0) {
+    int64_t q = x / y;
+    if (x % y != 0 && ((x < 0) != (y < 0))) q--;
+    return sym_const(q);
+  }
+  if (sym_is_const(b, &y) && y == 1) return a;
+  if (sym_is_const(a, &x) && x == 0) return a;
+  if (sym_equal(a, b) && positive(b)) return sym_const(1);
+  /* (b * q + r) / b with 0 <= r < b  ->  q + r / b: handled only for r = 0 */
+  if (a->kind == SYM_MUL && positive(b)) {
+    if (sym_equal(a->a, b)) return a->b;
+    if (sym_equal(a->b, b)) return a->a;
+  }
+  return mk(SYM_FLOORDIV, a, b);
+}
+
+const sym *sym_ceildiv(const sym *a, const sym *b) {
+  int64_t x, y;
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y > 0) return sym_const((x + y - 1) / y);
+  if (sym_is_const(b, &y) && y == 1) return a;
+  if (sym_is_const(a, &x) && x == 0) return a;
+  if (sym_equal(a, b) && positive(b)) return sym_const(1);
+  return mk(SYM_CEILDIV, a, b);
+}
+
+const sym *sym_mod(const sym *a, const sym *b) {
+  int64_t x, y;
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0) {
+    int64_t r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    return sym_const(r);
+  }
+  if (sym_is_const(b, &y) && y == 1) return sym_const(0);
+  int64_t lb;
+  if (lower_bound(a, &lb) && lb >= 0 && prove_lt(a, b)) return a;
+  return mk(SYM_MOD, a, b);
+}
+
+const sym *sym_min(const sym *a, const sym *b) {
+  if (sym_equal(a, b)) return a;
+  if (sym_prove_le(a, b)) return a;
+  if (sym_prove_le(b, a)) return b;
+  if (sym_compare(a, b) > 0) {
+    const sym *t = a;
+    a = b, b = t;
+  }
+  return mk(SYM_MIN, a, b);
+}
+
+const sym *sym_max(const sym *a, const sym *b) {
+  if (sym_equal(a, b)) return a;
+  if (sym_prove_le(a, b)) return b;
+  if (sym_prove_le(b, a)) return a;
+  if (sym_compare(a, b) > 0) {
+    const sym *t = a;
+    a = b, b = t;
+  }
+  return mk(SYM_MAX, a, b);
+}
+
+/* ---- queries and rewriting ----------------------------------------------------------------- */
+bool sym_uses(const sym *e, sym_kind kind, int id) {
+  if (!e) return false;
+  if (e->kind == kind && (kind == SYM_PARAM || kind == SYM_COORD || kind == SYM_VAR))
+    return e->id == id;
+  if (e->kind <= SYM_VAR) return false;
+  return sym_uses(e->a, kind, id) || sym_uses(e->b, kind, id);
+}
+
+static const sym *rebuild(sym_kind k, const sym *a, const sym *b) {
+  switch (k) {
+  case SYM_ADD: return sym_add(a, b);
+  case SYM_MUL: return sym_mul(a, b);
+  case SYM_FLOORDIV: return sym_floordiv(a, b);
+  case SYM_CEILDIV: return sym_ceildiv(a, b);
+  case SYM_MOD: return sym_mod(a, b);
+  case SYM_MIN: return sym_min(a, b);
+  case SYM_MAX: return sym_max(a, b);
+  default: return NULL;
+  }
+}
+
+const sym *sym_subst(const sym *e, sym_kind kind, int id, const sym *by) {
+  if (e->kind == kind && e->kind != SYM_CONST && e->id == id) return by;
+  if (e->kind <= SYM_VAR) return e;
+  if (!sym_uses(e, kind, id)) return e;
+  return rebuild(e->kind, sym_subst(e->a, kind, id, by), sym_subst(e->b, kind, id, by));
+}
+
+bool sym_coord_only_under_mod(const sym *e, int d, const sym *m) {
+  if (e->kind == SYM_COORD) return e->id != d;
+  if (e->kind <= SYM_VAR) return true;
+  if (e->kind == SYM_MOD && sym_equal(e->b, m)) return !sym_uses(e->b, SYM_COORD, d);
+  return sym_coord_only_under_mod(e->a, d, m) && sym_coord_only_under_mod(e->b, d, m);
+}
+
+bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
+  int64_t x, y;
+  switch (e->kind) {
+  case SYM_CONST: *out = e->c; return true;
+  case SYM_PARAM:
+    if (!env->params || env->params[e->id] < 0) return false;
+    *out = env->params[e->id];
+    return true;
+  case SYM_COORD:
+    if (!env->coords) return false;
+    *out = env->coords[e->id];
+    return true;
+  case SYM_VAR:
+    if (!env->vars || e->id >= env->nvars) return false;
+    *out = env->vars[e->id];
+    return true;
+  default: break;
+  }
+  if (!sym_eval(e->a, env, &x) || !sym_eval(e->b, env, &y)) return false;
+  switch (e->kind) {
+  case SYM_ADD: *out = x + y; break;
+  case SYM_MUL: *out = x * y; break;
+  case SYM_FLOORDIV:
+    if (y == 0) return false;
+    *out = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
+    break;
+  case SYM_CEILDIV:
+    if (y <= 0) return false;
+    *out = x <= 0 ? -((-x) / y) : (x + y - 1) / y;
+    break;
+  case SYM_MOD:
+    if (y == 0) return false;
+    *out = x % y;
+    if (*out != 0 && ((*out < 0) != (y < 0))) *out += y;
+    break;
+  case SYM_MIN: *out = x < y ? x : y; break;
+  case SYM_MAX: *out = x > y ? x : y; break;
+  default: return false;
+  }
+  return true;
+}
+
+/* ---- printing as C ----------------------------------------------------------------------- */
+static void default_namer(FILE *f, const sym *a, void *ctx) {
+  (void)ctx;
+  fprintf(f, "%c%d", a->kind == SYM_PARAM ? 'p' : a->kind == SYM_COORD ? 'c' : 'v', a->id);
+}
+
+static void print_prec(FILE *f, const sym *e, sym_namer nm, void *ctx, int prec);
+
+static void print_term(FILE *f, const sym *t, bool first, sym_namer nm, void *ctx) {
+  int64_t c = 1;
+  const sym *a = t;
+  if (t->kind == SYM_MUL && t->a->kind == SYM_CONST) c = t->a->c, a = t->b;
+  if (t->kind == SYM_CONST) {
+    c = t->c;
+    if (first) fprintf(f, "%lld", (long long)c);
+    else fprintf(f, c < 0 ? " - %lld" : " + %lld", (long long)(c < 0 ? -c : c));
+    return;
+  }
+  if (!first) fputs(c < 0 ? " - " : " + ", f);
+  else if (c < 0) fputs("-", f);
+  int64_t m = c < 0 ? -c : c;
+  if (m != 1) fprintf(f, "%lld * ", (long long)m);
+  print_prec(f, a, nm, ctx, 2);
+}
+
+static void print_sum(FILE *f, const sym *e, bool *first, sym_namer nm, void *ctx) {
+  if (e->kind == SYM_ADD) {
+    print_sum(f, e->a, first, nm, ctx);
+    print_sum(f, e->b, first, nm, ctx);
+  } else {
+    print_term(f, e, *first, nm, ctx);
+    *first = false;
+  }
+}
+
+/* prec: 0 = any context, 1 = operand of +, 2 = operand of * */
+static void print_prec(FILE *f, const sym *e, sym_namer nm, void *ctx, int prec) {
+  static const char *fn[] = {[SYM_FLOORDIV] = "dtl_floordiv", [SYM_CEILDIV] = "dtl_ceildiv",
+                             [SYM_MOD] = "dtl_mod", [SYM_MIN] = "dtl_min", [SYM_MAX] = "dtl_max"};
+  switch (e->kind) {
+  case SYM_CONST: fprintf(f, e->c < 0 && prec ? "(%lld)" : "%lld", (long long)e->c); return;
+  case SYM_PARAM:
+  case SYM_COORD:
+  case SYM_VAR: nm(f, e, ctx); return;
+  case SYM_ADD: {
+    bool first = true;
+    if (prec >= 2) fputc('(', f);
+    print_sum(f, e, &first, nm, ctx);
+    if (prec >= 2) fputc(')', f);
+    return;
+  }
+  case SYM_MUL:
+    if (e->a->kind == SYM_CONST && e->a->c < 0) {
+      bool first = true;
+      fputc('(', f);
+      print_term(f, e, first, nm, ctx);
+      fputc(')', f);
+      return;
+    }
+    print_prec(f, e->a, nm, ctx, 2);
+    fputs(" * ", f);
+    print_prec(f, e->b, nm, ctx, 2);
+    return;
+  default:
+    fprintf(f, "%s(", fn[e->kind]);
+    print_prec(f, e->a, nm, ctx, 0);
+    fputs(", ", f);
+    print_prec(f, e->b, nm, ctx, 0);
+    fputc(')', f);
+  }
+}
+
+void sym_print(FILE *f, const sym *e, sym_namer namer, void *ctx) {
+  print_prec(f, e, namer ? namer : default_namer, ctx, 0);
+}

@@ -1,0 +1,509 @@
+/* lower.c -- ownership maps, bounds analysis and communication selection.
+ *
+ * Every rank runs the same loops.  Loops at or above the deepest communicate point run the
+ * same trip counts on every rank (distributed loops iterate over a padded block of
+ * ceil(E/G) local iterations), so that collective operations match; iterations that fall
+ * outside a range produce empty boxes.  For each tensor and its communicate point the
+ * bounds analysis computes the box of coordinates touched by the iterations nested there,
+ * as symbolic functions of the grid coordinates and the enclosing loop counters; the
+ * pattern is chosen from the structure of those boxes, and only where it is proven. */
+#include "lower_mpi/lower.h"
+
+#include <string.h>
+
+const char *lw_pattern_name(lw_pattern p) {
+  static const char *n[] = {"local", "broadcast", "shift", "reduce", "exchange"};
+  return n[p];
+}
+
+int lw_loop_pos(const lw_stmt *ls, int var) {
+  for (int k = 0; k < ls->nloops; k++)
+    if (ls->loops[k]->var == var) return k;
+  return -1;
+}
+
+const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k) {
+  const cin_node *n = ls->loops[k];
+  if (!n->distributed) return sym_var(n->var);
+  int64_t one;
+  const sym *c = sym_coord(n->dist_dim);
+  if (sym_is_const(ls->bs[k], &one) && one == 1) return c;
+  (void)lp;
+  return sym_add(sym_mul(c, ls->bs[k]), sym_var(ls->lidx_var0 + k));
+}
+
+static const sym *one_more(const sym *a) { return sym_add(a, sym_const(1)); }
+
+void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, const sym **lo,
+                 const sym **hi) {
+  const ir_stmt *s = ls->s;
+  const ir_var *v = &s->vars[var];
+  int k = lw_loop_pos(ls, var);
+  if (k >= 0) {
+    const cin_node *n = ls->loops[k];
+    if (k <= depth) {
+      /* a sequential loop never leaves its range; a padded distributed one may */
+      const sym *val = lw_loop_value(lp, ls, k);
+      *lo = val, *hi = n->distributed ? sym_min(one_more(val), v->extent) : one_more(val);
+    } else if (n->distributed) {
+      const sym *base = sym_mul(sym_coord(n->dist_dim), ls->bs[k]);
+      *lo = base, *hi = sym_min(v->extent, sym_add(base, ls->bs[k]));
+    } else {
+      *lo = sym_const(0), *hi = v->extent;
+    }
+    return;
+  }
+  if (v->use < 0) { /* not a loop and never replaced: cannot happen for a valid nest */
+    *lo = sym_const(0), *hi = v->extent;
+    return;
+  }
+  const ir_rel *r = &s->rels[v->use];
+  const sym *a, *b;
+  switch (r->kind) {
+  case REL_DIVIDE:
+  case REL_SPLIT: {
+    const sym *st = r->kind == REL_SPLIT ? r->factor : sym_ceildiv(v->extent, r->factor);
+    const sym *a2, *b2;
+    lw_interval(lp, ls, r->out[0], depth, &a, &b);
+    lw_interval(lp, ls, r->out[1], depth, &a2, &b2);
+    *lo = sym_add(sym_mul(a, st), a2);
+    *hi = sym_min(v->extent, sym_add(sym_mul(sym_sub(b, sym_const(1)), st), b2));
+    return;
+  }
+  case REL_FUSE: {
+    const sym *ej = s->vars[r->in[1]].extent;
+    lw_interval(lp, ls, r->out[0], depth, &a, &b);
+    bool single = sym_equal(b, one_more(a)) || sym_equal(b, sym_min(one_more(a), s->vars[r->out[0]].extent));
+    if (var == r->in[0]) {
+      *lo = sym_floordiv(a, ej);
+      *hi = single ? one_more(*lo) : one_more(sym_floordiv(sym_sub(b, sym_const(1)), ej));
+    } else if (single) {
+      *lo = sym_mod(a, ej), *hi = one_more(*lo);
+    } else {
+      *lo = sym_const(0), *hi = ej;
+    }
+    return;
+  }
+  case REL_ROTATE: {
+    int rk = lw_loop_pos(ls, r->out[0]);
+    lw_interval(lp, ls, r->out[0], depth, &a, &b);
+    if (rk >= 0 && rk <= depth) {
+      const sym *sum = a;
+      for (int q = 0; q < r->nrot; q++) {
+        const sym *l2, *h2;
+        lw_interval(lp, ls, r->rot[q], depth, &l2, &h2);
+        sum = sym_add(sum, l2);
+      }
+      *lo = sym_mod(sum, v->extent), *hi = one_more(*lo);
+    } else {
+      *lo = sym_const(0), *hi = v->extent;
+    }
+    return;
+  }
+  case REL_PRECOMPUTE: *lo = sym_const(0), *hi = v->extent; return;
+  }
+}
+
+/* ---- ownership ------------------------------------------------------------------------ */
+static void build_owner(lw_program *lp, int t) {
+  const fe_tensor *ft = &lp->ir->ast->tensors[t];
+  lw_owner *o = &lp->owner[t];
+  for (int x = 0; x < ft->order; x++) o->lo[x] = sym_const(0), o->hi[x] = sym_from_size(&ft->dims[x]);
+  if (!ft->has_dist) {
+    o->everywhere = true;
+    for (int g = 0; g < lp->ndims; g++) o->kind[g] = OWN_STAR;
+    return;
+  }
+  const fe_dist_level *L = &ft->dist.levels[0];
+  for (int g = 0; g < lp->ndims && g < L->ny; g++) {
+    const fe_ydim *y = &L->y[g];
+    if (y->kind == FE_Y_STAR) o->kind[g] = OWN_STAR;
+    else if (y->kind == FE_Y_FIXED) o->kind[g] = OWN_FIXED, o->fixed[g] = y->fixed;
+    else {
+      int x = y->xindex;
+      o->kind[g] = OWN_PART, o->tdim[g] = x;
+      const sym *E = sym_from_size(&ft->dims[x]);
+      const sym *st = sym_ceildiv(E, lp->dims[g]);
+      const sym *base = sym_mul(sym_coord(g), st);
+      o->lo[x] = base, o->hi[x] = sym_min(E, sym_add(base, st));
+    }
+  }
+}
+
+/* ---- boxes and patterns -------------------------------------------------------------------- */
+static bool box_uses_coord(const lw_comm *c, int g) {
+  for (int x = 0; x < c->order; x++)
+    if (sym_uses(c->lo[x], SYM_COORD, g) || sym_uses(c->hi[x], SYM_COORD, g)) return true;
+  return false;
+}
+
+static bool aligned(const lw_comm *c, const lw_owner *o, int x) {
+  return sym_equal(c->lo[x], o->lo[x]) && sym_equal(c->hi[x], o->hi[x]);
+}
+
+static void hull_access(const lw_program *lp, const lw_stmt *ls, lw_comm *c, const int *vars,
+                        int n, bool *first) {
+  for (int x = 0; x < n; x++) {
+    const sym *lo, *hi;
+    lw_interval(lp, ls, vars[x], c->depth, &lo, &hi);
+    if (*first) c->lo[x] = lo, c->hi[x] = hi;
+    else c->lo[x] = sym_min(c->lo[x], lo), c->hi[x] = sym_max(c->hi[x], hi);
+  }
+  *first = false;
+}
+
+static void box_of_reads(const lw_program *lp, const lw_stmt *ls, lw_comm *c, const ir_expr *e,
+                         bool *first) {
+  if (!e) return;
+  if (e->kind == IR_ACCESS) {
+    if (e->tensor == c->tensor) hull_access(lp, ls, c, e->vars, e->nidx, first);
+    return;
+  }
+  box_of_reads(lp, ls, c, e->a, first);
+  box_of_reads(lp, ls, c, e->b, first);
+}
+
+/* rotate: the box at the next iteration of the rotated loop r equals the box of the
+ * neighbour at coordinate c+1 along g now, and coordinates of g enter only modulo the
+ * grid size, so the wrap-around of the periodic grid matches the modulo of rotate. */
+static bool try_shift(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
+  if (c->depth < 0) return false;
+  const cin_node *n = ls->loops[c->depth];
+  const ir_var *rv = &ls->s->vars[n->var];
+  if (n->distributed || rv->def < 0 || ls->s->rels[rv->def].kind != REL_ROTATE) return false;
+  for (int g = 0; g < lp->ndims; g++) {
+    if (!box_uses_coord(c, g)) continue;
+    bool ok = true;
+    for (int x = 0; x < c->order && ok; x++) {
+      const sym *bd[2] = {c->lo[x], c->hi[x]};
+      for (int q = 0; q < 2 && ok; q++) {
+        const sym *next = sym_subst(bd[q], SYM_VAR, n->var, one_more(sym_var(n->var)));
+        const sym *nb = sym_subst(bd[q], SYM_COORD, g, one_more(sym_coord(g)));
+        ok = sym_equal(next, nb) && sym_coord_only_under_mod(bd[q], g, lp->dims[g]);
+      }
+    }
+    if (ok) {
+      c->pattern = PAT_SHIFT, c->shift_dim = g;
+      c->why = "rotate makes the next box the neighbour's current one";
+      return true;
+    }
+  }
+  return false;
+}
+
+static void select_input(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
+  const lw_owner *o = &lp->owner[c->tensor];
+  c->pattern = PAT_EXCHANGE;
+  c->why = "boxes follow no collective pattern";
+  if (o->everywhere) {
+    c->pattern = PAT_LOCAL, c->why = "replicated on every rank";
+    return;
+  }
+  bool fail = false;
+  unsigned mask = 0;
+  for (int g = 0; g < lp->ndims; g++) {
+    bool indep = !box_uses_coord(c, g);
+    int64_t one;
+    switch (o->kind[g]) {
+    case OWN_PART:
+      if (aligned(c, o, o->tdim[g])) break;
+      if (indep) mask |= 1u << g;
+      else fail = true;
+      break;
+    case OWN_FIXED:
+      if (sym_is_const(lp->dims[g], &one) && one == 1) break;
+      if (indep) mask |= 1u << g;
+      else fail = true;
+      break;
+    case OWN_STAR: break;
+    }
+  }
+  if (!fail) {
+    c->pattern = mask ? PAT_BCAST : PAT_LOCAL, c->mask = mask;
+    c->why = mask ? "every rank along these dims needs the same box" : "the box is the rank's own block";
+    return;
+  }
+  try_shift(lp, ls, c);
+}
+
+static void select_output(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
+  const lw_owner *o = &lp->owner[c->tensor];
+  bool local = true, reduce = true, any_star = false;
+  unsigned mask = 0;
+  for (int g = 0; g < lp->ndims; g++) {
+    bool bound = ls->exec_mask >> g & 1;
+    bool indep = !box_uses_coord(c, g);
+    lw_own_kind k = o->kind[g];
+    bool al = k == OWN_PART && aligned(c, o, o->tdim[g]);
+    if (!((bound && al) || (!bound && k == OWN_STAR))) local = false;
+    if (!bound || al) continue;
+    if ((k == OWN_FIXED || k == OWN_STAR) && indep) {
+      mask |= 1u << g;
+      if (k == OWN_STAR) any_star = true;
+      else c->root[g] = o->fixed[g];
+    } else {
+      reduce = false;
+    }
+  }
+  if (local) {
+    c->pattern = PAT_LOCAL, c->why = "the owner computes its own block";
+  } else if (reduce) {
+    c->pattern = PAT_REDUCE, c->mask = mask, c->allreduce = any_star;
+    c->why = mask ? "ranks along these dims produce partial sums of the same box"
+                  : "each rank keeps its own part of the box it computed";
+  } else {
+    c->pattern = PAT_EXCHANGE, c->why = "produced boxes follow no collective pattern";
+  }
+}
+
+/* ---- statements ---------------------------------------------------------------------------- */
+static bool expr_reads(const ir_expr *e, int t) {
+  if (!e) return false;
+  if (e->kind == IR_ACCESS) return e->tensor == t;
+  return expr_reads(e->a, t) || expr_reads(e->b, t);
+}
+
+static int comm_depth(const lw_stmt *ls, int t) {
+  int deepest = -1;
+  for (int k = 0; k < ls->nloops; k++)
+    if (ls->loops[k]->distributed) deepest = k;
+  for (int k = 0; k < ls->nloops; k++) {
+    const cin_node *n = ls->loops[k];
+    for (int q = 0; q < n->ncomm; q++)
+      if (n->comm[q] == t) {
+        /* a group of directly nested distributed loops means the task: the innermost */
+        int d = k;
+        while (ls->loops[d]->distributed && d + 1 < ls->nloops && ls->loops[d + 1]->distributed) d++;
+        return d;
+      }
+  }
+  return deepest;
+}
+
+static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
+  const cin_node *asg = cin_assign(ls->s->root);
+  lw_comm *c = &ls->comm[ls->ncomm++];
+  c->tensor = t, c->output = output, c->depth = comm_depth(ls, t);
+  c->order = lp->ir->ast->tensors[t].order;
+  bool first = true;
+  if (output) hull_access(lp, ls, c, asg->lhs_vars, asg->nlhs, &first);
+  else box_of_reads(lp, ls, c, asg->rhs, &first);
+  if (output) select_output(lp, ls, c);
+  else select_input(lp, ls, c);
+}
+
+static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
+  fe_source *src = lp->ir->ast->src;
+  ls->s = s;
+  ls->kernel_depth = -1;
+  if (s->has_precompute) {
+    fe_error(src, s->ast->loc, "precompute is not supported by the MPI code generator yet");
+    return false;
+  }
+  ls->nloops = cin_loops(s->root, ls->loops, LW_MAX_LOOPS);
+  if (ls->nloops >= LW_MAX_LOOPS) {
+    fe_error(src, s->ast->loc, "too many loops (at most %d)", LW_MAX_LOOPS - 1);
+    return false;
+  }
+  ls->lidx_var0 = s->nvars;
+  for (int k = 0; k < ls->nloops; k++) {
+    const cin_node *n = ls->loops[k];
+    if (n->distributed) {
+      if (n->dist_level > 0) {
+        fe_error(src, s->vars[n->var].loc, "distribution onto inner machine levels is not supported by the MPI code generator yet");
+        return false;
+      }
+      ls->exec_mask |= 1u << n->dist_dim;
+      ls->bs[k] = sym_ceildiv(s->vars[n->var].extent, lp->dims[n->dist_dim]);
+    }
+    if (n->kernel) ls->kernel_depth = k;
+    if (n->par >= PAR_GPU_BLOCK) {
+      fe_error(src, s->vars[n->var].loc, "parallelize: GPU units need a gpu machine and --target cuda");
+      return false;
+    }
+  }
+  const cin_node *asg = cin_assign(s->root);
+  int lhs = asg->lhs_tensor;
+  add_comm(lp, ls, lhs, true);
+  ls->lhs_on_rhs = expr_reads(asg->rhs, lhs);
+  for (int t = 0; t < lp->ir->ast->ntensors; t++)
+    if (expr_reads(asg->rhs, t)) add_comm(lp, ls, t, false);
+  ls->outer = 0;
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth + 1 > ls->outer) ls->outer = ls->comm[q].depth + 1;
+  if (ls->kernel_depth >= 0 && ls->kernel_depth < ls->outer) {
+    const cin_node *n = ls->loops[ls->kernel_depth];
+    fe_error(src, s->vars[n->var].loc,
+             "substitute: loop '%s' lies above a communicate point; the kernel must be nested "
+             "inside every communicate loop",
+             s->vars[n->var].name);
+    return false;
+  }
+  return true;
+}
+
+lw_program *lw_lower(ir_program *ir) {
+  fe_program *p = ir->ast;
+  fe_source *src = p->src;
+  lw_program *lp = ir_alloc(sizeof *lp);
+  lp->ir = ir;
+  if (ir->machine >= 0) {
+    const fe_machine *M = &p->machines[ir->machine];
+    if (M->nlevels > 1) {
+      fe_error(src, M->loc, "hierarchical machines are not supported by the MPI code generator yet");
+      return NULL;
+    }
+    if (M->levels[0].kind == FE_GPU) {
+      fe_error(src, M->levels[0].loc, "machine '%s' is a gpu machine; the cpu target cannot place "
+                                      "tensors in GPU memory (--target cuda is not available yet)",
+               M->name);
+      return NULL;
+    }
+    lp->ndims = M->levels[0].ndims;
+    if (lp->ndims > LW_MAX_DIMS) {
+      fe_error(src, M->loc, "machine '%s' has more than %d dimensions", M->name, LW_MAX_DIMS);
+      return NULL;
+    }
+    for (int g = 0; g < lp->ndims; g++) lp->dims[g] = sym_from_size(&M->levels[0].dims[g]);
+  } else {
+    lp->ndims = 1;
+    lp->dims[0] = sym_const(1);
+  }
+  sym_set_grid(lp->ndims, lp->dims);
+  for (int t = 0; t < p->ntensors; t++) {
+    const fe_tensor *ft = &p->tensors[t];
+    if (ft->order > LW_MAX_DIMS) {
+      fe_error(src, ft->loc, "tensor '%s' has more than %d dimensions", ft->name, LW_MAX_DIMS);
+      return NULL;
+    }
+    for (int x = 0; x < ft->order; x++)
+      if (ft->formats && ft->formats[x] == FE_COMPRESSED) {
+        fe_error(src, ft->loc, "tensor '%s': compressed level formats are not supported by the MPI code generator yet", ft->name);
+        return NULL;
+      }
+    if (ft->has_dist && ft->dist.nlevels > 1) {
+      fe_error(src, ft->dist.loc, "hierarchical distributions are not supported by the MPI code generator yet");
+      return NULL;
+    }
+  }
+  lp->owner = ir_alloc((p->ntensors + 1) * sizeof *lp->owner);
+  for (int t = 0; t < p->ntensors; t++) build_owner(lp, t);
+  lp->nstmts = ir->nstmts;
+  lp->stmts = ir_alloc((ir->nstmts + 1) * sizeof *lp->stmts);
+  for (int i = 0; i < ir->nstmts; i++)
+    if (!lower_stmt(lp, &ir->stmts[i], &lp->stmts[i])) return NULL;
+  return lp;
+}
+
+/* ---- the plan, printed ------------------------------------------------------------------- */
+typedef struct {
+  const lw_program *lp;
+  const lw_stmt *ls;
+} namer_ctx;
+
+static void plan_namer(FILE *f, const sym *a, void *vctx) {
+  namer_ctx *c = vctx;
+  if (a->kind == SYM_PARAM) fputs(c->lp->ir->ast->params[a->id].name, f);
+  else if (a->kind == SYM_COORD) fprintf(f, "coord%d", a->id);
+  else if (a->id < c->ls->s->nvars) fputs(c->ls->s->vars[a->id].name, f);
+  else fprintf(f, "%s_local", c->ls->s->vars[c->ls->loops[a->id - c->ls->lidx_var0]->var].name);
+}
+
+static int64_t type_size(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 4 : 8; }
+
+/* Sum over the iterations of loops [0, depth] of the box volume, for the rank at coords. */
+static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k,
+                       int64_t *vars, sym_env *env, int64_t *total, int64_t *count, int64_t *budget) {
+  if (k > c->depth) {
+    if (--*budget < 0) return;
+    int64_t v = 1, lo, hi;
+    for (int x = 0; x < c->order; x++) {
+      if (!sym_eval(c->lo[x], env, &lo) || !sym_eval(c->hi[x], env, &hi)) return;
+      v *= hi > lo ? hi - lo : 0;
+    }
+    *total += v, (*count)++;
+    return;
+  }
+  const cin_node *n = ls->loops[k];
+  int64_t ext;
+  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
+  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) return;
+  for (int64_t i = 0; i < ext && *budget >= 0; i++) {
+    vars[slot] = i;
+    sum_volume(lp, ls, c, k + 1, vars, env, total, count, budget);
+  }
+}
+
+void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks) {
+  const fe_program *p = lp->ir->ast;
+  int64_t coords[LW_MAX_DIMS] = {0};
+  fprintf(f, "grid:");
+  for (int g = 0; g < lp->ndims; g++) {
+    int64_t v;
+    fputc(' ', f);
+    if (sym_eval(lp->dims[g], &(sym_env){.params = params}, &v)) fprintf(f, "%lld", (long long)v);
+    else fputs("?", f);
+  }
+  fprintf(f, " (%lld ranks)\n", (long long)nranks);
+  for (int i = 0; i < lp->nstmts; i++) {
+    const lw_stmt *ls = &lp->stmts[i];
+    namer_ctx nc = {lp, ls};
+    fprintf(f, "statement %d: ", i + 1);
+    const cin_node *asg = cin_assign(ls->s->root);
+    fputs(p->tensors[asg->lhs_tensor].name, f);
+    if (asg->nlhs) {
+      fputc('(', f);
+      for (int k = 0; k < asg->nlhs; k++) fprintf(f, "%s%s", k ? "," : "", ls->s->vars[asg->lhs_vars[k]].name);
+      fputc(')', f);
+    }
+    fputs(asg->accumulate ? " += " : " = ", f);
+    fe_print_expr(f, ls->s->ast->rhs);
+    fputc('\n', f);
+    for (int q = 0; q < ls->ncomm; q++) {
+      const lw_comm *c = &ls->comm[q];
+      const fe_tensor *t = &p->tensors[c->tensor];
+      fprintf(f, "  %s %s at %s: %s", c->output ? "write" : "read", t->name,
+              c->depth < 0 ? "statement start" : ls->s->vars[ls->loops[c->depth]->var].name,
+              lw_pattern_name(c->pattern));
+      if (c->pattern == PAT_BCAST || (c->pattern == PAT_REDUCE && c->mask)) {
+        fputs(c->pattern == PAT_REDUCE && c->allreduce ? " (allreduce)" : "", f);
+        fputs(" along grid dims {", f);
+        for (int g = 0, first = 1; g < lp->ndims; g++)
+          if (c->mask >> g & 1) fprintf(f, "%s%d", first ? "" : ", ", g), first = 0;
+        fputc('}', f);
+        if (c->pattern == PAT_REDUCE && !c->allreduce) {
+          fputs(" to root", f);
+          for (int g = 0; g < lp->ndims; g++)
+            if (c->mask >> g & 1) fprintf(f, " coord%d=%lld", g, (long long)c->root[g]);
+        }
+      }
+      if (c->pattern == PAT_SHIFT) fprintf(f, " along grid dim %d (MPI_Sendrecv), aligned once by exchange", c->shift_dim);
+      if (c->pattern == PAT_EXCHANGE) fputs(c->output ? " (point-to-point accumulate)" : " (point-to-point)", f);
+      fprintf(f, " -- %s\n", c->why);
+      fputs("    box:", f);
+      for (int x = 0; x < c->order; x++) {
+        fputs(x ? " x [" : " [", f);
+        sym_print(f, c->lo[x], plan_namer, &nc);
+        fputs(", ", f);
+        sym_print(f, c->hi[x], plan_namer, &nc);
+        fputc(')', f);
+      }
+      if (!c->order) fputs(" scalar", f);
+      fputc('\n', f);
+      if (c->pattern == PAT_LOCAL) {
+        fputs("    bytes per rank: 0\n", f);
+        continue;
+      }
+      int64_t vars[512] = {0}, total = 0, count = 0, budget = 2000000;
+      sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 512};
+      if (ls->lidx_var0 + ls->nloops < 512)
+        sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
+      int64_t es = type_size(t->type);
+      if (budget < 0 || count == 0)
+        fprintf(f, "    bytes per rank: %lld x volume of the box per step (not evaluated)\n", (long long)es);
+      else
+        fprintf(f, "    bytes per rank (rank 0): %lld = %lld steps, %lld elements of %lld bytes\n",
+                (long long)(total * es), (long long)count, (long long)total, (long long)es);
+    }
+  }
+}

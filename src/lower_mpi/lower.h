@@ -1,0 +1,86 @@
+/* lower.h -- lowering of scheduled concrete index notation to an SPMD plan for MPI:
+ * ownership maps of tensors, bounds analysis of the box each tensor needs (or produces) at
+ * its communicate point, and selection of the communication pattern from the structure of
+ * those boxes (DESIGN.md, "Lowering a statement to SPMD code").  The C printer
+ * (src/codegen) turns the plan into code.  This header is the stage's whole interface. */
+#ifndef DISTAL_LOWER_H
+#define DISTAL_LOWER_H
+
+#include "ir/ir.h"
+
+#define LW_MAX_DIMS 8
+#define LW_MAX_LOOPS 64
+
+typedef enum { OWN_PART, OWN_FIXED, OWN_STAR } lw_own_kind;
+
+/* Ownership map of a tensor: per grid dim, which tensor dim is partitioned, or fixed, or
+ * replicated.  everywhere: no distribution, every rank holds all of it. */
+typedef struct {
+  bool everywhere;
+  lw_own_kind kind[LW_MAX_DIMS];
+  int tdim[LW_MAX_DIMS];
+  int64_t fixed[LW_MAX_DIMS];
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS]; /* this rank's block, per tensor dim */
+} lw_owner;
+
+typedef enum {
+  PAT_LOCAL,    /* the box lies in the rank's own block: a view, no communication */
+  PAT_BCAST,    /* same box along the grid dims of mask, one owner per piece: broadcast */
+  PAT_SHIFT,    /* rotate: the next box is the neighbour's current one: sendrecv */
+  PAT_REDUCE,   /* output: partial results reduced over mask (mask 0: kept locally) */
+  PAT_EXCHANGE  /* anything else: point-to-point from box intersections */
+} lw_pattern;
+
+typedef struct {
+  int tensor;
+  bool output;   /* produced (written) box, else needed (read) box */
+  int depth;     /* position of the communicate loop in the nest; -1: before all loops */
+  lw_pattern pattern;
+  unsigned mask;       /* BCAST / REDUCE grid dims */
+  bool allreduce;      /* REDUCE: every member receives the sum */
+  int64_t root[LW_MAX_DIMS]; /* REDUCE: root coordinate per mask dim */
+  int shift_dim;       /* SHIFT */
+  int order;
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS]; /* the box, per tensor dim */
+  const char *why;     /* a short reason, printed in the plan */
+} lw_comm;
+
+typedef struct {
+  const ir_stmt *s;
+  int nloops;
+  const cin_node *loops[LW_MAX_LOOPS];
+  int outer;            /* loops [0, outer) run the same trip counts on every rank */
+  unsigned exec_mask;   /* grid dims bound by distributed loops */
+  const sym *bs[LW_MAX_LOOPS];  /* distributed loops: iterations per rank */
+  int lidx_var0;        /* VAR ids >= lidx_var0 are local indices of distributed loops */
+  int ncomm;
+  lw_comm comm[32];
+  bool lhs_on_rhs;      /* the output is also read: read a snapshot */
+  int kernel_depth;     /* position of the first substituted loop, -1 if none */
+} lw_stmt;
+
+typedef struct {
+  ir_program *ir;
+  int ndims;                        /* grid dims (level 0); 1 with no machine */
+  const sym *dims[LW_MAX_DIMS];     /* grid dim sizes */
+  lw_owner *owner;                  /* per tensor */
+  int nstmts;
+  lw_stmt *stmts;
+} lw_program;
+
+/* Lower a scheduled program; reports unsupported constructs as errors (returns NULL). */
+lw_program *lw_lower(ir_program *ir);
+/* Print the communication plan (distalc --emit plan) for the given param values (-1:
+ * unknown; grid params are then solved from nranks). */
+void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);
+const char *lw_pattern_name(lw_pattern p);
+
+/* Symbolic value of loop variable at chain position k when it is fixed (at or above a
+ * communicate point), and the interval of any variable given that loops [0, depth] are
+ * fixed and the rest run over their ranges. */
+void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, const sym **lo,
+                 const sym **hi);
+const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k);
+int lw_loop_pos(const lw_stmt *ls, int var);
+
+#endif
