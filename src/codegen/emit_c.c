@@ -143,7 +143,7 @@ static void psym(FILE *f, const sym *e, nctx *c) { sym_print(f, e, namer, c); }
 /* params as local constants of a generated function */
 static void declare_params(FILE *f, const fe_program *p, const char *from, int ind) {
   for (int i = 0; i < p->nparams; i++)
-    fprintf(f, "%*sconst int64_t %s = %sp.%s;\n%*s(void)%s;\n", ind, "", cg_ident(p->params[i].name),
+    fprintf(f, "%*sconst int64_t %s = %s%s;\n%*s(void)%s;\n", ind, "", cg_ident(p->params[i].name),
             from, cg_ident(p->params[i].name), ind, "", cg_ident(p->params[i].name));
 }
 
@@ -237,6 +237,8 @@ static void bind_parents(st *g, bool collective, int tight) {
       }
       fclose(m);
       line(g, "%s", buf);
+      line(g, "(void)%s;", p0);
+      if (R->kind == REL_FUSE) line(g, "(void)%s;", vname(g, R->in[1]));
       if (R->kind == REL_DIVIDE || R->kind == REL_SPLIT) {
         if (R->in[0] != tight) {
           char cb[160];
@@ -302,9 +304,10 @@ static void reserve(st *g, const char *n, int slot, const char *vol, fe_type t) 
   line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory for %s\");", n, n);
 }
 
+static void emit_view(st *g, const lw_comm *c);
+
 /* Communication at the top of an iteration of the loop at c->depth. */
-static void emit_comm_in(st *g, int q) {
-  const lw_comm *c = &g->ls->comm[q];
+static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   int t = c->tensor;
   const char *n = tname(g, t);
   fe_type ty = tensor(g, t)->type;
@@ -314,7 +317,10 @@ static void emit_comm_in(st *g, int q) {
   char nm[256];
   snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
   const char *localptr = snap ? "dtl_snap" : n;
-  if (c->pattern == PAT_LOCAL) return; /* set once at statement start */
+  if (c->pattern == PAT_LOCAL) { /* set once at statement start, unless an alternative */
+    if (alt) emit_view(g, c);
+    return;
+  }
   line(g, "/* %s %s: %s%s */", c->output ? "produce" : "fetch", tensor(g, t)->name,
        lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
   char box[300];
@@ -370,8 +376,7 @@ static void emit_comm_in(st *g, int q) {
 }
 
 /* Write-back at the end of an iteration of the loop at c->depth. */
-static void emit_comm_out(st *g, int q) {
-  const lw_comm *c = &g->ls->comm[q];
+static void emit_comm_out1(st *g, int q, const lw_comm *c) {
   if (!c->output || c->pattern == PAT_LOCAL) return;
   int t = c->tensor;
   const char *n = tname(g, t);
@@ -400,6 +405,56 @@ static void emit_comm_out(st *g, int q) {
   args_fill(g, c->depth);
   line(g, "if (dtl_accumulate(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], 0x%xu, %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
        t, cg_dtltype(ty), n, t, g->ls->exec_mask, fnprefix(g), g->ls->s->index, q, n);
+}
+
+static void assume_cond(st *g, const lw_comm *c, char *buf, size_t n) {
+  const fe_program *p = g->lp->ir->ast;
+  buf[0] = 0;
+  for (int q = 1; q < c->nassume; q++) {
+    char one[256];
+    snprintf(one, sizeof one, "%s%s == %s", q > 1 ? " && " : "", cg_ident(p->params[c->assume[0]].name),
+             cg_ident(p->params[c->assume[q]].name));
+    if (strlen(buf) + strlen(one) < n) strcat(buf, one);
+  }
+}
+
+static void emit_comm_in(st *g, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  if (!c->alt) {
+    emit_comm_in1(g, q, c, false);
+    return;
+  }
+  char cond[1024];
+  assume_cond(g, c, cond, sizeof cond);
+  line(g, "if (%s) { /* the grid allows a collective pattern */", cond);
+  g->ind += 2;
+  emit_comm_in1(g, q, c->alt, true);
+  g->ind -= 2;
+  line(g, "} else {");
+  g->ind += 2;
+  emit_comm_in1(g, q, c, false);
+  g->ind -= 2;
+  line(g, "}");
+}
+
+static void emit_comm_out(st *g, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  if (!c->output) return;
+  if (!c->alt) {
+    emit_comm_out1(g, q, c);
+    return;
+  }
+  char cond[1024];
+  assume_cond(g, c, cond, sizeof cond);
+  line(g, "if (%s) {", cond);
+  g->ind += 2;
+  emit_comm_out1(g, q, c->alt);
+  g->ind -= 2;
+  line(g, "} else {");
+  g->ind += 2;
+  emit_comm_out1(g, q, c);
+  g->ind -= 2;
+  line(g, "}");
 }
 
 /* Offsets of a kernel operand: the element at the lower corner of the kernel's block. */
@@ -700,6 +755,7 @@ static void emit_level(st *g, int k) {
     line(g, "%s", b);
   }
   g->ind += 2;
+  line(g, "(void)%s;", v);
   g->bound[n->var] = true;
   bind_parents(g, collective, tight);
   for (int q = 0; q < ls->ncomm; q++)
@@ -717,17 +773,33 @@ static void emit_level(st *g, int k) {
 static void emit_box_fns(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o) {
   for (int q = 0; q < ls->ncomm; q++) {
     const lw_comm *c = &ls->comm[q];
-    if (c->pattern != PAT_EXCHANGE && c->pattern != PAT_SHIFT) continue;
+    if (c->pattern != PAT_EXCHANGE && c->pattern != PAT_SHIFT) continue; /* alt: never exchange */
     fprintf(f, "/* box of %s %s at statement %d for the rank at dtl_coords */\n",
             c->output ? "produced" : "needed", lp->ir->ast->tensors[c->tensor].name, ls->s->index + 1);
     fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n",
             o->prefix, ls->s->index, q);
     fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n", o->prefix, ls->s->index);
-    declare_params(f, lp->ir->ast, "dtl_a->plan->", 2);
+    declare_params(f, lp->ir->ast, "dtl_a->plan->p.", 2);
     st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2};
     emit_box(&g, c, "dtl_b", true);
     fputs("}\n\n", f);
   }
+}
+
+/* A local view: the loops use the rank's own block directly. */
+static void emit_view(st *g, const lw_comm *c) {
+  const fe_program *p = g->lp->ir->ast;
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  int t = c->tensor;
+  const char *n = cg_ident(p->tensors[t].name);
+  bool snap = !c->output && t == asg->lhs_tensor;
+  line(g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
+  if (snap) line(g, "dtl_in_%s = dtl_snap;", n);
+  else line(g, "dtl_%s = (%s *)%s; /* never written through */", n, cg_ctype(p->tensors[t].type), n);
+  char nm[256], bx[300];
+  snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
+  snprintf(bx, sizeof bx, "dtl_plan->own[%d]", t);
+  set_layout(g, nm, bx);
 }
 
 static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o, int *slot) {
@@ -765,8 +837,9 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
   fputs(") {\n", f);
   fprintf(f, "  dtl_ctx *dtl_ctx = dtl_plan->ctx;\n  const int64_t *dtl_coords = dtl_ctx->coords;\n  (void)dtl_coords;\n");
+  for (int t = 0; t < p->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_ident(p->tensors[t].name));
   fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, s->index);
-  declare_params(f, p, "dtl_plan->", 2);
+  declare_params(f, p, "dtl_plan->p.", 2);
   st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot};
   /* per tensor: the buffer the loops read or write and its layout */
   for (int q = 0; q < ls->ncomm; q++) {
@@ -778,12 +851,13 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
     const char *ct = cg_ctype(p->tensors[t].type);
     g.comm_slot[q] = (*slot);
-    *slot += c->pattern == PAT_SHIFT ? 2 : 1;
+    *slot += c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT) ? 2 : 1;
     line(&g, "%s *dtl_%s = NULL;", ct, nm);
     line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_st[%d] = {0}, dtl_%s_vol = 0;", nm, c->order + 1, nm, c->order + 1, nm);
     line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];", nm, t);
     line(&g, "(void)dtl_%s_lo, (void)dtl_%s_st, (void)dtl_%s_vol, (void)dtl_%s_box;", nm, nm, nm, nm);
-    if (c->pattern == PAT_SHIFT) line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
+    if (c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT))
+      line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
   }
   if (ls->lhs_on_rhs) {
     const char *n = cg_ident(p->tensors[asg->lhs_tensor].name);
@@ -799,20 +873,8 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     line(&g, "dtl_zero(%s, %s, dtl_box_volume(&dtl_plan->own[%d]));", cg_dtltype(p->tensors[asg->lhs_tensor].type),
          cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
   }
-  for (int q = 0; q < ls->ncomm; q++) {
-    const lw_comm *c = &ls->comm[q];
-    if (c->pattern != PAT_LOCAL) continue;
-    int t = c->tensor;
-    const char *n = cg_ident(p->tensors[t].name);
-    bool snap = !c->output && t == asg->lhs_tensor;
-    line(&g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
-    if (snap) line(&g, "dtl_in_%s = dtl_snap;", n);
-    else line(&g, "dtl_%s = (%s *)%s; /* never written through */", n, cg_ctype(p->tensors[t].type), n);
-    char nm[256], bx[300];
-    snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
-    snprintf(bx, sizeof bx, "dtl_plan->own[%d]", t);
-    set_layout(&g, nm, bx);
-  }
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].pattern == PAT_LOCAL) emit_view(&g, &ls->comm[q]);
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].depth == -1) emit_comm_in(&g, q);
   emit_level(&g, 0);
@@ -857,7 +919,7 @@ static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
 static int count_slots(const lw_program *lp) {
   int n = 0;
   for (int i = 0; i < lp->nstmts; i++) {
-    for (int q = 0; q < lp->stmts[i].ncomm; q++) n += lp->stmts[i].comm[q].pattern == PAT_SHIFT ? 2 : 1;
+    for (int q = 0; q < lp->stmts[i].ncomm; q++) n += 2;
     n += lp->stmts[i].lhs_on_rhs;
   }
   return n + 1;
@@ -870,7 +932,7 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
              "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n};\n\n",
           P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
-  fprintf(c, "static void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
+  fprintf(c, "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
              "  if (bytes == 0) bytes = 1;\n"
              "  if (plan->cap[slot] < bytes) {\n"
              "    void *b = realloc(plan->buf[slot], bytes);\n"
@@ -888,14 +950,14 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "  p->%s = %lld;\n", cg_ident(p->params[i].name), (long long)(p->params[i].has_default ? p->params[i].value : -1));
   fputs("}\n\n", c);
   /* plan_create */
-  fprintf(c, "int %s_plan_create(MPI_Comm comm, const %s_params *params, %s_plan **out) {\n", P, P, P);
-  fprintf(c, "  %s_plan *plan = calloc(1, sizeof *plan);\n  *out = plan;\n  if (!plan) return 1;\n", P);
-  fprintf(c, "  %s_params p;\n  if (params) p = *params;\n  else %s_params_default(&p);\n", P, P);
-  fputs("  int size;\n  if (MPI_Comm_size(comm, &size) != MPI_SUCCESS) {\n    snprintf(plan->err, sizeof plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
+  fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
+  fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
+  fprintf(c, "  %s_params dtl_prm;\n  if (dtl_params) dtl_prm = *dtl_params;\n  else %s_params_default(&dtl_prm);\n", P, P);
+  fputs("  int dtl_size;\n  if (MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
   const fe_machine *M = lp->ir->machine >= 0 ? &p->machines[lp->ir->machine] : NULL;
   for (int i = 0; i < p->nparams; i++) {
     if (p->params[i].is_grid) continue;
-    fprintf(c, "  if (p.%s <= 0) {\n    snprintf(plan->err, sizeof plan->err, \"param %s %s\");\n    return 1;\n  }\n",
+    fprintf(c, "  if (dtl_prm.%s <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
             cg_ident(p->params[i].name), p->params[i].name,
             p->params[i].has_default ? "must be positive" : "has no value and no default");
   }
@@ -908,32 +970,32 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "};\n    int64_t lit[%d] = {", G->ndims);
     for (int d = 0; d < G->ndims; d++) fprintf(c, "%s%lld", d ? ", " : "", (long long)(G->dims[d].is_param ? 0 : G->dims[d].value));
     fprintf(c, "};\n    int64_t values[%d] = {", p->nparams + 1);
-    for (int i = 0; i < p->nparams; i++) fprintf(c, "%sp.%s", i ? ", " : "", cg_ident(p->params[i].name));
+    for (int i = 0; i < p->nparams; i++) fprintf(c, "%sdtl_prm.%s", i ? ", " : "", cg_ident(p->params[i].name));
     if (!p->nparams) fputs("0", c);
     fprintf(c, "};\n    static const char *const names[%d] = {", p->nparams + 1);
     for (int i = 0; i < p->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
     if (!p->nparams) fputs("\"\"", c);
     fputs("};\n", c);
     fprintf(c, "    for (int i = 0; i < %d; i++)\n      if (param[i] >= 0 && values[param[i]] <= 0) values[param[i]] = -1;\n", G->ndims);
-    fprintf(c, "    if (dtl_solve_grid(size, %d, param, lit, values, names, plan->err, sizeof plan->err)) return 1;\n", G->ndims);
+    fprintf(c, "    if (dtl_solve_grid(dtl_size, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", G->ndims);
     for (int i = 0; i < p->nparams; i++)
-      if (p->params[i].is_grid) fprintf(c, "    p.%s = values[%d];\n", cg_ident(p->params[i].name), i);
+      if (p->params[i].is_grid) fprintf(c, "    dtl_prm.%s = values[%d];\n", cg_ident(p->params[i].name), i);
     fprintf(c, "    int64_t dims[%d] = {", G->ndims);
     for (int d = 0; d < G->ndims; d++) {
       fputs(d ? ", " : "", c);
-      if (G->dims[d].is_param) fprintf(c, "p.%s", cg_ident(p->params[G->dims[d].param].name));
+      if (G->dims[d].is_param) fprintf(c, "dtl_prm.%s", cg_ident(p->params[G->dims[d].param].name));
       else fprintf(c, "%lld", (long long)G->dims[d].value);
     }
     fputs("};\n", c);
-    fprintf(c, "    if (dtl_ctx_create(comm, %d, dims, %s, &plan->ctx, plan->err, sizeof plan->err)) return 1;\n",
+    fprintf(c, "    if (dtl_ctx_create(dtl_comm, %d, dims, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
             G->ndims, o->debug ? "true" : "false");
   } else {
-    fputs("    int64_t dims[1] = {size};\n", c);
-    fprintf(c, "    if (dtl_ctx_create(comm, 1, dims, %s, &plan->ctx, plan->err, sizeof plan->err)) return 1;\n",
+    fputs("    int64_t dims[1] = {dtl_size};\n", c);
+    fprintf(c, "    if (dtl_ctx_create(dtl_comm, 1, dims, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
             o->debug ? "true" : "false");
   }
-  fputs("  }\n  plan->p = p;\n", c);
-  declare_params(c, p, "", 2);
+  fputs("  }\n  dtl_plan->p = dtl_prm;\n", c);
+  declare_params(c, p, "dtl_prm.", 2);
   for (int t = 0; t < p->ntensors; t++) {
     const fe_tensor *ft = &p->tensors[t];
     const lw_owner *ow = &lp->owner[t];
@@ -953,21 +1015,21 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
       }
       fputs(") */\n", c);
     }
-    fprintf(c, "  plan->dist[%d] = (dtl_dist){.order = %d, .ngrid = %d, .replicated_everywhere = %s};\n", t,
+    fprintf(c, "  dtl_plan->dist[%d] = (dtl_dist){.order = %d, .ngrid = %d, .replicated_everywhere = %s};\n", t,
             ft->order, lp->ndims, ow->everywhere ? "true" : "false");
     for (int x = 0; x < ft->order; x++) {
-      fprintf(c, "  plan->dist[%d].extent[%d] = ", t, x);
+      fprintf(c, "  dtl_plan->dist[%d].extent[%d] = ", t, x);
       fe_print_size(c, p, &ft->dims[x]);
       fputs(";\n", c);
     }
     for (int g2 = 0; g2 < lp->ndims && !ow->everywhere; g2++) {
       static const char *k[] = {"DTL_DIM_PART", "DTL_DIM_FIXED", "DTL_DIM_STAR"};
-      fprintf(c, "  plan->dist[%d].kind[%d] = %s, plan->dist[%d].tdim[%d] = %d, plan->dist[%d].fixed[%d] = %lld;\n", t, g2,
+      fprintf(c, "  dtl_plan->dist[%d].kind[%d] = %s, dtl_plan->dist[%d].tdim[%d] = %d, dtl_plan->dist[%d].fixed[%d] = %lld;\n", t, g2,
               k[ow->kind[g2]], t, g2, ow->kind[g2] == OWN_PART ? ow->tdim[g2] : 0, t, g2, (long long)ow->fixed[g2]);
     }
-    fprintf(c, "  if (dtl_dist_validate(plan->ctx, &plan->dist[%d], \"%s\")) {\n"
-               "    snprintf(plan->err, sizeof plan->err, \"%%s\", dtl_ctx_error(plan->ctx));\n    return 1;\n  }\n", t, ft->name);
-    fprintf(c, "  dtl_dist_block(plan->ctx, &plan->dist[%d], plan->ctx->coords, &plan->own[%d]);\n", t, t);
+    fprintf(c, "  if (dtl_dist_validate(dtl_plan->ctx, &dtl_plan->dist[%d], \"%s\")) {\n"
+               "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", t, ft->name);
+    fprintf(c, "  dtl_dist_block(dtl_plan->ctx, &dtl_plan->dist[%d], dtl_plan->ctx->coords, &dtl_plan->own[%d]);\n", t, t);
   }
   fputs("  return 0;\n}\n\n", c);
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"

@@ -90,7 +90,7 @@ static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
 
 /* sym_print's default namer prints p<i> for params: define those names in the reference */
 static void emit_param_aliases(FILE *c, const fe_program *p) {
-  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define p%d (dtl_p->%s)\n", i, cg_ident(p->params[i].name));
+  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define dtl_p%d (dtl_p->%s)\n", i, cg_ident(p->params[i].name));
 }
 
 void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
@@ -100,7 +100,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("\n/* ---- driver ---------------------------------------------------------------- */\n", c);
   emit_param_aliases(c, p);
   emit_reference(c, lp, o);
-  for (int i = 0; i < p->nparams; i++) fprintf(c, "#undef p%d\n", i);
+  for (int i = 0; i < p->nparams; i++) fprintf(c, "#undef dtl_p%d\n", i);
   fputs("\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n  int rank = 0, status = 0;\n"
         "  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n", c);
   fprintf(c, "  static const char *const pnames[] = {");
@@ -193,7 +193,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  double flops = ", c);
   fputs("0.0;\n  {\n", c);
   for (int i = 0; i < np; i++)
-    fprintf(c, "    const int64_t p%d = values[%d];\n    (void)p%d;\n", i, i, i);
+    fprintf(c, "    const int64_t dtl_p%d = values[%d];\n    (void)dtl_p%d;\n", i, i, i);
   fputs("    flops = ", c);
   cg_print_flops(c, lp);
   fputs(";\n  }\n", c);

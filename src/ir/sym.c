@@ -415,7 +415,7 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
 /* ---- printing as C ----------------------------------------------------------------------- */
 static void default_namer(FILE *f, const sym *a, void *ctx) {
   (void)ctx;
-  fprintf(f, "%c%d", a->kind == SYM_PARAM ? 'p' : a->kind == SYM_COORD ? 'c' : 'v', a->id);
+  fprintf(f, "dtl_%c%d", a->kind == SYM_PARAM ? 'p' : a->kind == SYM_COORD ? 'c' : 'v', a->id);
 }
 
 static void print_prec(FILE *f, const sym *e, sym_namer nm, void *ctx, int prec);

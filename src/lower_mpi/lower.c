@@ -280,6 +280,51 @@ static int comm_depth(const lw_stmt *ls, int t) {
   return deepest;
 }
 
+/* Try the analysis again assuming that all grid params of the machine are equal (the
+ * paper's schedules write Grid(gx, gy) for algorithms that want a square grid). */
+static void try_assumption(lw_program *lp, const lw_stmt *ls, lw_comm *c) {
+  int params[LW_MAX_DIMS], np = 0;
+  for (int g = 0; g < lp->ndims; g++) {
+    const sym *d = lp->dims[g];
+    if (d->kind != SYM_PARAM) continue;
+    bool seen = false;
+    for (int q = 0; q < np; q++) seen |= params[q] == d->id;
+    if (!seen) params[np++] = d->id;
+  }
+  if (np < 2) return;
+  const sym *canon = sym_param(params[0]);
+  lw_program alt_lp = *lp;
+  lw_owner own = lp->owner[c->tensor];
+  lw_comm *alt = ir_alloc(sizeof *alt);
+  *alt = *c;
+  for (int q = 1; q < np; q++) {
+    for (int g = 0; g < lp->ndims; g++) alt_lp.dims[g] = sym_subst(alt_lp.dims[g], SYM_PARAM, params[q], canon);
+  }
+  sym_set_grid(lp->ndims, alt_lp.dims);
+  for (int q = 1; q < np; q++) {
+    for (int x = 0; x < alt->order; x++) {
+      alt->lo[x] = sym_subst(alt->lo[x], SYM_PARAM, params[q], canon);
+      alt->hi[x] = sym_subst(alt->hi[x], SYM_PARAM, params[q], canon);
+      own.lo[x] = sym_subst(own.lo[x], SYM_PARAM, params[q], canon);
+      own.hi[x] = sym_subst(own.hi[x], SYM_PARAM, params[q], canon);
+    }
+  }
+  lw_owner *owners = ir_alloc((lp->ir->ast->ntensors + 1) * sizeof *owners);
+  memcpy(owners, lp->owner, lp->ir->ast->ntensors * sizeof *owners);
+  owners[c->tensor] = own;
+  alt_lp.owner = owners;
+  if (c->output) select_output(&alt_lp, ls, alt);
+  else select_input(&alt_lp, ls, alt);
+  sym_set_grid(lp->ndims, lp->dims);
+  if (alt->pattern == PAT_EXCHANGE) return;
+  /* keep the original box formulas: with equal params they evaluate the same */
+  memcpy(alt->lo, c->lo, sizeof c->lo);
+  memcpy(alt->hi, c->hi, sizeof c->hi);
+  c->alt = alt;
+  c->nassume = np;
+  memcpy(c->assume, params, np * sizeof *params);
+}
+
 static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   const cin_node *asg = cin_assign(ls->s->root);
   lw_comm *c = &ls->comm[ls->ncomm++];
@@ -290,6 +335,7 @@ static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   else box_of_reads(lp, ls, c, asg->rhs, &first);
   if (output) select_output(lp, ls, c);
   else select_input(lp, ls, c);
+  if (c->pattern == PAT_EXCHANGE) try_assumption(lp, ls, c);
 }
 
 static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
@@ -480,6 +526,15 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       if (c->pattern == PAT_SHIFT) fprintf(f, " along grid dim %d (MPI_Sendrecv), aligned once by exchange", c->shift_dim);
       if (c->pattern == PAT_EXCHANGE) fputs(c->output ? " (point-to-point accumulate)" : " (point-to-point)", f);
       fprintf(f, " -- %s\n", c->why);
+      if (c->alt) {
+        fputs("    when ", f);
+        for (int q = 1; q < c->nassume; q++)
+          fprintf(f, "%s%s == %s", q > 1 ? " and " : "", p->params[c->assume[0]].name, p->params[c->assume[q]].name);
+        fprintf(f, " at run time: %s", lw_pattern_name(c->alt->pattern));
+        if (c->alt->pattern == PAT_SHIFT) fprintf(f, " along grid dim %d", c->alt->shift_dim);
+        if (c->alt->pattern == PAT_BCAST || c->alt->pattern == PAT_REDUCE) fprintf(f, " over grid dims mask 0x%x", c->alt->mask);
+        fprintf(f, " -- %s\n", c->alt->why);
+      }
       fputs("    box:", f);
       for (int x = 0; x < c->order; x++) {
         fputs(x ? " x [" : " [", f);

@@ -31,7 +31,7 @@ typedef enum {
   PAT_EXCHANGE  /* anything else: point-to-point from box intersections */
 } lw_pattern;
 
-typedef struct {
+typedef struct lw_comm {
   int tensor;
   bool output;   /* produced (written) box, else needed (read) box */
   int depth;     /* position of the communicate loop in the nest; -1: before all loops */
@@ -43,6 +43,11 @@ typedef struct {
   int order;
   const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS]; /* the box, per tensor dim */
   const char *why;     /* a short reason, printed in the plan */
+  /* A better pattern that holds when the grid params in `assume` are equal (a square
+   * grid, say); the generated code tests that at run time and else uses this comm. */
+  struct lw_comm *alt;
+  int nassume;
+  int assume[LW_MAX_DIMS];
 } lw_comm;
 
 typedef struct {
