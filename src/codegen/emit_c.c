@@ -490,6 +490,17 @@ static void stride_of(st *g, FILE *m, const ir_expr *e, int x, bool snap) {
   else fprintf(m, "dtl_%s%s_st[%d]", snap ? "in_" : "", tname(g, e->tensor), x);
 }
 
+static int flatten_product(const ir_expr *e, const ir_expr **out, int max) {
+  if (e->kind == IR_ACCESS) {
+    if (max < 1) return 0;
+    out[0] = e;
+    return 1;
+  }
+  if (e->kind != IR_MUL) return 0;
+  int na = flatten_product(e->a, out, max);
+  return na + flatten_product(e->b, out + na, max - na);
+}
+
 static void emit_kernel(st *g, int k) {
   const ir_stmt *s = g->ls->s;
   const cin_node *n = g->ls->loops[k];
@@ -524,6 +535,7 @@ static void emit_kernel(st *g, int k) {
   fe_type ty = tensor(g, asg->lhs_tensor)->type;
   ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
   const ir_expr *x = asg->rhs->a, *y = asg->rhs->b;
+  if (!x) x = y = asg->rhs;
   bool sx = x->kind == IR_ACCESS && x->tensor == asg->lhs_tensor;
   bool sy = y->kind == IR_ACCESS && y->tensor == asg->lhs_tensor;
   char b[8192];
@@ -616,7 +628,39 @@ static void emit_kernel(st *g, int k) {
     fputs(");", m);
     break;
   }
-  default: break;
+  default: {
+    /* ttv, ttm, innerprod, mttkrp: operands in the kernel's order, letters i, j, k, l */
+    static const char *fn[] = {[KERNEL_TTV] = "dtl_ttv", [KERNEL_TTM] = "dtl_ttm",
+                               [KERNEL_INNERPROD] = "dtl_innerprod", [KERNEL_MTTKRP] = "dtl_mttkrp"};
+    static const char *pats[][4] = {[KERNEL_TTV] = {"ij", "ijk", "k", NULL},
+                                    [KERNEL_TTM] = {"ijl", "ijk", "kl", NULL},
+                                    [KERNEL_INNERPROD] = {"", "ijk", "ijk", NULL},
+                                    [KERNEL_MTTKRP] = {"il", "ijk", "jl", "kl"}};
+    const ir_expr *fs[4];
+    int nf = flatten_product(asg->rhs, fs, 4);
+    const ir_expr *ops[4] = {&lhs};
+    for (int q = 0; q < nf; q++) ops[q + 1] = fs[n->kfactor[q]];
+    int nletters = n->kernel == KERNEL_TTV || n->kernel == KERNEL_INNERPROD ? 3 : 4;
+    if (n->kernel == KERNEL_MTTKRP) fputs("if (", m);
+    fprintf(m, "%s(%s", fn[n->kernel], cg_dtltype(ty));
+    for (int L = 0; L < nletters; L++) fprintf(m, ", dtl_n%d", n->kletter[L]);
+    /* inputs first, the output last */
+    for (int q = 1; q <= nf + 1; q++) {
+      int oi = q <= nf ? q : 0;
+      const ir_expr *op = ops[oi];
+      bool sn = oi > 0 && op->tensor == asg->lhs_tensor;
+      fputs(", ", m);
+      kernel_ptr(g, m, op, korig, nk, klo, sn);
+      for (const char *L = pats[n->kernel][oi]; *L; L++) {
+        fputs(", ", m);
+        stride_of(g, m, op, kpos(op, korig[n->kletter[*L - 'i']]), sn);
+      }
+    }
+    fputs(")", m);
+    if (n->kernel == KERNEL_MTTKRP) fputs(") return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");", m);
+    else fputs(";", m);
+    break;
+  }
   }
   fclose(m);
   line(g, "%s", b);
@@ -795,7 +839,8 @@ static void emit_view(st *g, const lw_comm *c) {
   bool snap = !c->output && t == asg->lhs_tensor;
   line(g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
   if (snap) line(g, "dtl_in_%s = dtl_snap;", n);
-  else line(g, "dtl_%s = (%s *)%s; /* never written through */", n, cg_ctype(p->tensors[t].type), n);
+  else if (c->output) line(g, "dtl_%s = %s;", n, n);
+  else line(g, "dtl_%s = (%s *)%s; /* only read */", n, cg_ctype(p->tensors[t].type), n);
   char nm[256], bx[300];
   snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
   snprintf(bx, sizeof bx, "dtl_plan->own[%d]", t);

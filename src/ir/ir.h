@@ -143,6 +143,8 @@ struct cin_node {
   int *comm; /* tensors communicated at this loop */
   ir_kernel kernel; /* substitute: set on the outermost substituted loop */
   int nsubst;       /* number of loops replaced by the kernel */
+  int kfactor[4];   /* ttv/ttm/innerprod/mttkrp: the product's factors in the kernel's order */
+  int kletter[8];   /* kernel letter (i, j, k, l) -> position among the substituted loops */
   /* CIN_ASSIGN */
   int lhs_tensor;
   int nlhs;

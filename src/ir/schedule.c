@@ -353,6 +353,35 @@ static bool arg_machine(sctx *c, const fe_arg *a, int *level) {
   }
 }
 
+/* The outer variables of a compound distribute become the outermost loops, in order; the
+ * other loops keep their relative order. */
+static bool hoist(sctx *c, const fe_arg *ds, int nt) {
+  cin_node *chain[256];
+  int nc = 0;
+  for (cin_node *x = c->s->root; x && x->kind == CIN_FORALL && nc < 256; x = x->body) chain[nc++] = x;
+  cin_node saved[256];
+  int order[256], no = 0;
+  for (int k = 0; k < nt; k++) {
+    int v = ir_var_find(c->s, ds[k].name), pos = -1;
+    for (int m = 0; m < nc; m++)
+      if (chain[m]->var == v) pos = m;
+    if (pos < 0) FAIL(ds[k].loc, "distribute: loop '%s' is not in the outer loop nest", ds[k].name);
+    order[no++] = pos;
+  }
+  for (int m = 0; m < nc; m++) {
+    bool listed = false;
+    for (int k = 0; k < nt; k++) listed |= order[k] == m;
+    if (!listed) order[no++] = m;
+  }
+  for (int m = 0; m < nc; m++) saved[m] = *chain[m];
+  for (int m = 0; m < nc; m++) {
+    cin_node *body = chain[m]->body;
+    *chain[m] = saved[order[m]];
+    chain[m]->body = body;
+  }
+  return true;
+}
+
 static bool mark_distributed(sctx *c, int var, int level, fe_loc loc) {
   cin_node *n = loop_of(c->s, var);
   if (n->distributed) FAIL(loc, "distribute: loop '%s' is already distributed", c->s->vars[var].name);
@@ -397,12 +426,7 @@ static bool cmd_distribute(sctx *c) {
       sc.cmd = &sub;
       if (!cmd_divide(&sc, false)) return false;
     }
-    fe_arg *order = ir_alloc(2 * nt * sizeof *order);
-    for (int k = 0; k < nt; k++) order[k] = ds[k], order[nt + k] = lc[k];
-    fe_command sub = {.name = "distribute", .loc = c->cmd->loc, .nargs = 2 * nt, .args = order};
-    sctx sc = *c;
-    sc.cmd = &sub;
-    if (!cmd_reorder(&sc)) return false;
+    if (!hoist(c, ds, nt)) return false;
     for (int k = 0; k < nt; k++) {
       int v = ir_var_find(c->s, ds[k].name);
       if (!mark_distributed(c, v, level, ds[k].loc)) return false;
@@ -689,6 +713,78 @@ static bool same_set2(const int *a, int x, int y) {
   return (a[0] == x && a[1] == y) || (a[0] == y && a[1] == x);
 }
 
+/* The factors of a product of accesses, left to right; 0 if not such a product. */
+static int product_factors(const ir_expr *e, const ir_expr **out, int max) {
+  if (e->nguards) return 0;
+  if (e->kind == IR_ACCESS) {
+    if (max < 1) return 0;
+    out[0] = e;
+    return 1;
+  }
+  if (e->kind != IR_MUL) return 0;
+  int na = product_factors(e->a, out, max);
+  if (!na) return 0;
+  int nb = product_factors(e->b, out + na, max - na);
+  return nb ? na + nb : 0;
+}
+
+/* Does one access fit a pattern of letters (its kernel dimensions, in storage order)? */
+static bool fit_letters(const ir_expr *e, const char *pat, const int *orig, int n, int *letter) {
+  int kd[8], nk = kdims(e, orig, n, kd);
+  if (nk != (int)strlen(pat)) return false;
+  for (int x = 0; x < nk; x++) {
+    int L = pat[x] - 'i';
+    if (letter[L] < 0) {
+      for (int m = 0; m < 8; m++)
+        if (letter[m] == kd[x]) return false;
+      letter[L] = kd[x];
+    } else if (letter[L] != kd[x]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ttv, ttm, innerprod and mttkrp in the paper's forms, up to the names of variables and
+ * the order of the factors. */
+static bool match_form(sctx *c, const cin_node *asg, ir_kernel k, const int *orig, int n,
+                       int *kfactor, int *kletter) {
+  static const struct {
+    const char *lhs;
+    int nf;
+    const char *f[3];
+  } forms[] = {[KERNEL_TTV] = {"ij", 2, {"ijk", "k"}},
+               [KERNEL_TTM] = {"ijl", 2, {"ijk", "kl"}},
+               [KERNEL_MTTKRP] = {"il", 3, {"ijk", "jl", "kl"}},
+               [KERNEL_INNERPROD] = {"", 2, {"ijk", "ijk"}}};
+  const ir_expr *fs[4];
+  int nf = product_factors(asg->rhs, fs, 4);
+  if (nf != forms[k].nf) return false;
+  fe_type ot = ir_tensor_type(c->ir, asg->lhs_tensor);
+  for (int q = 0; q < nf; q++)
+    if (ir_tensor_type(c->ir, fs[q]->tensor) != ot) return false;
+  int nletters = 0;
+  for (const char *x = forms[k].f[0]; *x; x++) nletters = *x - 'i' + 1 > nletters ? *x - 'i' + 1 : nletters;
+  for (const char *x = forms[k].lhs; *x; x++) nletters = *x - 'i' + 1 > nletters ? *x - 'i' + 1 : nletters;
+  if (nletters != n) return false;
+  static const int perms[6][3] = {{0, 1, 2}, {1, 0, 2}, {0, 2, 1}, {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
+  ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
+  for (int pi = 0; pi < 6; pi++) {
+    bool valid = true;
+    for (int q = 0; q < nf; q++) valid &= perms[pi][q] < nf;
+    if (!valid || (nf < 3 && perms[pi][2] != 2)) continue;
+    int letter[8];
+    for (int m = 0; m < 8; m++) letter[m] = -1;
+    bool fits = fit_letters(&lhs, forms[k].lhs, orig, n, letter);
+    for (int q = 0; q < nf && fits; q++) fits = fit_letters(fs[perms[pi][q]], forms[k].f[q], orig, n, letter);
+    if (!fits) continue;
+    for (int q = 0; q < nf; q++) kfactor[q] = perms[pi][q];
+    memcpy(kletter, letter, 8 * sizeof *letter);
+    return true;
+  }
+  return false;
+}
+
 // forall v1 .. forall vk S  --substitute({v1..vk}, K)-->  K(...)   when S matches K
 static bool cmd_substitute(sctx *c) {
   const fe_arg *a = c->cmd->args, *items;
@@ -700,9 +796,6 @@ static bool cmd_substitute(sctx *c) {
   for (int q = 1; q < 9; q++)
     if (!strcmp(a[1].name, names[q])) k = q;
   if (!k) FAIL(a[1].loc, "substitute: unknown kernel '%s' (gemm, gemv, dot, axpy, ttv, ttm, mttkrp, innerprod)", a[1].name);
-  if (k >= KERNEL_TTV)
-    FAIL(a[1].loc, "substitute: kernel '%s' is not implemented yet; use gemm, gemv, dot or axpy, "
-                   "or leave the loops to the compiler", a[1].name);
   int vars[8], orig[8];
   if (n < 1 || n > 8) FAIL(a[0].loc, "substitute: expected 1 to 8 loops");
   for (int q = 0; q < n; q++) {
@@ -787,10 +880,21 @@ static bool cmd_substitute(sctx *c) {
     }
     break;
   }
+  int kfactor[4] = {0}, kletter[8] = {0};
+  if (k >= KERNEL_TTV) {
+    static const char *wants[] = {[KERNEL_TTV] = "A(i,j) = B(i,j,k) * c(k)",
+                                  [KERNEL_TTM] = "A(i,j,l) = B(i,j,k) * C(k,l)",
+                                  [KERNEL_MTTKRP] = "A(i,l) = B(i,j,k) * C(j,l) * D(k,l)",
+                                  [KERNEL_INNERPROD] = "a = B(i,j,k) * C(i,j,k)"};
+    want = wants[k];
+    ok = match_form(c, asg, (ir_kernel)k, orig, n, kfactor, kletter);
+  }
   if (!ok) FAIL(a[1].loc, "substitute: the statement does not match %s (%s)", names[k], want);
   cin_node *first = (cin_node *)chain[nc - n];
   first->kernel = (ir_kernel)k;
   first->nsubst = n;
+  memcpy(first->kfactor, kfactor, sizeof kfactor);
+  memcpy(first->kletter, kletter, sizeof kletter);
   return true;
 }
 

@@ -280,6 +280,26 @@ void dtl_dot(dtl_type t, int64_t n, const void *x, int64_t incx, const void *y, 
 void dtl_axpy(dtl_type t, int64_t n, const void *alpha, const void *x, int64_t incx, void *y,
               int64_t incy);
 
+/* Higher-order kernels (kernels/tensor_kernels.c), accumulating into the output; every
+ * operand is a strided block (strides in elements, one per dimension, in the order of the
+ * letters):
+ *   ttv        A(i,j)   += B(i,j,k) c(k)
+ *   ttm        A(i,j,l) += B(i,j,k) C(k,l)
+ *   innerprod  r        += B(i,j,k) C(i,j,k)
+ *   mttkrp     A(i,l)   += B(i,j,k) C(j,l) D(k,l)   (returns nonzero when out of memory) */
+void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int64_t sBi,
+             int64_t sBj, int64_t sBk, const void *c, int64_t sc, void *A, int64_t sAi,
+             int64_t sAj);
+void dtl_ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+             int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
+             void *A, int64_t sAi, int64_t sAj, int64_t sAl);
+void dtl_innerprod(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int64_t sBi,
+                   int64_t sBj, int64_t sBk, const void *C, int64_t sCi, int64_t sCj,
+                   int64_t sCk, void *r);
+int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+               int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
+               const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl);
+
 #ifdef __cplusplus
 }
 #endif

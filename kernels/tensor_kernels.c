@@ -1,0 +1,103 @@
+/* tensor_kernels.c -- leaf kernels of higher-order tensor algebra behind `substitute`:
+ * TTV, TTM, inner product and MTTKRP on strided blocks, cast to BLAS calls (as CTF and
+ * the DISTAL paper do on one node) where the block is contiguous enough, loops otherwise.
+ * All accumulate into the output.  Strides are in elements. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "distal/runtime.h"
+
+#define AT(p, t, off) ((char *)(p) + (size_t)(off) * dtl_type_size(t))
+#define CAT(p, t, off) ((const char *)(p) + (size_t)(off) * dtl_type_size(t))
+
+/* A(i,j) += sum_k B(i,j,k) c(k): a gemv per i. */
+void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int64_t sBi,
+             int64_t sBj, int64_t sBk, const void *c, int64_t sc, void *A, int64_t sAi,
+             int64_t sAj) {
+  if (ni <= 0 || nj <= 0 || nk <= 0) return;
+  for (int64_t i = 0; i < ni; i++) {
+    if (sBk == 1)
+      dtl_gemv(t, 0, nj, nk, CAT(B, t, i * sBi), sBj, c, sc, AT(A, t, i * sAi), sAj);
+    else if (sBj == 1)
+      dtl_gemv(t, 1, nj, nk, CAT(B, t, i * sBi), sBk, c, sc, AT(A, t, i * sAi), sAj);
+    else
+      for (int64_t j = 0; j < nj; j++)
+        dtl_dot(t, nk, CAT(B, t, i * sBi + j * sBj), sBk, c, sc, AT(A, t, i * sAi + j * sAj));
+  }
+}
+
+/* A(i,j,l) += sum_k B(i,j,k) C(k,l): one gemm when (i,j) is contiguous in A and B, else a
+ * gemm per i. */
+void dtl_ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+             int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
+             void *A, int64_t sAi, int64_t sAj, int64_t sAl) {
+  if (ni <= 0 || nj <= 0 || nk <= 0 || nl <= 0) return;
+  if (sBk == 1 && sCl == 1 && sAl == 1 && sBi == nj * sBj && sAi == nj * sAj) {
+    dtl_gemm(t, 0, 0, ni * nj, nl, nk, B, sBj, C, sCk, A, sAj);
+    return;
+  }
+  for (int64_t i = 0; i < ni; i++) {
+    if (sBk == 1 && sCl == 1 && sAl == 1) {
+      dtl_gemm(t, 0, 0, nj, nl, nk, CAT(B, t, i * sBi), sBj, C, sCk, AT(A, t, i * sAi), sAj);
+    } else {
+      for (int64_t j = 0; j < nj; j++)
+        for (int64_t l = 0; l < nl; l++)
+          dtl_dot(t, nk, CAT(B, t, i * sBi + j * sBj), sBk, CAT(C, t, l * sCl), sCk,
+                  AT(A, t, i * sAi + j * sAj + l * sAl));
+    }
+  }
+}
+
+/* *r += sum_ijk B(i,j,k) C(i,j,k): one dot when both blocks are contiguous, else a dot per
+ * row. */
+void dtl_innerprod(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int64_t sBi,
+                   int64_t sBj, int64_t sBk, const void *C, int64_t sCi, int64_t sCj,
+                   int64_t sCk, void *r) {
+  if (ni <= 0 || nj <= 0 || nk <= 0) return;
+  if (sBk == 1 && sCk == 1 && sBj == nk && sCj == nk && sBi == nj * nk && sCi == nj * nk) {
+    dtl_dot(t, ni * nj * nk, B, 1, C, 1, r);
+    return;
+  }
+  for (int64_t i = 0; i < ni; i++)
+    for (int64_t j = 0; j < nj; j++)
+      dtl_dot(t, nk, CAT(B, t, i * sBi + j * sBj), sBk, CAT(C, t, i * sCi + j * sCj), sCk, r);
+}
+
+/* A(i,l) += sum_jk B(i,j,k) C(j,l) D(k,l): the Khatri-Rao product K(j*nk + k, l) =
+ * C(j,l) D(k,l) is formed once, then A = B(i, jk) K(jk, l) is one gemm when B's (j,k)
+ * block is contiguous, and a gemm per j otherwise. */
+int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+               int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
+               const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl) {
+  if (ni <= 0 || nj <= 0 || nk <= 0 || nl <= 0) return 0;
+  size_t es = dtl_type_size(t);
+  char *K = malloc((size_t)nj * (size_t)nk * (size_t)nl * es);
+  if (!K) return 1;
+  for (int64_t j = 0; j < nj; j++)
+    for (int64_t k = 0; k < nk; k++)
+      for (int64_t l = 0; l < nl; l++) {
+        const void *cp = CAT(C, t, j * sCj + l * sCl), *dp = CAT(D, t, k * sDk + l * sDl);
+        void *kp = K + ((size_t)(j * nk + k) * (size_t)nl + (size_t)l) * es;
+        switch (t) {
+        case DTL_DOUBLE: *(double *)kp = *(const double *)cp * *(const double *)dp; break;
+        case DTL_FLOAT: *(float *)kp = *(const float *)cp * *(const float *)dp; break;
+        case DTL_INT32: *(int32_t *)kp = *(const int32_t *)cp * *(const int32_t *)dp; break;
+        default: *(int64_t *)kp = *(const int64_t *)cp * *(const int64_t *)dp; break;
+        }
+      }
+  if (sBk == 1 && sBj == nk && sAl == 1) {
+    dtl_gemm(t, 0, 0, ni, nl, nj * nk, B, sBi, K, nl, A, sAi);
+  } else if (sBk == 1 && sAl == 1) {
+    for (int64_t j = 0; j < nj; j++)
+      dtl_gemm(t, 0, 0, ni, nl, nk, CAT(B, t, j * sBj), sBi, K + (size_t)(j * nk) * (size_t)nl * es, nl, A, sAi);
+  } else {
+    for (int64_t i = 0; i < ni; i++)
+      for (int64_t j = 0; j < nj; j++)
+        for (int64_t k = 0; k < nk; k++) {
+          dtl_axpy(t, nl, CAT(B, t, i * sBi + j * sBj + k * sBk),
+                   K + (size_t)(j * nk + k) * (size_t)nl * es, 1, AT(A, t, i * sAi), sAl);
+        }
+  }
+  free(K);
+  return 0;
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install the dependencies, build, and run every test (make check, then make distcheck).
+# This is the README's test command; .ci/run calls it.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+autoreconf -fi
+rm -rf build && mkdir build && cd build
+../configure
+jobs=$(nproc 2>/dev/null || echo 2)
+make -j"$jobs"
+if ! make -j"$jobs" check; then
+  for f in $(find . -name '*.log' -newer Makefile); do
+    if grep -q '^FAIL\|^ERROR' "$f" 2>/dev/null; then echo "==== $f"; tail -n 60 "$f"; fi
+  done
+  exit 1
+fi
+cat test-suite.log | head -20

@@ -1,0 +1,754 @@
+/* comm.c -- communication of distributed tensors: point-to-point fetch and accumulate
+ * planned without a handshake, broadcast of pieces over sub-communicators, shifts,
+ * reductions, the gather of drivers, and statistics. */
+#include "distal/runtime.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_EXCHANGE = 0x4454, TAG_GATHER = 0x4455 };
+
+static const char *const op_names[DTL_NOPS] = {"exchange", "bcast", "shift",
+                                               "reduce", "allreduce", "io"};
+
+static void count_send(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
+  ctx->bytes_sent[op] += bytes;
+  ctx->msgs_sent[op] += msgs;
+}
+static void count_recv(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
+  ctx->bytes_recv[op] += bytes;
+  ctx->msgs_recv[op] += msgs;
+}
+
+static int format_box(char *buf, size_t len, const dtl_box *b) {
+  size_t at = 0;
+  if (b->nd == 0) return snprintf(buf, len, "(scalar)");
+  for (int d = 0; d < b->nd && at < len; d++)
+    at += (size_t)snprintf(buf + at, len - at, "%s[%lld,%lld)", d ? "x" : "", (long long)b->lo[d],
+                           (long long)b->hi[d]);
+  return (int)at;
+}
+
+static void format_coords(char *buf, size_t len, int n, const int64_t *c) {
+  size_t at = (size_t)snprintf(buf, len, "(");
+  for (int d = 0; d < n && at < len; d++)
+    at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? "," : "", (long long)c[d]);
+  if (at < len) snprintf(buf + at, len - at, ")");
+}
+
+/* Is `region` one contiguous run inside a row-major block over `box`?  Then *off is its
+ * element offset, and it can be sent or received in place without packing. */
+static bool contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off) {
+  int nd = region->nd, k = nd - 1;
+  while (k > 0 && region->lo[k] == box->lo[k] && region->hi[k] == box->hi[k]) k--;
+  for (int d = 0; d < k; d++)
+    if (region->hi[d] - region->lo[d] != 1) return false;
+  int64_t o = 0;
+  for (int d = 0; d < nd; d++) o = o * (box->hi[d] - box->lo[d]) + (region->lo[d] - box->lo[d]);
+  *off = o;
+  return true;
+}
+
+static bool holder_canonical(const dtl_ctx *ctx, const dtl_dist *d) {
+  return d->replicated_everywhere ? ctx->rank == 0 : dtl_dist_canonical(d, ctx->coords);
+}
+
+/* ---- whom a processor talks to ----------------------------------------------------------- */
+typedef struct {
+  int peer;    /* rank in ctx->cart */
+  dtl_box box; /* the elements that move */
+} piece;
+
+typedef struct {
+  piece *v;
+  int n, cap;
+  bool oom;
+} piece_list;
+
+static void push(piece_list *l, int peer, const dtl_box *box) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    piece *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) {
+      l->oom = true;
+      return;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n].peer = peer;
+  l->v[l->n++].box = *box;
+}
+
+typedef void (*visit_fn)(void *acc, int holder, const dtl_box *piece);
+
+/* Enumerate, in a fixed order that every rank reproduces, the holders that serve the
+ * processor at pc with the part of `want` they hold.  Per grid dim: PART dims range over
+ * the blocks that intersect want, FIXED dims sit at their coordinate, STAR dims at pc's
+ * coordinate (or at every coordinate for dims in star_all).  For dims in `align` the
+ * holder must have pc's coordinate.  Holders differ in their coordinates, so each holder
+ * appears at most once and every (sender, receiver) pair exchanges at most one piece. */
+static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *pc,
+                            const dtl_box *want, unsigned star_all, unsigned align,
+                            visit_fn visit, void *acc) {
+  int64_t lo[DTL_MAX_DIMS], hi[DTL_MAX_DIMS], hc[DTL_MAX_DIMS];
+  if (dtl_box_empty(want)) return;
+  for (int g = 0; g < ctx->ndims; g++) {
+    dtl_dim_kind kind = d->replicated_everywhere ? DTL_DIM_STAR : d->kind[g];
+    bool aligned = (align >> g) & 1u;
+    if (kind == DTL_DIM_PART) {
+      int t = d->tdim[g];
+      int64_t n = d->extent[t], s = dtl_ceildiv(n, ctx->dims[g]);
+      int64_t wl = dtl_max(want->lo[t], 0), wh = dtl_min(want->hi[t], n);
+      if (wh <= wl || s == 0) return;
+      lo[g] = wl / s;
+      hi[g] = dtl_min(ctx->dims[g] - 1, (wh - 1) / s);
+      if (aligned) {
+        if (pc[g] < lo[g] || pc[g] > hi[g]) return;
+        lo[g] = hi[g] = pc[g];
+      }
+    } else if (kind == DTL_DIM_FIXED) {
+      if (aligned && pc[g] != d->fixed[g]) return;
+      lo[g] = hi[g] = d->fixed[g];
+    } else if ((star_all >> g) & 1u) {
+      lo[g] = 0;
+      hi[g] = ctx->dims[g] - 1;
+    } else {
+      lo[g] = hi[g] = pc[g];
+    }
+    hc[g] = lo[g];
+  }
+  for (;;) {
+    dtl_box block, part;
+    dtl_dist_block(ctx, d, hc, &block);
+    if (dtl_box_intersect(want, &block, &part)) visit(acc, dtl_rank_of(ctx, hc), &part);
+    int g = ctx->ndims - 1;
+    while (g >= 0 && hc[g] == hi[g]) {
+      hc[g] = lo[g];
+      g--;
+    }
+    if (g < 0) return;
+    hc[g]++;
+  }
+}
+
+/* The plan of one point-to-point exchange, from this rank's point of view. */
+typedef struct {
+  int me, p;         /* this rank; the processor whose box is being enumerated */
+  piece_list send;   /* pieces this rank sends, peer = receiver */
+  piece_list recv;   /* pieces this rank receives, peer = sender */
+  bool self;         /* this rank sends a piece to itself */
+  dtl_box self_box;
+} plan;
+
+static void free_plan(plan *pl) {
+  free(pl->send.v);
+  free(pl->recv.v);
+}
+
+/* fetch: p receives from the holder */
+static void visit_fetch(void *acc, int holder, const dtl_box *part) {
+  plan *pl = acc;
+  if (pl->p == pl->me && holder == pl->me) {
+    pl->self = true;
+    pl->self_box = *part;
+  } else if (pl->p == pl->me) {
+    push(&pl->recv, holder, part);
+  } else if (holder == pl->me) {
+    push(&pl->send, pl->p, part);
+  }
+}
+
+/* accumulate: the executor p sends to the holder */
+static void visit_accumulate(void *acc, int holder, const dtl_box *part) {
+  plan *pl = acc;
+  if (pl->p == pl->me && holder == pl->me) {
+    pl->self = true;
+    pl->self_box = *part;
+  } else if (pl->p == pl->me) {
+    push(&pl->send, holder, part);
+  } else if (holder == pl->me) {
+    push(&pl->recv, pl->p, part);
+  }
+}
+
+/* Debug mode: an all-to-all of the boxes every rank is about to send, before any data
+ * moves, so that a disagreement between sender and receiver becomes one clear error on
+ * every rank instead of a hang or a truncated message. */
+static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
+  const int W = 2 + 2 * DTL_MAX_DIMS, P = ctx->size;
+  int64_t *out = calloc((size_t)P * W, sizeof *out), *in = calloc((size_t)P * W, sizeof *in);
+  int err = 0;
+  if (!out || !in) err = dtl_fail(ctx, "out of memory");
+  for (int i = 0; !err && i < pl->send.n; i++) {
+    const piece *s = &pl->send.v[i];
+    int64_t *row = out + (size_t)s->peer * W;
+    row[0] = 1;
+    row[1] = s->box.nd;
+    for (int k = 0; k < s->box.nd; k++) {
+      row[2 + k] = s->box.lo[k];
+      row[2 + DTL_MAX_DIMS + k] = s->box.hi[k];
+    }
+  }
+  int rc = err ? MPI_SUCCESS : MPI_Alltoall(out, W, MPI_INT64_T, in, W, MPI_INT64_T, ctx->cart);
+  if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall");
+  for (int q = 0; !err && q < P; q++) {
+    if (q == ctx->rank) continue;
+    const int64_t *row = in + (size_t)q * W;
+    const dtl_box *expect = NULL;
+    for (int i = 0; i < pl->recv.n; i++)
+      if (pl->recv.v[i].peer == q) expect = &pl->recv.v[i].box;
+    dtl_box got = {.nd = (int)row[1]};
+    for (int k = 0; k < got.nd && k < DTL_MAX_DIMS; k++) {
+      got.lo[k] = row[2 + k];
+      got.hi[k] = row[2 + DTL_MAX_DIMS + k];
+    }
+    bool ok = row[0] ? (expect && got.nd == expect->nd && dtl_box_equal(&got, expect)) : !expect;
+    if (!ok) {
+      char gs[200] = "nothing", es[200] = "nothing", mc[64], qc[64];
+      if (row[0]) format_box(gs, sizeof gs, &got);
+      if (expect) format_box(es, sizeof es, expect);
+      int64_t qcoords[DTL_MAX_DIMS];
+      dtl_coords_of(ctx, q, qcoords);
+      format_coords(mc, sizeof mc, ctx->ndims, ctx->coords);
+      format_coords(qc, sizeof qc, ctx->ndims, qcoords);
+      err = dtl_fail(ctx, "debug: %s: rank %d %s expects %s from rank %d %s, which sends %s",
+                     what, ctx->rank, mc, es, q, qc, gs);
+    }
+  }
+  free(out);
+  free(in);
+  return dtl_any_error(ctx, err);
+}
+
+/* Run a plan: send pieces of src (row-major over srcbox) and receive pieces into dst (over
+ * dstbox), assigning or adding.  Pieces that are contiguous on both ends move in place;
+ * the rest go through one packed buffer per direction.  With accumulate, contributions
+ * are added in the order of the senders' ranks (the own piece at this rank's place), so
+ * sums do not depend on message timing. */
+static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const dtl_box *srcbox,
+                    void *dst, const dtl_box *dstbox, bool accumulate) {
+  const size_t es = dtl_type_size(t);
+  const int ns = pl->send.n, nr = pl->recv.n;
+  int64_t packed_s = 0, packed_r = 0, off;
+  int err = 0, rc = MPI_SUCCESS;
+  for (int i = 0; i < ns; i++)
+    if (!contiguous_in(srcbox, &pl->send.v[i].box, &off)) packed_s += dtl_box_volume(&pl->send.v[i].box);
+  for (int i = 0; i < nr; i++)
+    if (accumulate || !contiguous_in(dstbox, &pl->recv.v[i].box, &off))
+      packed_r += dtl_box_volume(&pl->recv.v[i].box);
+  char *sbuf = packed_s ? malloc((size_t)packed_s * es) : NULL;
+  char *rbuf = packed_r ? malloc((size_t)packed_r * es) : NULL;
+  MPI_Request *req = malloc((size_t)(ns + nr + 1) * sizeof *req);
+  MPI_Datatype *types = malloc((size_t)(ns + nr + 1) * sizeof *types);
+  char **where = malloc((size_t)(nr + 1) * sizeof *where); /* packed receive slots */
+  if ((packed_s && !sbuf) || (packed_r && !rbuf) || !req || !types || !where) {
+    err = dtl_fail(ctx, "out of memory for an exchange of %lld + %lld elements",
+                   (long long)packed_s, (long long)packed_r);
+    goto done;
+  }
+  int nreq = 0;
+  char *rp = rbuf;
+  for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
+    const piece *r = &pl->recv.v[i];
+    int64_t vol = dtl_box_volume(&r->box);
+    int cnt;
+    char *to;
+    if (!accumulate && contiguous_in(dstbox, &r->box, &off)) {
+      to = (char *)dst + off * (int64_t)es;
+      where[i] = NULL;
+    } else {
+      to = where[i] = rp;
+      rp += vol * (int64_t)es;
+    }
+    rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Irecv(to, cnt, types[nreq], r->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
+    if (rc == MPI_SUCCESS) nreq++;
+    count_recv(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
+  }
+  char *sp = sbuf;
+  for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
+    const piece *s = &pl->send.v[i];
+    int64_t vol = dtl_box_volume(&s->box);
+    int cnt;
+    const char *from;
+    if (contiguous_in(srcbox, &s->box, &off)) {
+      from = (const char *)src + off * (int64_t)es;
+    } else {
+      dtl_copy_box(t, src, srcbox, sp, &s->box, &s->box, false);
+      from = sp;
+      sp += vol * (int64_t)es;
+    }
+    rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Isend(from, cnt, types[nreq], s->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
+    if (rc == MPI_SUCCESS) nreq++;
+    count_send(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
+  }
+  if (pl->self && !accumulate) dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, false);
+  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
+    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "point-to-point exchange");
+    goto done;
+  }
+  bool self_done = !(pl->self && accumulate);
+  for (int i = 0; i < nr; i++) {
+    const piece *r = &pl->recv.v[i];
+    if (!self_done && r->peer > ctx->rank) {
+      dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
+      self_done = true;
+    }
+    if (where[i]) dtl_copy_box(t, where[i], &r->box, dst, dstbox, &r->box, accumulate);
+  }
+  if (!self_done) dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
+done:
+  free(sbuf);
+  free(rbuf);
+  free(req);
+  free(types);
+  free(where);
+  return err;
+}
+
+/* Evaluate box(p) for every processor p and build this rank's plan.  Every rank sees the
+ * same boxes, so a malformed box fails on every rank alike. */
+static int build_plan(dtl_ctx *ctx, const dtl_dist *d, dtl_box_fn boxfn, const void *arg,
+                      bool fetch, unsigned exec_mask, plan *pl, dtl_box *mybox) {
+  memset(pl, 0, sizeof *pl);
+  pl->me = ctx->rank;
+  for (int p = 0; p < ctx->size; p++) {
+    int64_t pc[DTL_MAX_DIMS];
+    dtl_box b;
+    memset(&b, 0, sizeof b);
+    b.nd = d->order;
+    dtl_coords_of(ctx, p, pc);
+    boxfn(arg, pc, &b);
+    if (b.nd != d->order) {
+      char cs[64];
+      format_coords(cs, sizeof cs, ctx->ndims, pc);
+      return dtl_fail(ctx, "%s: the box of processor %s has %d dims, the tensor %d",
+                      fetch ? "fetch" : "accumulate", cs, b.nd, d->order);
+    }
+    if (p == ctx->rank) *mybox = b;
+    pl->p = p;
+    if (fetch)
+      for_each_holder(ctx, d, pc, &b, 0, 0, visit_fetch, pl);
+    else
+      for_each_holder(ctx, d, pc, &b, exec_mask, ~exec_mask, visit_accumulate, pl);
+  }
+  if (pl->send.oom || pl->recv.oom) return dtl_fail(ctx, "out of memory planning an exchange");
+  return 0;
+}
+
+int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
+              const dtl_box *own, dtl_box_fn need, const void *arg, void *buf) {
+  plan pl;
+  dtl_box mine, myneed;
+  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
+  int err = build_plan(ctx, d, need, arg, true, 0, &pl, &myneed);
+  if (!err && ctx->debug) {
+    if (holder && own && !dtl_box_equal(own, &mine)) {
+      char a[200], b[200];
+      format_box(a, sizeof a, own);
+      format_box(b, sizeof b, &mine);
+      err = dtl_fail(ctx, "debug: fetch: rank %d passes its block as %s but holds %s",
+                     ctx->rank, a, b);
+    }
+    err = dtl_any_error(ctx, err);
+    if (!err) err = debug_check_plan(ctx, &pl, "fetch");
+  }
+  if (!err) err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
+  free_plan(&pl);
+  return err;
+}
+
+int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, const dtl_box *own,
+                   unsigned exec_mask, dtl_box_fn prod, const void *arg, const void *buf) {
+  plan pl;
+  dtl_box mine, myprod;
+  dtl_dist_block(ctx, d, ctx->coords, &mine);
+  exec_mask &= (1u << ctx->ndims) - 1u;
+  int err = build_plan(ctx, d, prod, arg, false, exec_mask, &pl, &myprod);
+  if (!err && ctx->debug) err = debug_check_plan(ctx, &pl, "accumulate");
+  /* run_plan sends from its src and receives into its dst: here buf -> local */
+  if (!err) err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
+  (void)own;
+  free_plan(&pl);
+  return err;
+}
+
+/* ---- broadcast of pieces --------------------------------------------------------------- */
+typedef struct {
+  piece_list roots;
+} root_acc;
+
+static void visit_root(void *acc, int holder, const dtl_box *part) {
+  push(&((root_acc *)acc)->roots, holder, part);
+}
+
+/* Debug mode: the members must agree on `need`; compare the min and max over the
+ * sub-communicator (one allreduce of (v, -v)). */
+static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
+  const int W = 1 + 2 * DTL_MAX_DIMS;
+  int64_t v[2 * W], r[2 * W];
+  memset(v, 0, sizeof v);
+  v[0] = need->nd;
+  for (int k = 0; k < need->nd; k++) {
+    v[1 + k] = need->lo[k];
+    v[1 + DTL_MAX_DIMS + k] = need->hi[k];
+  }
+  for (int i = 0; i < W; i++) v[W + i] = -v[i];
+  int rc = MPI_Allreduce(v, r, 2 * W, MPI_INT64_T, MPI_MAX, comm);
+  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Allreduce");
+  for (int i = 0; i < W; i++)
+    if (r[i] != -r[W + i]) {
+      char b[200];
+      format_box(b, sizeof b, need);
+      return dtl_fail(ctx, "debug: bcast: members of the broadcast need different boxes "
+                           "(rank %d needs %s)", ctx->rank, b);
+    }
+  return 0;
+}
+
+/* Members of the sub-communicator share their coordinates on the dims outside mask, so
+ * along those dims the data must come from their own coordinate; STAR dims of the mask
+ * are dropped, since every member holds that replica itself. */
+int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
+                    const void *local, const dtl_box *own, const dtl_box *need, void *buf) {
+  const size_t es = dtl_type_size(t);
+  mask &= (1u << ctx->ndims) - 1u;
+  MPI_Comm group = dtl_subcomm(ctx, mask);
+  if (group == MPI_COMM_NULL) return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
+  int err = 0, rc = MPI_SUCCESS;
+  if (ctx->debug && (err = debug_same_need(ctx, group, need))) return err;
+  if (need->nd != d->order)
+    return dtl_fail(ctx, "bcast: the needed box has %d dims, the tensor %d", need->nd, d->order);
+  if (dtl_box_empty(need)) return 0;
+  unsigned emask = 0;
+  for (int g = 0; g < ctx->ndims; g++)
+    if (((mask >> g) & 1u) && !d->replicated_everywhere && d->kind[g] != DTL_DIM_STAR)
+      emask |= 1u << g;
+  /* coverage along the dims outside the broadcast */
+  /* the roots' blocks: this rank's coordinates, with fixed dims of the mask at their
+   * coordinate (this rank itself may hold nothing) */
+  dtl_box mine;
+  int64_t rc_coords[DTL_MAX_DIMS];
+  for (int g = 0; g < ctx->ndims; g++)
+    rc_coords[g] = ((emask >> g) & 1u) && d->kind[g] == DTL_DIM_FIXED ? d->fixed[g] : ctx->coords[g];
+  dtl_dist_block(ctx, d, rc_coords, &mine);
+  for (int g = 0; g < ctx->ndims && !d->replicated_everywhere; g++) {
+    if ((emask >> g) & 1u) continue;
+    /* per dim, not from `mine`: members off a FIXED coordinate of the mask hold nothing */
+    int tt = d->tdim[g];
+    bool ok = d->kind[g] == DTL_DIM_STAR ||
+              (d->kind[g] == DTL_DIM_FIXED && ctx->coords[g] == d->fixed[g]) ||
+              (d->kind[g] == DTL_DIM_PART &&
+               need->lo[tt] >= dtl_block_lo(d->extent[tt], ctx->dims[g], ctx->coords[g]) &&
+               need->hi[tt] <= dtl_block_hi(d->extent[tt], ctx->dims[g], ctx->coords[g]));
+    if (!ok) {
+      char b[200];
+      format_box(b, sizeof b, need);
+      return dtl_fail(ctx, "bcast: the box %s is not held inside the broadcast group (grid dim "
+                           "%d is not in the mask)", b, g);
+    }
+  }
+  root_acc acc = {{0}};
+  for_each_holder(ctx, d, ctx->coords, need, 0, ~emask, visit_root, &acc);
+  if (acc.roots.oom) return dtl_fail(ctx, "out of memory");
+  MPI_Comm sub = dtl_subcomm(ctx, emask);
+  int members = 1;
+  if (sub == MPI_COMM_NULL || MPI_Comm_size(sub, &members) != MPI_SUCCESS) {
+    free(acc.roots.v);
+    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
+  }
+  int n = acc.roots.n;
+  int64_t packed = 0, off;
+  for (int i = 0; i < n; i++)
+    if (!contiguous_in(need, &acc.roots.v[i].box, &off)) packed += dtl_box_volume(&acc.roots.v[i].box);
+  char *tmp = packed ? malloc((size_t)packed * es) : NULL;
+  MPI_Request *req = malloc((size_t)(n + 1) * sizeof *req);
+  MPI_Datatype *types = malloc((size_t)(n + 1) * sizeof *types);
+  char **where = malloc((size_t)(n + 1) * sizeof *where);
+  int nreq = 0;
+  if ((packed && !tmp) || !req || !types || !where) {
+    err = dtl_fail(ctx, "out of memory for a broadcast of %lld elements", (long long)packed);
+    goto done;
+  }
+  char *tp = tmp;
+  for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+    const piece *r = &acc.roots.v[i];
+    int64_t vol = dtl_box_volume(&r->box), rc_coords[DTL_MAX_DIMS];
+    bool root = r->peer == ctx->rank;
+    int subroot = 0, sc[DTL_MAX_DIMS], nsc = 0, cnt;
+    dtl_coords_of(ctx, r->peer, rc_coords);
+    for (int g = 0; g < ctx->ndims; g++)
+      if ((emask >> g) & 1u) sc[nsc++] = (int)rc_coords[g];
+    if (members > 1 && (rc = MPI_Cart_rank(sub, sc, &subroot)) != MPI_SUCCESS) break;
+    if (root) dtl_copy_box(t, local, &mine, buf, need, &r->box, false);
+    if (ctx->debug && members > 1) {
+      /* the root says which box it sends; the members compare */
+      int64_t hb[1 + 2 * DTL_MAX_DIMS] = {0};
+      dtl_box believed;
+      if (root) {
+        dtl_box_intersect(need, &mine, &believed);
+        hb[0] = believed.nd;
+        for (int k = 0; k < believed.nd; k++) {
+          hb[1 + k] = believed.lo[k];
+          hb[1 + DTL_MAX_DIMS + k] = believed.hi[k];
+        }
+      }
+      if ((rc = MPI_Bcast(hb, 1 + 2 * DTL_MAX_DIMS, MPI_INT64_T, subroot, sub)) != MPI_SUCCESS)
+        break;
+      believed.nd = (int)hb[0];
+      for (int k = 0; k < believed.nd && k < DTL_MAX_DIMS; k++) {
+        believed.lo[k] = hb[1 + k];
+        believed.hi[k] = hb[1 + DTL_MAX_DIMS + k];
+      }
+      if (!err && (believed.nd != r->box.nd || !dtl_box_equal(&believed, &r->box))) {
+        char a[200], b[200];
+        format_box(a, sizeof a, &believed);
+        format_box(b, sizeof b, &r->box);
+        err = dtl_fail(ctx, "debug: bcast: rank %d expects %s from rank %d, which sends %s",
+                       ctx->rank, b, r->peer, a);
+      }
+    }
+    if (members == 1) continue;
+    char *at;
+    if (contiguous_in(need, &r->box, &off)) {
+      at = (char *)buf + off * (int64_t)es;
+      where[i] = NULL;
+    } else {
+      at = where[i] = tp;
+      tp += vol * (int64_t)es;
+      if (root) dtl_copy_box(t, local, &mine, at, &r->box, &r->box, false);
+    }
+    if ((rc = dtl_count_type(t, vol, &cnt, &types[nreq])) != MPI_SUCCESS) break;
+    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, sub, &req[nreq])) != MPI_SUCCESS) break;
+    nreq++;
+    if (root)
+      count_send(ctx, DTL_OP_BCAST, vol * (int64_t)es * (members - 1), members - 1);
+    else
+      count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
+  }
+  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
+    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "broadcast");
+    goto done;
+  }
+  for (int i = 0; i < n && members > 1; i++)
+    if (where[i] && acc.roots.v[i].peer != ctx->rank)
+      dtl_copy_box(t, where[i], &acc.roots.v[i].box, buf, need, &acc.roots.v[i].box, false);
+done:
+  if (ctx->debug) {
+    int any = 0, mine_err = err != 0;
+    MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, group);
+    if (any && !err) err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
+  }
+  (void)own;
+  free(acc.roots.v);
+  free(tmp);
+  free(req);
+  free(types);
+  free(where);
+  return err;
+}
+
+/* ---- shift and reductions --------------------------------------------------------------- */
+int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
+              void *recvbuf, int64_t recvcount) {
+  const size_t es = dtl_type_size(t);
+  if (dim < 0 || dim >= ctx->ndims)
+    return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
+  if (ctx->dims[dim] == 1) {
+    if (sendbuf != recvbuf) memcpy(recvbuf, sendbuf, (size_t)dtl_min(sendcount, recvcount) * es);
+    return 0;
+  }
+  int64_t c[DTL_MAX_DIMS];
+  memcpy(c, ctx->coords, sizeof c);
+  c[dim] = ctx->coords[dim] - 1;
+  int to = dtl_rank_of(ctx, c);
+  c[dim] = ctx->coords[dim] + 1;
+  int from = dtl_rank_of(ctx, c);
+  MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
+  int sc, rcnt, rc = dtl_count_type(t, sendcount, &sc, &st);
+  if (rc == MPI_SUCCESS) rc = dtl_count_type(t, recvcount, &rcnt, &rt);
+  if (rc == MPI_SUCCESS) {
+    if (sendbuf == recvbuf && sendcount == recvcount)
+      rc = MPI_Sendrecv_replace(recvbuf, sc, st, to, TAG_EXCHANGE, from, TAG_EXCHANGE, ctx->cart,
+                                MPI_STATUS_IGNORE);
+    else
+      rc = MPI_Sendrecv(sendbuf, sc, st, to, TAG_EXCHANGE, recvbuf, rcnt, rt, from, TAG_EXCHANGE,
+                        ctx->cart, MPI_STATUS_IGNORE);
+  }
+  dtl_count_free(&st);
+  dtl_count_free(&rt);
+  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
+  count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
+  count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
+  return 0;
+}
+
+int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+               int64_t count) {
+  const size_t es = dtl_type_size(t);
+  MPI_Comm sub = dtl_subcomm(ctx, mask);
+  int members, me, root = 0, rc;
+  if (sub == MPI_COMM_NULL) return dtl_fail(ctx, "reduce: MPI_Cart_sub failed");
+  if ((rc = MPI_Comm_size(sub, &members)) != MPI_SUCCESS ||
+      (rc = MPI_Comm_rank(sub, &me)) != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, "MPI_Comm_size");
+  if (root_coords && members > 1) {
+    int sc[DTL_MAX_DIMS], n = 0;
+    for (int g = 0; g < ctx->ndims; g++)
+      if ((mask >> g) & 1u) sc[n++] = (int)dtl_mod(root_coords[g], ctx->dims[g]);
+    if ((rc = MPI_Cart_rank(sub, sc, &root)) != MPI_SUCCESS)
+      return dtl_mpi_fail(ctx, rc, "MPI_Cart_rank");
+  }
+  if (members == 1 || count <= 0) return 0;
+  /* reductions need predefined types: large counts go in chunks */
+  const int64_t chunk = (int64_t)1 << 30;
+  for (int64_t at = 0; at < count; at += chunk) {
+    int n = (int)dtl_min(chunk, count - at);
+    char *p = (char *)buf + at * (int64_t)es;
+    if (!root_coords)
+      rc = MPI_Allreduce(MPI_IN_PLACE, p, n, dtl_type_mpi(t), MPI_SUM, sub);
+    else if (me == root)
+      rc = MPI_Reduce(MPI_IN_PLACE, p, n, dtl_type_mpi(t), MPI_SUM, root, sub);
+    else
+      rc = MPI_Reduce(p, NULL, n, dtl_type_mpi(t), MPI_SUM, root, sub);
+    if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, root_coords ? "MPI_Reduce" : "MPI_Allreduce");
+  }
+  int64_t bytes = count * (int64_t)es;
+  if (!root_coords) {
+    count_send(ctx, DTL_OP_ALLREDUCE, bytes, 1);
+    count_recv(ctx, DTL_OP_ALLREDUCE, bytes, 1);
+  } else if (me == root) {
+    count_recv(ctx, DTL_OP_REDUCE, bytes * (members - 1), members - 1);
+  } else {
+    count_send(ctx, DTL_OP_REDUCE, bytes, 1);
+  }
+  return 0;
+}
+
+/* ---- gather for validation --------------------------------------------------------------- */
+int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
+               const dtl_box *own, void *global) {
+  const size_t es = dtl_type_size(t);
+  dtl_box full = {.nd = d->order}, mine;
+  for (int k = 0; k < d->order; k++) full.hi[k] = d->extent[k];
+  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
+  int err = 0, rc = MPI_SUCCESS;
+  (void)own;
+  if (ctx->rank != 0) {
+    int64_t vol = dtl_box_volume(&mine);
+    if (holder && holder_canonical(ctx, d) && vol > 0) {
+      MPI_Datatype dt;
+      int cnt;
+      rc = dtl_count_type(t, vol, &cnt, &dt);
+      if (rc == MPI_SUCCESS) rc = MPI_Send(local, cnt, dt, 0, TAG_GATHER, ctx->cart);
+      dtl_count_free(&dt);
+      count_send(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
+    }
+    if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "MPI_Send (gather)");
+    return dtl_any_error(ctx, err);
+  }
+  /* rank 0: one receive per canonical holder into a packed buffer, then copy */
+  int P = ctx->size, nreq = 0;
+  int64_t total = 0, *offs = calloc((size_t)P, sizeof *offs);
+  dtl_box *boxes = calloc((size_t)P, sizeof *boxes);
+  bool *from = calloc((size_t)P, sizeof *from);
+  MPI_Request *req = calloc((size_t)P, sizeof *req);
+  MPI_Datatype *types = calloc((size_t)P, sizeof *types);
+  char *tmp = NULL;
+  if (!offs || !boxes || !from || !req || !types) {
+    err = dtl_fail(ctx, "out of memory");
+    goto done;
+  }
+  if (holder && holder_canonical(ctx, d)) dtl_copy_box(t, local, &mine, global, &full, &mine, false);
+  for (int q = 1; q < P && !d->replicated_everywhere; q++) {
+    int64_t qc[DTL_MAX_DIMS];
+    dtl_coords_of(ctx, q, qc);
+    if (dtl_dist_block(ctx, d, qc, &boxes[q]) && dtl_dist_canonical(d, qc) &&
+        dtl_box_volume(&boxes[q]) > 0) {
+      from[q] = true;
+      offs[q] = total;
+      total += dtl_box_volume(&boxes[q]);
+    }
+  }
+  if (total && !(tmp = malloc((size_t)total * es))) {
+    err = dtl_fail(ctx, "out of memory gathering %lld elements", (long long)total);
+    goto done;
+  }
+  for (int q = 1; q < P && rc == MPI_SUCCESS; q++) {
+    if (!from[q]) continue;
+    int cnt;
+    int64_t vol = dtl_box_volume(&boxes[q]);
+    rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Irecv(tmp + offs[q] * (int64_t)es, cnt, types[nreq], q, TAG_GATHER, ctx->cart,
+                     &req[nreq]);
+    if (rc == MPI_SUCCESS) nreq++;
+    count_recv(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
+  }
+  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
+    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "gather");
+    goto done;
+  }
+  for (int q = 1; q < P; q++)
+    if (from[q]) dtl_copy_box(t, tmp + offs[q] * (int64_t)es, &boxes[q], global, &full, &boxes[q], false);
+done:
+  free(offs);
+  free(boxes);
+  free(from);
+  free(req);
+  free(types);
+  free(tmp);
+  return dtl_any_error(ctx, err);
+}
+
+/* ---- statistics ------------------------------------------------------------------------ */
+void dtl_stats_print(dtl_ctx *ctx, FILE *out) {
+  const int W = 4 * DTL_NOPS;
+  int64_t mine[4 * DTL_NOPS], *all = NULL;
+  for (int op = 0; op < DTL_NOPS; op++) {
+    mine[4 * op] = ctx->bytes_sent[op];
+    mine[4 * op + 1] = ctx->msgs_sent[op];
+    mine[4 * op + 2] = ctx->bytes_recv[op];
+    mine[4 * op + 3] = ctx->msgs_recv[op];
+  }
+  if (ctx->rank == 0) all = calloc((size_t)ctx->size * W, sizeof *all);
+  int ok = ctx->rank != 0 || all != NULL;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, ctx->cart);
+  if (!ok) return;
+  MPI_Gather(mine, W, MPI_INT64_T, all, W, MPI_INT64_T, 0, ctx->cart);
+  if (ctx->rank != 0) return;
+  int64_t total[4 * DTL_NOPS] = {0};
+  fprintf(out, "%-6s %-14s %-9s %14s %10s %14s %10s\n", "rank", "coords", "op", "bytes_sent",
+          "msgs_sent", "bytes_recv", "msgs_recv");
+  for (int r = 0; r < ctx->size; r++) {
+    int64_t c[DTL_MAX_DIMS];
+    char cs[64];
+    dtl_coords_of(ctx, r, c);
+    format_coords(cs, sizeof cs, ctx->ndims, c);
+    for (int op = 0; op < DTL_NOPS; op++) {
+      const int64_t *v = all + (size_t)r * W + 4 * op;
+      for (int k = 0; k < 4; k++) total[4 * op + k] += v[k];
+      if (v[0] || v[1] || v[2] || v[3])
+        fprintf(out, "%-6d %-14s %-9s %14" PRId64 " %10" PRId64 " %14" PRId64 " %10" PRId64 "\n",
+                r, cs, op_names[op], v[0], v[1], v[2], v[3]);
+    }
+  }
+  for (int op = 0; op < DTL_NOPS; op++) {
+    const int64_t *v = total + 4 * op;
+    if (v[0] || v[1] || v[2] || v[3])
+      fprintf(out, "%-6s %-14s %-9s %14" PRId64 " %10" PRId64 " %14" PRId64 " %10" PRId64 "\n",
+              "total", "", op_names[op], v[0], v[1], v[2], v[3]);
+  }
+  free(all);
+}

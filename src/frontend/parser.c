@@ -1,0 +1,726 @@
+/* parser.c -- recursive descent parser of LANGUAGE.md sections 3-5 into the AST of
+ * frontend.h.
+ *
+ * Error handling follows Lua's luaD_throw: a syntax error (or running out of memory) is
+ * reported and then longjmp()s back to fe_parse, which frees the partial program.  That is
+ * leak-free because every allocation is linked into the program the moment it is made:
+ * array elements are appended zeroed before they are filled, and expressions are built in
+ * place through the slot that owns them.  Errors that leave the syntax intact (an unknown
+ * param, a format that does not fit the order) are reported without stopping, so several
+ * show at once; fe_parse then still returns NULL. */
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/fe_internal.h"
+
+enum {
+  MAX_NESTING = 256, /* parentheses and unary minus inside one expression */
+  MAX_DEPTH = 1000,  /* height of an expression tree (the free and check passes recurse) */
+};
+
+typedef struct {
+  fe_source *src;
+  fe_token *tok; /* the current token; the array ends with TK_EOF */
+  fe_token *first;
+  fe_program *prog;
+  int nesting;
+  jmp_buf fail;
+} parser;
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static _Noreturn void fail(parser *p, fe_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static _Noreturn void fail(parser *p, fe_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fe_verror(p->src, loc, fmt, ap);
+  va_end(ap);
+  longjmp(p->fail, 1);
+}
+
+/* Where a token is missing: at the offending token, or just after the last token when the
+ * file ended early, so the caret points where the missing text belongs. */
+static fe_loc error_loc(const parser *p) {
+  if (p->tok->kind != TK_EOF || p->tok == p->first)
+    return p->tok->loc;
+  const fe_token *prev = p->tok - 1;
+  return (fe_loc){prev->loc.line, prev->loc.col + prev->len};
+}
+
+static _Noreturn void fail_here(parser *p, const char *msg) { fail(p, error_loc(p), "%s", msg); }
+
+/* Resize arr, which holds n elements, so that it can hold n + 1.  The capacity is implicit:
+ * the array is reallocated whenever n is a power of two. */
+static void *grow(parser *p, void *arr, int n, size_t size) {
+  if (n & (n - 1))
+    return arr;
+  void *bigger = realloc(arr, size * (size_t)(n ? 2 * n : 1));
+  if (!bigger)
+    fail(p, p->tok->loc, "out of memory");
+  return bigger;
+}
+
+/* Append a zeroed element to the array arr of count n and return a pointer to it. */
+#define PUSH(p, arr, n)                                                                            \
+  ((arr) = grow((p), (arr), (n), sizeof *(arr)), memset(&(arr)[(n)], 0, sizeof *(arr)),            \
+   &(arr)[(n)++])
+
+static void *zalloc(parser *p, size_t size) {
+  void *q = calloc(1, size);
+  if (!q)
+    fail(p, p->tok->loc, "out of memory");
+  return q;
+}
+
+static char *text_of(parser *p, const fe_token *t) {
+  char *s = strndup(t->text, (size_t)t->len);
+  if (!s)
+    fail(p, t->loc, "out of memory");
+  return s;
+}
+
+static bool is(const parser *p, const char *s) { return fe_tok_is(p->tok, s); }
+
+static fe_token *next(parser *p) {
+  fe_token *t = p->tok;
+  if (t->kind != TK_EOF)
+    p->tok++;
+  return t;
+}
+
+static bool consume(parser *p, const char *s) {
+  if (!is(p, s))
+    return false;
+  next(p);
+  return true;
+}
+
+static fe_token *expect(parser *p, const char *s, const char *msg) {
+  if (!is(p, s))
+    fail_here(p, msg);
+  return next(p);
+}
+
+static fe_token *expect_ident(parser *p, const char *msg) {
+  if (p->tok->kind == TK_KEYWORD)
+    fail(p, p->tok->loc, "%s, but '%.*s' is a keyword", msg, p->tok->len, p->tok->text);
+  if (p->tok->kind != TK_IDENT)
+    fail_here(p, msg);
+  return next(p);
+}
+
+static bool tok_eq(const fe_token *t, const char *s) {
+  return (size_t)t->len == strlen(s) && !memcmp(t->text, s, (size_t)t->len);
+}
+
+static int find_param_tok(const parser *p, const fe_token *t) {
+  for (int k = 0; k < p->prog->nparams; k++)
+    if (tok_eq(t, p->prog->params[k].name))
+      return k;
+  return -1;
+}
+
+/* ---- declarations ------------------------------------------------------------------- */
+
+// param = "param" IDENT ("=" "-"? INT)? ";"
+static void param_decl(parser *p) {
+  next(p);
+  fe_token *name = expect_ident(p, "expected param name");
+  fe_param *prm = PUSH(p, p->prog->params, p->prog->nparams);
+  prm->name = text_of(p, name);
+  prm->loc = name->loc;
+  if (consume(p, "=")) {
+    bool neg = consume(p, "-");
+    if (p->tok->kind != TK_INT)
+      fail_here(p, "expected an integer default value for param");
+    prm->has_default = true;
+    prm->value = neg ? -next(p)->ival : next(p)->ival;
+  }
+  expect(p, ";", "expected ';' after param declaration");
+}
+
+// size = "-"? INT | IDENT
+// In a machine declaration an IDENT that is not a param yet declares one (implicit, no
+// default) and every param used is marked as a grid param; elsewhere it must be a param.
+static void size(parser *p, fe_size *s, bool in_machine, const char *what) {
+  s->loc = p->tok->loc;
+  bool neg = consume(p, "-");
+  if (p->tok->kind == TK_INT) {
+    s->value = neg ? -next(p)->ival : next(p)->ival;
+    return;
+  }
+  if (neg || p->tok->kind != TK_IDENT)
+    fail(p, error_loc(p), "expected %s (an integer or a param)", what);
+  fe_token *name = next(p);
+  s->is_param = true;
+  s->param = find_param_tok(p, name);
+  if (s->param < 0 && in_machine) {
+    fe_param *prm = PUSH(p, p->prog->params, p->prog->nparams);
+    prm->name = text_of(p, name);
+    prm->implicit = true;
+    prm->loc = name->loc;
+    s->param = p->prog->nparams - 1;
+  } else if (s->param < 0) {
+    fe_error(p->src, name->loc, "unknown param '%.*s'", name->len, name->text);
+  }
+  if (s->param >= 0 && in_machine)
+    p->prog->params[s->param].is_grid = true;
+}
+
+// grid = ("grid" | "Grid") "(" size ("," size)* ")" (":" ("cpu" | "gpu"))?
+static void grid(parser *p, fe_grid *g, bool in_machine) {
+  g->loc = p->tok->loc;
+  if (!is(p, "grid") && !is(p, "Grid"))
+    fail_here(p, "expected 'grid'");
+  next(p);
+  expect(p, "(", "expected '(' after 'grid'");
+  do {
+    fe_size *s = PUSH(p, g->dims, g->ndims);
+    size(p, s, in_machine, "grid dimension");
+  } while (consume(p, ","));
+  expect(p, ")", "expected ',' or ')' in grid");
+  if (consume(p, ":")) {
+    if (consume(p, "gpu"))
+      g->kind = FE_GPU;
+    else if (!consume(p, "cpu"))
+      fail_here(p, "expected 'cpu' or 'gpu' after ':'");
+  }
+}
+
+// machine = "machine" IDENT "=" (grid | "[" grid ("," grid)* "]") ";"
+static void machine_decl(parser *p) {
+  next(p);
+  fe_token *name = expect_ident(p, "expected machine name");
+  fe_machine *m = PUSH(p, p->prog->machines, p->prog->nmachines);
+  m->name = text_of(p, name);
+  m->loc = name->loc;
+  expect(p, "=", "expected '=' after machine name");
+  if (consume(p, "[")) {
+    m->hierarchical = true;
+    do
+      grid(p, PUSH(p, m->levels, m->nlevels), true);
+    while (consume(p, ","));
+    expect(p, "]", "expected ',' or ']' after machine level");
+  } else {
+    grid(p, PUSH(p, m->levels, m->nlevels), true);
+  }
+  expect(p, ";", "expected ';' after machine declaration");
+}
+
+/* Tokens that may make up one side of a distribution. */
+static bool dist_token(const fe_token *t) {
+  return t->kind == TK_IDENT || t->kind == TK_KEYWORD || t->kind == TK_INT || t->kind == TK_FLOAT ||
+         fe_tok_is(t, "*");
+}
+
+static bool is_word(const fe_token *t) { return t->kind == TK_IDENT || t->kind == TK_KEYWORD; }
+
+static void add_x(parser *p, fe_dist_level *lv, const char *s, int len, fe_loc loc) {
+  lv->x = grow(p, lv->x, lv->nx, sizeof *lv->x);
+  lv->xloc = grow(p, lv->xloc, lv->nx, sizeof *lv->xloc);
+  lv->x[lv->nx] = NULL;
+  lv->xloc[lv->nx] = loc;
+  lv->nx++;
+  lv->x[lv->nx - 1] = strndup(s, (size_t)len);
+  if (!lv->x[lv->nx - 1])
+    fail(p, loc, "out of memory");
+}
+
+static fe_ydim *add_y(parser *p, fe_dist_level *lv, fe_ydim_kind kind, fe_loc loc) {
+  fe_ydim *y = PUSH(p, lv->y, lv->ny);
+  y->kind = kind;
+  y->xindex = -1;
+  y->loc = loc;
+  return y;
+}
+
+// dside = compact | entry ("," entry)*
+// compact = adjacent tokens whose text, character by character, gives the entries:
+//           a letter or '_' is a name, a digit a fixed coordinate, '*' replication.
+// entry   = IDENT | INT | "*"     (only names on the X side)
+// The side is in comma form when a ',' occurs before its terminator ("->" for X, ";" or ")"
+// for Y).  Keywords are allowed as names: distribution names are local to the distribution.
+static void dist_side(parser *p, fe_dist_level *lv, bool is_x) {
+  const char *end_msg =
+      is_x ? "expected '->' in distribution" : "expected ';' or ')' in distribution";
+  bool commas = false;
+  for (fe_token *t = p->tok; dist_token(t) || fe_tok_is(t, ","); t++)
+    commas |= fe_tok_is(t, ",");
+
+  if (commas) {
+    do {
+      fe_token *t = p->tok;
+      if (is_x && !is_word(t))
+        fail_here(p, "expected a name on the X side of the distribution");
+      if (!is_word(t) && t->kind != TK_INT && !fe_tok_is(t, "*"))
+        fail_here(p, "expected a name, an integer or '*' on the Y side of the distribution");
+      next(p);
+      if (is_x)
+        add_x(p, lv, t->text, t->len, t->loc);
+      else if (t->kind == TK_INT)
+        add_y(p, lv, FE_Y_FIXED, t->loc)->fixed = t->ival;
+      else if (fe_tok_is(t, "*"))
+        add_y(p, lv, FE_Y_STAR, t->loc);
+      else
+        add_y(p, lv, FE_Y_NAME, t->loc)->name = text_of(p, t);
+    } while (consume(p, ","));
+    if (is_x ? !is(p, "->") : !is(p, ";") && !is(p, ")"))
+      fail_here(p, end_msg);
+    return;
+  }
+
+  for (const fe_token *prev = NULL; dist_token(p->tok); prev = next(p)) {
+    fe_token *t = p->tok;
+    if (prev && t->text != prev->text + prev->len)
+      fail(p, t->loc,
+           "distribution entries must be written together (as in 'xy0') or separated "
+           "by commas");
+    for (int k = 0; k < t->len; k++) {
+      char c = t->text[k];
+      fe_loc loc = {t->loc.line, t->loc.col + k};
+      bool name = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+      if (is_x && !name)
+        fail(p, loc, "'%c' is not a name: the X side of a distribution names tensor dimensions", c);
+      if (is_x)
+        add_x(p, lv, &t->text[k], 1, loc);
+      else if (name)
+        add_y(p, lv, FE_Y_NAME, loc)->name = strndup(&t->text[k], 1);
+      else if (c >= '0' && c <= '9')
+        add_y(p, lv, FE_Y_FIXED, loc)->fixed = c - '0';
+      else if (c == '*')
+        add_y(p, lv, FE_Y_STAR, loc);
+      else
+        fail(p, loc, "unexpected '%c' in distribution", c);
+      if (!is_x && name && !lv->y[lv->ny - 1].name)
+        fail(p, loc, "out of memory");
+    }
+  }
+  if (is_x ? !is(p, "->") : !is(p, ";") && !is(p, ")"))
+    fail_here(p, end_msg);
+}
+
+// dist = IDENT "(" dlevel (";" dlevel)* ")"
+// dlevel = dside "->" dside
+static void dist(parser *p, fe_dist *d) {
+  fe_token *name = expect_ident(p, "expected machine name after '@'");
+  d->machine_name = text_of(p, name);
+  d->machine = -1;
+  d->loc = name->loc;
+  expect(p, "(", "expected '(' after machine name in distribution");
+  do {
+    fe_dist_level *lv = PUSH(p, d->levels, d->nlevels);
+    lv->loc = p->tok->loc;
+    dist_side(p, lv, true);
+    expect(p, "->", "expected '->' in distribution");
+    dist_side(p, lv, false);
+  } while (consume(p, ";"));
+  expect(p, ")", "expected ')' after distribution");
+}
+
+/* Set every level of t's format to f. */
+static void set_formats(fe_tensor *t, fe_level_format f) {
+  for (int k = 0; k < t->order; k++)
+    t->formats[k] = f;
+}
+
+// format = "dense" | "compressed" | "csr" | "csf" | "{" lvlfmt ("," lvlfmt)* "}"
+// lvlfmt = "dense" | "compressed"
+static void format(parser *p, fe_tensor *t) {
+  fe_token *start = p->tok;
+  if (t->has_format)
+    fail(p, start->loc, "format of '%s' given twice", t->name);
+  t->has_format = true;
+  if (consume(p, "dense") || consume(p, "csf")) {
+    set_formats(t, fe_tok_is(start, "dense") ? FE_DENSE : FE_COMPRESSED);
+  } else if (consume(p, "compressed")) {
+    set_formats(t, FE_COMPRESSED);
+  } else if (consume(p, "csr")) {
+    if (t->order != 2)
+      fe_error(p->src, start->loc, "csr needs a tensor of order 2, but %s has order %d", t->name,
+               t->order);
+    else
+      t->formats[1] = FE_COMPRESSED;
+  } else {
+    expect(p, "{", "expected a format");
+    int n = 0;
+    do {
+      fe_level_format f = FE_DENSE;
+      if (!consume(p, "dense")) {
+        expect(p, "compressed", "expected 'dense' or 'compressed'");
+        f = FE_COMPRESSED;
+      }
+      if (n < t->order)
+        t->formats[n] = f;
+      n++;
+    } while (consume(p, ","));
+    expect(p, "}", "expected ',' or '}' in format");
+    if (n != t->order)
+      fe_error(p->src, start->loc, "format has %d level%s but %s has order %d", n,
+               n == 1 ? "" : "s", t->name, t->order);
+  }
+}
+
+static bool is_type(const parser *p) {
+  return is(p, "double") || is(p, "float") || is(p, "int32") || is(p, "int64");
+}
+
+static bool is_format(const parser *p) {
+  return is(p, "dense") || is(p, "compressed") || is(p, "csr") || is(p, "csf") || is(p, "{");
+}
+
+// tensor = "tensor" IDENT ("(" (size ("," size)*)? ")")? (type | format)* ("@" dist)? ";"
+// type = "double" | "float" | "int32" | "int64"
+static void tensor_decl(parser *p) {
+  next(p);
+  fe_token *name = expect_ident(p, "expected tensor name");
+  fe_tensor *t = PUSH(p, p->prog->tensors, p->prog->ntensors);
+  t->name = text_of(p, name);
+  t->loc = name->loc;
+  t->dist.machine = -1;
+  if (consume(p, "(") && !consume(p, ")")) {
+    do
+      size(p, PUSH(p, t->dims, t->order), false, "tensor dimension");
+    while (consume(p, ","));
+    expect(p, ")", "expected ',' or ')' in tensor dimensions");
+  }
+  if (t->order > 0)
+    t->formats = zalloc(p, sizeof *t->formats * (size_t)t->order);
+  bool has_type = false;
+  while (is_type(p) || is_format(p)) {
+    if (is_format(p)) {
+      format(p, t);
+      continue;
+    }
+    if (has_type)
+      fail(p, p->tok->loc, "type of '%s' given twice", t->name);
+    has_type = true;
+    fe_token *ty = next(p);
+    t->type = fe_tok_is(ty, "float")   ? FE_FLOAT
+              : fe_tok_is(ty, "int32") ? FE_INT32
+              : fe_tok_is(ty, "int64") ? FE_INT64
+                                       : FE_DOUBLE;
+  }
+  if (consume(p, "@")) {
+    t->has_dist = true;
+    dist(p, &t->dist);
+  }
+  expect(p, ";", "expected ';' after tensor declaration");
+}
+
+/* ---- statements and expressions ----------------------------------------------------- */
+
+// access = IDENT ("(" (IDENT ("," IDENT)*)? ")")?
+static void access(parser *p, fe_access *a, const char *msg) {
+  fe_token *name = expect_ident(p, msg);
+  a->tname = text_of(p, name);
+  a->tensor = -1;
+  a->loc = name->loc;
+  if (!consume(p, "("))
+    return;
+  a->parens = true;
+  if (consume(p, ")"))
+    return;
+  do {
+    fe_token *v = expect_ident(p, "expected an index variable");
+    a->idx = grow(p, a->idx, a->nidx, sizeof *a->idx);
+    a->idxloc = grow(p, a->idxloc, a->nidx, sizeof *a->idxloc);
+    a->idx[a->nidx] = NULL;
+    a->idxloc[a->nidx] = v->loc;
+    a->idx[a->nidx++] = text_of(p, v);
+  } while (consume(p, ","));
+  expect(p, ")", "expected ',' or ')' after index variable");
+}
+
+static int expr(parser *p, fe_expr **slot);
+
+static fe_expr *new_expr(parser *p, fe_expr **slot, fe_expr_kind kind, fe_loc loc) {
+  fe_expr *e = zalloc(p, sizeof *e);
+  e->kind = kind;
+  e->loc = loc;
+  e->a = *slot; /* a binary node adopts what the slot held as its left operand */
+  *slot = e;
+  return e;
+}
+
+static int check_depth(parser *p, int depth, fe_loc loc) {
+  if (depth > MAX_DEPTH)
+    fail(p, loc, "expression is too deeply nested (more than %d levels)", MAX_DEPTH);
+  return depth;
+}
+
+static int max(int a, int b) { return a > b ? a : b; }
+
+// primary = "(" expr ")" | INT | FLOAT | access
+// Each expression function builds its tree in *slot and returns the tree's height.
+static int primary(parser *p, fe_expr **slot) {
+  if (consume(p, "(")) {
+    int h = expr(p, slot);
+    expect(p, ")", "expected ')'");
+    return h;
+  }
+  fe_token *t = p->tok;
+  if (t->kind == TK_INT || t->kind == TK_FLOAT) {
+    fe_expr *e = new_expr(p, slot, FE_E_NUM, t->loc);
+    e->num = t->fval;
+    e->is_int = t->kind == TK_INT;
+    e->text = text_of(p, next(p));
+    return 1;
+  }
+  if (t->kind != TK_IDENT && t->kind != TK_KEYWORD)
+    fail_here(p, "expected an expression");
+  fe_expr *e = new_expr(p, slot, FE_E_ACCESS, t->loc);
+  access(p, &e->acc, "expected an expression");
+  return 1;
+}
+
+// unary = "-" unary | primary
+static int unary(parser *p, fe_expr **slot) {
+  if (++p->nesting > MAX_NESTING)
+    fail(p, p->tok->loc, "expression is too deeply nested (more than %d levels)", MAX_NESTING);
+  int h;
+  if (is(p, "-")) {
+    fe_expr *e = new_expr(p, slot, FE_E_NEG, next(p)->loc);
+    h = check_depth(p, unary(p, &e->a) + 1, e->loc);
+  } else {
+    h = primary(p, slot);
+  }
+  p->nesting--;
+  return h;
+}
+
+// mul = unary (("*" | "/") unary)*
+static int mul(parser *p, fe_expr **slot) {
+  int h = unary(p, slot);
+  while (is(p, "*") || is(p, "/")) {
+    fe_token *op = next(p);
+    fe_expr *e = new_expr(p, slot, fe_tok_is(op, "*") ? FE_E_MUL : FE_E_DIV, op->loc);
+    h = check_depth(p, max(h, unary(p, &e->b)) + 1, op->loc);
+  }
+  return h;
+}
+
+// expr = mul (("+" | "-") mul)*
+static int expr(parser *p, fe_expr **slot) {
+  int h = mul(p, slot);
+  while (is(p, "+") || is(p, "-")) {
+    fe_token *op = next(p);
+    fe_expr *e = new_expr(p, slot, fe_tok_is(op, "+") ? FE_E_ADD : FE_E_SUB, op->loc);
+    h = check_depth(p, max(h, mul(p, &e->b)) + 1, op->loc);
+  }
+  return h;
+}
+
+// arg = "{" IDENT ("," IDENT)* "}" | grid | IDENT "[" INT "]" | INT | IDENT
+//     | expr                          (the first argument of precompute)
+static void arg(parser *p, fe_arg *a, bool is_expr) {
+  fe_token *t = p->tok;
+  a->loc = t->loc;
+  if (is_expr) {
+    a->kind = FE_ARG_EXPR;
+    expr(p, &a->expr);
+  } else if (consume(p, "{")) {
+    a->kind = FE_ARG_LIST;
+    do {
+      fe_token *item = expect_ident(p, "expected a name in the list");
+      fe_arg *it = PUSH(p, a->items, a->nitems);
+      it->kind = FE_ARG_IDENT;
+      it->loc = item->loc;
+      it->name = text_of(p, item);
+    } while (consume(p, ","));
+    expect(p, "}", "expected ',' or '}' in the list");
+  } else if (is(p, "grid") || is(p, "Grid")) {
+    a->kind = FE_ARG_GRID;
+    grid(p, &a->grid, false);
+  } else if (t->kind == TK_INT) {
+    a->kind = FE_ARG_INT;
+    a->ival = next(p)->ival;
+  } else {
+    a->kind = FE_ARG_IDENT;
+    a->name = text_of(p, expect_ident(p, "expected a schedule argument"));
+    if (consume(p, "[")) {
+      a->kind = FE_ARG_LEVEL;
+      if (p->tok->kind != TK_INT)
+        fail_here(p, "expected a machine level number");
+      a->ival = next(p)->ival;
+      expect(p, "]", "expected ']' after machine level");
+    }
+  }
+}
+
+// command = "." IDENT "(" (arg ("," arg)*)? ")"
+static void command(parser *p, fe_command *c) {
+  next(p);
+  fe_token *name = expect_ident(p, "expected a schedule command name after '.'");
+  c->name = text_of(p, name);
+  c->loc = name->loc;
+  expect(p, "(", "expected '(' after schedule command name");
+  if (consume(p, ")"))
+    return;
+  do {
+    bool is_expr = c->nargs == 0 && strcmp(c->name, "precompute") == 0;
+    arg(p, PUSH(p, c->args, c->nargs), is_expr);
+  } while (consume(p, ","));
+  expect(p, ")", "expected ',' or ')' after schedule argument");
+}
+
+// stmt = access ("=" | "+=") expr command* ";"
+static void stmt(parser *p) {
+  fe_stmt *s = PUSH(p, p->prog->stmts, p->prog->nstmts);
+  s->loc = p->tok->loc;
+  access(p, &s->lhs, "expected a declaration or statement");
+  if (consume(p, "+="))
+    s->accumulate = true;
+  else
+    expect(p, "=", "expected '=' or '+=' after the left side of the statement");
+  expr(p, &s->rhs);
+  while (is(p, "."))
+    command(p, PUSH(p, s->cmds, s->ncmds));
+  if (is(p, "("))
+    fail_here(p, "expected ';' after statement (a schedule command starts with '.')");
+  expect(p, ";", "expected ';' after statement");
+}
+
+// program = (param | machine | tensor | stmt)* EOF
+static void program(parser *p) {
+  while (p->tok->kind != TK_EOF) {
+    if (is(p, "param"))
+      param_decl(p);
+    else if (is(p, "machine"))
+      machine_decl(p);
+    else if (is(p, "tensor"))
+      tensor_decl(p);
+    else
+      stmt(p);
+  }
+}
+
+fe_program *fe_parse(fe_source *src) {
+  int ntokens, nerrors = src->nerrors;
+  fe_token *toks = fe_tokenize(src, &ntokens);
+  if (!toks)
+    return NULL;
+  fe_program *prog = calloc(1, sizeof *prog);
+  if (!prog) {
+    fe_error(src, (fe_loc){0, 0}, "out of memory");
+    free(toks);
+    return NULL;
+  }
+  prog->src = src;
+  /* Only the fields below the setjmp change afterwards, so the others stay valid after a
+   * longjmp. */
+  parser p = {.src = src, .tok = toks, .first = toks, .prog = prog};
+  if (setjmp(p.fail) == 0)
+    program(&p);
+  free(toks);
+  if (src->nerrors != nerrors) {
+    fe_program_free(prog);
+    return NULL;
+  }
+  return prog;
+}
+
+/* ---- freeing and look-ups ----------------------------------------------------------- */
+
+static void free_access(fe_access *a) {
+  free(a->tname);
+  for (int k = 0; k < a->nidx; k++)
+    free(a->idx[k]);
+  free(a->idx);
+  free(a->idxloc);
+}
+
+static void free_expr(fe_expr *e) {
+  if (!e)
+    return;
+  free_access(&e->acc);
+  free(e->text);
+  free_expr(e->a);
+  free_expr(e->b);
+  free(e);
+}
+
+static void free_arg(fe_arg *a) {
+  free(a->name);
+  for (int k = 0; k < a->nitems; k++)
+    free_arg(&a->items[k]);
+  free(a->items);
+  free(a->grid.dims);
+  free_expr(a->expr);
+}
+
+static void free_dist(fe_dist *d) {
+  free(d->machine_name);
+  for (int l = 0; l < d->nlevels; l++) {
+    fe_dist_level *lv = &d->levels[l];
+    for (int k = 0; k < lv->nx; k++)
+      free(lv->x[k]);
+    for (int k = 0; k < lv->ny; k++)
+      free(lv->y[k].name);
+    free(lv->x);
+    free(lv->xloc);
+    free(lv->y);
+  }
+  free(d->levels);
+}
+
+void fe_program_free(fe_program *prog) {
+  if (!prog)
+    return;
+  for (int k = 0; k < prog->nparams; k++)
+    free(prog->params[k].name);
+  for (int k = 0; k < prog->nmachines; k++) {
+    fe_machine *m = &prog->machines[k];
+    for (int l = 0; l < m->nlevels; l++)
+      free(m->levels[l].dims);
+    free(m->name);
+    free(m->levels);
+  }
+  for (int k = 0; k < prog->ntensors; k++) {
+    fe_tensor *t = &prog->tensors[k];
+    free(t->name);
+    free(t->dims);
+    free(t->formats);
+    free_dist(&t->dist);
+  }
+  for (int k = 0; k < prog->nstmts; k++) {
+    fe_stmt *s = &prog->stmts[k];
+    free_access(&s->lhs);
+    free_expr(s->rhs);
+    for (int c = 0; c < s->ncmds; c++) {
+      for (int a = 0; a < s->cmds[c].nargs; a++)
+        free_arg(&s->cmds[c].args[a]);
+      free(s->cmds[c].name);
+      free(s->cmds[c].args);
+    }
+    free(s->cmds);
+  }
+  free(prog->params);
+  free(prog->machines);
+  free(prog->tensors);
+  free(prog->stmts);
+  free(prog);
+}
+
+int fe_find_param(const fe_program *prog, const char *name) {
+  for (int k = 0; k < prog->nparams; k++)
+    if (strcmp(prog->params[k].name, name) == 0)
+      return k;
+  return -1;
+}
+
+int fe_find_machine(const fe_program *prog, const char *name) {
+  for (int k = 0; k < prog->nmachines; k++)
+    if (strcmp(prog->machines[k].name, name) == 0)
+      return k;
+  return -1;
+}
+
+int fe_find_tensor(const fe_program *prog, const char *name) {
+  for (int k = 0; k < prog->ntensors; k++)
+    if (strcmp(prog->tensors[k].name, name) == 0)
+      return k;
+  return -1;
+}

@@ -1,0 +1,377 @@
+/* sema.c -- the semantic rules of LANGUAGE.md sections 3 and 4: names, sizes, distributions
+ * and index variables.  Every error is reported (with the location of the offending token),
+ * not just the first; schedules are left to the IR stage. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+typedef struct {
+  fe_program *prog;
+  fe_source *src;
+} checker;
+
+static void error(checker *c, fe_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void error(checker *c, fe_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fe_verror(c->src, loc, fmt, ap);
+  va_end(ap);
+}
+
+static bool before(fe_loc a, fe_loc b) {
+  return a.line < b.line || (a.line == b.line && a.col < b.col);
+}
+
+static const char *plural(int64_t n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+/* What kind of declaration a name has, for messages: "param", "machine", "tensor" or NULL. */
+static const char *kind_of(const fe_program *prog, const char *name) {
+  if (fe_find_param(prog, name) >= 0)
+    return "param";
+  if (fe_find_machine(prog, name) >= 0)
+    return "machine";
+  if (fe_find_tensor(prog, name) >= 0)
+    return "tensor";
+  return NULL;
+}
+
+static bool same_size(const fe_size *a, const fe_size *b) {
+  return a->is_param == b->is_param && (a->is_param ? a->param == b->param : a->value == b->value);
+}
+
+static const char *size_text(const fe_program *prog, const fe_size *s, char buf[32]) {
+  if (s->is_param)
+    return s->param >= 0 && s->param < prog->nparams ? prog->params[s->param].name : "?";
+  snprintf(buf, 32, "%" PRId64, s->value);
+  return buf;
+}
+
+static void check_positive(checker *c, const fe_size *s, const char *what) {
+  if (!s->is_param && s->value <= 0)
+    error(c, s->loc, "%s dimension must be positive", what);
+}
+
+/* ---- declarations ------------------------------------------------------------------- */
+
+typedef struct {
+  const char *name, *what;
+  fe_loc loc;
+  bool implicit;
+} decl;
+
+static int by_loc(const void *a, const void *b) {
+  const decl *x = a, *y = b;
+  return before(x->loc, y->loc) ? -1 : before(y->loc, x->loc) ? 1 : 0;
+}
+
+/* Params, machines and tensors share one namespace.  Each name declared again is reported at
+ * the later declaration (in source order), with a note at the first. */
+static void check_redeclarations(checker *c) {
+  const fe_program *prog = c->prog;
+  int n = prog->nparams + prog->nmachines + prog->ntensors, k = 0;
+  if (n == 0)
+    return;
+  decl *d = malloc(sizeof *d * (size_t)n);
+  if (!d) {
+    error(c, (fe_loc){0, 0}, "out of memory");
+    return;
+  }
+  for (int i = 0; i < prog->nparams; i++)
+    d[k++] = (decl){prog->params[i].name, "param", prog->params[i].loc, prog->params[i].implicit};
+  for (int i = 0; i < prog->nmachines; i++)
+    d[k++] = (decl){prog->machines[i].name, "machine", prog->machines[i].loc, false};
+  for (int i = 0; i < prog->ntensors; i++)
+    d[k++] = (decl){prog->tensors[i].name, "tensor", prog->tensors[i].loc, false};
+  qsort(d, (size_t)n, sizeof *d, by_loc);
+  for (int i = 1; i < n; i++) {
+    for (int j = 0; j < i; j++) {
+      if (strcmp(d[i].name, d[j].name) != 0)
+        continue;
+      if (d[i].implicit)
+        error(c, d[i].loc,
+              "redeclaration of '%s' (a name in grid(...) that is not a param "
+              "declares one)",
+              d[i].name);
+      else
+        error(c, d[i].loc, "redeclaration of '%s'", d[i].name);
+      fe_note(c->src, d[j].loc, "'%s' was first declared here, as a %s%s", d[j].name, d[j].what,
+              d[j].implicit ? " (by its use in grid)" : "");
+      break;
+    }
+  }
+  free(d);
+}
+
+static void check_params_and_machines(checker *c) {
+  for (int i = 0; i < c->prog->nparams; i++) {
+    const fe_param *prm = &c->prog->params[i];
+    if (prm->has_default && prm->value <= 0)
+      error(c, prm->loc, "param '%s' must be positive, but its default is %" PRId64, prm->name,
+            prm->value);
+  }
+  for (int i = 0; i < c->prog->nmachines; i++)
+    for (int l = 0; l < c->prog->machines[i].nlevels; l++) {
+      const fe_grid *g = &c->prog->machines[i].levels[l];
+      for (int k = 0; k < g->ndims; k++)
+        check_positive(c, &g->dims[k], "grid");
+    }
+}
+
+/* The name of a machine level as schedules write it: "M" for level 0, "M[1]" below. */
+static const char *level_name(const fe_machine *m, int l, char buf[80]) {
+  if (l == 0)
+    return m->name;
+  snprintf(buf, 80, "%.60s[%d]", m->name, l);
+  return buf;
+}
+
+/* One level X -> Y of t's distribution, onto level l of machine m. */
+static void check_dist_level(checker *c, const fe_tensor *t, fe_dist_level *lv, const fe_machine *m,
+                             int l) {
+  const fe_grid *g = &m->levels[l];
+  char buf[80];
+  const char *mname = level_name(m, l, buf);
+  if (lv->nx != t->order)
+    error(c, lv->loc, "X has %d %s but %s has order %d", lv->nx, plural(lv->nx, "name", "names"),
+          t->name, t->order);
+  for (int k = 0; k < lv->nx; k++)
+    for (int j = 0; j < k; j++)
+      if (strcmp(lv->x[k], lv->x[j]) == 0) {
+        error(c, lv->xloc[k], "'%s' appears twice in X", lv->x[k]);
+        break;
+      }
+  if (lv->ny != g->ndims)
+    error(c, lv->ny ? lv->y[0].loc : lv->loc, "Y has %d %s but %s has %d %s", lv->ny,
+          plural(lv->ny, "entry", "entries"), mname, g->ndims,
+          plural(g->ndims, "dimension", "dimensions"));
+  for (int k = 0; k < lv->ny; k++) {
+    fe_ydim *y = &lv->y[k];
+    if (y->kind == FE_Y_FIXED && k < g->ndims && !g->dims[k].is_param && g->dims[k].value > 0 &&
+        y->fixed >= g->dims[k].value)
+      error(c, y->loc,
+            "fixed coordinate %" PRId64 " is outside grid dimension %d of %s, which has %" PRId64
+            " %s",
+            y->fixed, k + 1, mname, g->dims[k].value,
+            plural(g->dims[k].value, "processor", "processors"));
+    if (y->kind != FE_Y_NAME)
+      continue;
+    y->xindex = -1;
+    for (int j = 0; j < lv->nx; j++)
+      if (strcmp(y->name, lv->x[j]) == 0) {
+        y->xindex = j;
+        break;
+      }
+    bool repeated = false;
+    for (int j = 0; j < k && !repeated; j++)
+      repeated = lv->y[j].kind == FE_Y_NAME && strcmp(lv->y[j].name, y->name) == 0;
+    if (repeated)
+      error(c, y->loc, "'%s' appears twice in Y", y->name);
+    else if (y->xindex < 0)
+      error(c, y->loc, "'%s' in Y is not a name of X", y->name);
+  }
+}
+
+static void check_tensor(checker *c, fe_tensor *t) {
+  for (int k = 0; k < t->order; k++)
+    check_positive(c, &t->dims[k], "tensor");
+  if (!t->has_dist)
+    return;
+  fe_dist *d = &t->dist;
+  if (t->order == 0) {
+    error(c, d->loc, "scalar '%s' cannot be distributed (scalars are replicated on every rank)",
+          t->name);
+    return;
+  }
+  d->machine = fe_find_machine(c->prog, d->machine_name);
+  if (d->machine < 0) {
+    const char *kind = kind_of(c->prog, d->machine_name);
+    if (kind)
+      error(c, d->loc, "'%s' is a %s, not a machine", d->machine_name, kind);
+    else
+      error(c, d->loc, "unknown machine '%s'", d->machine_name);
+    return;
+  }
+  const fe_machine *m = &c->prog->machines[d->machine];
+  if (before(d->loc, m->loc)) {
+    error(c, d->loc, "machine '%s' is used before its declaration", m->name);
+    fe_note(c->src, m->loc, "'%s' is declared here", m->name);
+  }
+  if (d->nlevels > m->nlevels)
+    error(c, d->levels[m->nlevels].loc, "the distribution has %d levels but machine %s has %d",
+          d->nlevels, m->name, m->nlevels);
+  for (int l = 0; l < d->nlevels && l < m->nlevels; l++)
+    check_dist_level(c, t, &d->levels[l], m, l);
+}
+
+/* ---- statements --------------------------------------------------------------------- */
+
+/* An index variable of one statement: where it first occurs and the extent it got first. */
+typedef struct {
+  const char *name;
+  fe_loc loc;
+  const fe_size *extent; /* NULL until an access with a valid tensor gives one */
+  const char *tensor;
+  int dim;
+  bool lhs, rhs, denominator_reported;
+} var;
+
+typedef struct {
+  var *v;
+  int n;
+  bool oom;
+} vars;
+
+static var *find_var(vars *vs, const char *name) {
+  for (int k = 0; k < vs->n; k++)
+    if (strcmp(vs->v[k].name, name) == 0)
+      return &vs->v[k];
+  return NULL;
+}
+
+static var *add_var(checker *c, vars *vs, const char *name, fe_loc loc) {
+  var *v = find_var(vs, name);
+  if (v || vs->oom)
+    return v;
+  var *bigger = realloc(vs->v, sizeof *bigger * (size_t)(vs->n + 1));
+  if (!bigger) {
+    error(c, loc, "out of memory");
+    vs->oom = true;
+    return NULL;
+  }
+  vs->v = bigger;
+  v = &vs->v[vs->n++];
+  *v = (var){.name = name, .loc = loc};
+  return v;
+}
+
+/* Resolve a's tensor and check its use; returns the tensor when its dims can give extents. */
+static const fe_tensor *check_access(checker *c, fe_access *a) {
+  a->tensor = fe_find_tensor(c->prog, a->tname);
+  if (a->tensor < 0) {
+    const char *kind = kind_of(c->prog, a->tname);
+    if (kind)
+      error(c, a->loc, "'%s' is a %s, not a tensor", a->tname, kind);
+    else
+      error(c, a->loc, "unknown tensor '%s'", a->tname);
+    return NULL;
+  }
+  const fe_tensor *t = &c->prog->tensors[a->tensor];
+  if (before(a->loc, t->loc)) {
+    error(c, a->loc, "tensor '%s' is used before its declaration", t->name);
+    fe_note(c->src, t->loc, "'%s' is declared here", t->name);
+  }
+  if (a->nidx != t->order) {
+    error(c, a->loc, "%s has order %d but is accessed with %d %s", t->name, t->order, a->nidx,
+          plural(a->nidx, "index", "indices"));
+    return NULL;
+  }
+  return t;
+}
+
+/* Record the variables of one access.  A variable gets its extent from the first dim it
+ * indexes; every other dim it indexes must have the same size (same literal or same param). */
+static void collect(checker *c, vars *vs, fe_access *a, bool lhs) {
+  const fe_tensor *t = check_access(c, a);
+  for (int k = 0; k < a->nidx; k++) {
+    int seen = 0; /* earlier occurrences in this access: report the second one only */
+    for (int j = 0; j < k; j++)
+      seen += strcmp(a->idx[j], a->idx[k]) == 0;
+    if (seen == 1) {
+      if (lhs)
+        error(c, a->idxloc[k], "index variable '%s' appears twice on the left side", a->idx[k]);
+      else
+        error(c, a->idxloc[k], "diagonal accesses are not supported: '%s' indexes %s twice",
+              a->idx[k], a->tname);
+    }
+    var *v = add_var(c, vs, a->idx[k], a->idxloc[k]);
+    if (!v)
+      continue;
+    v->lhs |= lhs;
+    v->rhs |= !lhs;
+    if (!t || (t->dims[k].is_param && t->dims[k].param < 0))
+      continue;
+    if (!v->extent) {
+      v->extent = &t->dims[k];
+      v->tensor = t->name;
+      v->dim = k + 1;
+    } else if (!same_size(v->extent, &t->dims[k])) {
+      char b1[32], b2[32];
+      error(c, a->idxloc[k],
+            "conflicting extents for index variable '%s': %s (%s, dim %d) and %s (%s, dim %d)",
+            v->name, size_text(c->prog, v->extent, b1), v->tensor, v->dim,
+            size_text(c->prog, &t->dims[k], b2), t->name, k + 1);
+    }
+  }
+}
+
+static void collect_rhs(checker *c, vars *vs, fe_expr *e) {
+  if (!e)
+    return;
+  if (e->kind == FE_E_ACCESS)
+    collect(c, vs, &e->acc, false);
+  collect_rhs(c, vs, e->a);
+  collect_rhs(c, vs, e->b);
+}
+
+/* A summed variable inside a denominator would divide by a sum's terms one at a time, which
+ * is not what the notation means; reject it. */
+static void check_denominators(checker *c, vars *vs, const fe_expr *e, bool in_denominator) {
+  if (!e)
+    return;
+  if (e->kind == FE_E_ACCESS && in_denominator) {
+    for (int k = 0; k < e->acc.nidx; k++) {
+      var *v = find_var(vs, e->acc.idx[k]);
+      if (v && !v->lhs && !v->denominator_reported) {
+        v->denominator_reported = true;
+        error(c, e->acc.idxloc[k], "summed variable '%s' cannot appear in a denominator", v->name);
+      }
+    }
+  }
+  check_denominators(c, vs, e->a, in_denominator);
+  check_denominators(c, vs, e->b, in_denominator || e->kind == FE_E_DIV);
+}
+
+static void check_stmt(checker *c, fe_stmt *s) {
+  vars vs = {NULL, 0, false};
+  collect(c, &vs, &s->lhs, true);
+  collect_rhs(c, &vs, s->rhs);
+  bool rhs_has_vars = false;
+  for (int k = 0; k < vs.n; k++)
+    rhs_has_vars |= vs.v[k].rhs;
+  for (int k = 0; k < vs.n; k++) {
+    const var *v = &vs.v[k];
+    const char *kind = kind_of(c->prog, v->name);
+    if (kind)
+      error(c, v->loc, "index variable '%s' has the same name as a %s", v->name, kind);
+    if (v->lhs && !v->rhs && rhs_has_vars)
+      error(c, v->loc, "index variable '%s' of the left side does not appear on the right side",
+            v->name);
+  }
+  check_denominators(c, &vs, s->rhs, false);
+  free(vs.v);
+
+  for (int k = 0; k < s->ncmds; k++)
+    for (int a = 0; a < s->cmds[k].nargs; a++) {
+      const fe_arg *arg = &s->cmds[k].args[a];
+      for (int d = 0; arg->kind == FE_ARG_GRID && d < arg->grid.ndims; d++)
+        check_positive(c, &arg->grid.dims[d], "grid");
+    }
+}
+
+int fe_check(fe_program *prog) {
+  checker c = {prog, prog->src};
+  int before_errors = c.src->nerrors;
+  check_redeclarations(&c);
+  check_params_and_machines(&c);
+  for (int k = 0; k < prog->ntensors; k++)
+    check_tensor(&c, &prog->tensors[k]);
+  for (int k = 0; k < prog->nstmts; k++)
+    check_stmt(&c, &prog->stmts[k]);
+  return c.src->nerrors - before_errors;
+}
