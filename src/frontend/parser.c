@@ -578,8 +578,6 @@ static void stmt(parser *p) {
   expr(p, &s->rhs);
   while (is(p, "."))
     command(p, PUSH(p, s->cmds, s->ncmds));
-  if (is(p, "("))
-    fail_here(p, "expected ';' after statement (a schedule command starts with '.')");
   expect(p, ";", "expected ';' after statement");
 }
 

@@ -341,17 +341,13 @@ static void check_stmt(checker *c, fe_stmt *s) {
   vars vs = {NULL, 0, false};
   collect(c, &vs, &s->lhs, true);
   collect_rhs(c, &vs, s->rhs);
-  bool rhs_has_vars = false;
-  for (int k = 0; k < vs.n; k++)
-    rhs_has_vars |= vs.v[k].rhs;
+  /* A variable of the left side that the right side does not use just iterates: every
+   * element along it receives the same value (the paper's a(i) = b(j)). */
   for (int k = 0; k < vs.n; k++) {
     const var *v = &vs.v[k];
     const char *kind = kind_of(c->prog, v->name);
     if (kind)
       error(c, v->loc, "index variable '%s' has the same name as a %s", v->name, kind);
-    if (v->lhs && !v->rhs && rhs_has_vars)
-      error(c, v->loc, "index variable '%s' of the left side does not appear on the right side",
-            v->name);
   }
   check_denominators(c, &vs, s->rhs, false);
   free(vs.v);

@@ -1,0 +1,106 @@
+/* fuzz_frontend.c -- libFuzzer target of the front end: any bytes go through fe_parse,
+ * fe_check and the printers without crashing, leaking or hanging.
+ *
+ * Built with -DFUZZ_REPLAY it is instead a plain program that runs the harness once on each
+ * file named on its command line (a directory stands for the files in it); with no
+ * arguments, on $top_srcdir/tests/fuzz/corpus and $top_srcdir/examples. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static FILE *devnull;
+  if (!devnull && !(devnull = fopen("/dev/null", "w")))
+    return 0;
+  fe_source *src = fe_source_from_string("fuzz.dtl", (const char *)data, size, devnull);
+  if (!src)
+    return 0;
+  src->max_errors = size % 2 ? 0 : 5; /* exercise the "too many errors" path too */
+  fe_program *prog = fe_parse(src);
+  if (prog) {
+    fe_check(prog);
+    for (int k = 0; k < prog->ntensors; k++) {
+      for (int d = 0; d < prog->tensors[k].order; d++)
+        fe_print_size(devnull, prog, &prog->tensors[k].dims[d]);
+      fputs(fe_type_name(prog->tensors[k].type), devnull);
+    }
+    for (int k = 0; k < prog->nstmts; k++)
+      fe_print_expr(devnull, prog->stmts[k].rhs);
+    fe_program_free(prog);
+  }
+  fe_source_free(src);
+  return 0;
+}
+
+#ifdef FUZZ_REPLAY
+#include <dirent.h>
+#include <sys/stat.h>
+
+/* Run the harness on one file, or on every regular file of a directory; count the inputs. */
+static int replay(const char *path, int *count) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "fuzz_replay: cannot stat %s\n", path);
+    return 1;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    DIR *dir = opendir(path);
+    if (!dir)
+      return 1;
+    int rc = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+      if (e->d_name[0] == '.')
+        continue;
+      char *sub = malloc(strlen(path) + strlen(e->d_name) + 2);
+      if (!sub)
+        return 1;
+      sprintf(sub, "%s/%s", path, e->d_name);
+      rc |= replay(sub, count);
+      free(sub);
+    }
+    closedir(dir);
+    return rc;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "fuzz_replay: cannot read %s\n", path);
+    return 1;
+  }
+  size_t len = (size_t)st.st_size;
+  uint8_t *data = malloc(len ? len : 1);
+  size_t got = data ? fread(data, 1, len, f) : 0;
+  fclose(f);
+  if (!data || got != len) {
+    free(data);
+    fprintf(stderr, "fuzz_replay: cannot read %s\n", path);
+    return 1;
+  }
+  LLVMFuzzerTestOneInput(data, len);
+  free(data);
+  (*count)++;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int count = 0, rc = 0;
+  if (argc > 1) {
+    for (int k = 1; k < argc; k++)
+      rc |= replay(argv[k], &count);
+  } else {
+    const char *top = getenv("top_srcdir");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/fuzz/corpus", top ? top : ".");
+    rc |= replay(path, &count);
+    snprintf(path, sizeof path, "%s/examples", top ? top : ".");
+    struct stat st;
+    if (stat(path, &st) == 0)
+      rc |= replay(path, &count);
+  }
+  printf("fuzz_replay: %d inputs\n", count);
+  return rc;
+}
+#endif
