@@ -313,6 +313,17 @@ done:
   return err;
 }
 
+/* Debug mode: the caller's idea of this rank's block must be the ownership map's. */
+static int debug_check_own(dtl_ctx *ctx, const dtl_box *own, const dtl_box *mine,
+                           const char *what) {
+  if (!own || (own->nd == mine->nd && dtl_box_equal(own, mine))) return 0;
+  char a[200], b[200];
+  format_box(a, sizeof a, own);
+  format_box(b, sizeof b, mine);
+  return dtl_fail(ctx, "debug: %s: rank %d passes its block as %s but holds %s", what,
+                  ctx->rank, a, b);
+}
+
 /* Evaluate box(p) for every processor p and build this rank's plan.  Every rank sees the
  * same boxes, so a malformed box fails on every rank alike. */
 static int build_plan(dtl_ctx *ctx, const dtl_dist *d, dtl_box_fn boxfn, const void *arg,
@@ -350,14 +361,7 @@ int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
   bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
   int err = build_plan(ctx, d, need, arg, true, 0, &pl, &myneed);
   if (!err && ctx->debug) {
-    if (holder && own && !dtl_box_equal(own, &mine)) {
-      char a[200], b[200];
-      format_box(a, sizeof a, own);
-      format_box(b, sizeof b, &mine);
-      err = dtl_fail(ctx, "debug: fetch: rank %d passes its block as %s but holds %s",
-                     ctx->rank, a, b);
-    }
-    err = dtl_any_error(ctx, err);
+    err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "fetch"));
     if (!err) err = debug_check_plan(ctx, &pl, "fetch");
   }
   if (!err) err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
@@ -369,13 +373,15 @@ int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, con
                    unsigned exec_mask, dtl_box_fn prod, const void *arg, const void *buf) {
   plan pl;
   dtl_box mine, myprod;
-  dtl_dist_block(ctx, d, ctx->coords, &mine);
+  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
   exec_mask &= (1u << ctx->ndims) - 1u;
   int err = build_plan(ctx, d, prod, arg, false, exec_mask, &pl, &myprod);
-  if (!err && ctx->debug) err = debug_check_plan(ctx, &pl, "accumulate");
+  if (!err && ctx->debug) {
+    err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "accumulate"));
+    if (!err) err = debug_check_plan(ctx, &pl, "accumulate");
+  }
   /* run_plan sends from its src and receives into its dst: here buf -> local */
   if (!err) err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
-  (void)own;
   free_plan(&pl);
   return err;
 }

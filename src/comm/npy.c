@@ -217,7 +217,11 @@ static int block_view(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_box
 }
 
 /* Collective part shared by read and write: set the view at `off` and move this rank's
- * block (count 0 where active is false). */
+ * block (count 0 where active is false).  Reads are collective (MPI_File_read_all).
+ * Writes are independent (MPI_File_write through the same view): the collective write of
+ * Open MPI 4.1's OMPIO loses data when blocks interleave in the file (write data sieving
+ * of fbtl/posix, open-mpi/ompi#12718; about one write in ten of 2-D column blocks here),
+ * and a corrupt output file is worse than a slower one. */
 static int move_block(dtl_ctx *ctx, MPI_File fh, int64_t off, const dtl_dist *d, dtl_type t,
                       const dtl_box *b, bool active, void *local, bool write) {
   MPI_Datatype ftype = dtl_type_mpi(t), mtype = dtl_type_mpi(t);
@@ -231,9 +235,11 @@ static int move_block(dtl_ctx *ctx, MPI_File fh, int64_t off, const dtl_dist *d,
   rc = MPI_File_set_view(fh, (MPI_Offset)off, dtl_type_mpi(t), ftype, "native", MPI_INFO_NULL);
   if (rc == MPI_SUCCESS) {
     MPI_Status st;
-    what = write ? "MPI_File_write_all" : "MPI_File_read_all";
-    rc = write ? MPI_File_write_all(fh, local, cnt, mtype, &st)
-               : MPI_File_read_all(fh, local, cnt, mtype, &st);
+    what = write ? "MPI_File_write" : "MPI_File_read_all";
+    if (write)
+      rc = cnt > 0 ? MPI_File_write(fh, local, cnt, mtype, &st) : MPI_SUCCESS;
+    else
+      rc = MPI_File_read_all(fh, local, cnt, mtype, &st);
     int n = cnt;
     if (rc == MPI_SUCCESS && cnt > 0 && mtype == dtl_type_mpi(t)) MPI_Get_count(&st, mtype, &n);
     if (rc == MPI_SUCCESS && n != cnt && !err)

@@ -125,10 +125,14 @@ static void lin_push(linear *l, int64_t c, const sym *a) {
   l->coef[l->n] = c, l->atom[l->n] = a, l->n++;
 }
 
+/* Coefficients wrap around only for absurd inputs; wrapping arithmetic keeps that defined. */
+static int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 static void lin_collect(linear *l, const sym *e, int64_t c) {
-  if (e->kind == SYM_CONST) l->k += c * e->c;
+  if (e->kind == SYM_CONST) l->k = wadd(l->k, wmul(c, e->c));
   else if (e->kind == SYM_ADD) lin_collect(l, e->a, c), lin_collect(l, e->b, c);
-  else if (e->kind == SYM_MUL && e->a->kind == SYM_CONST) lin_collect(l, e->b, c * e->a->c);
+  else if (e->kind == SYM_MUL && e->a->kind == SYM_CONST) lin_collect(l, e->b, wmul(c, e->a->c));
   else lin_push(l, c, e);
 }
 
@@ -145,7 +149,7 @@ static const sym *lin_build(linear *l) {
   for (int i = 0; i < l->n;) {
     int64_t c = l->coef[i];
     int j = i + 1;
-    while (j < l->n && sym_equal(l->atom[i], l->atom[j])) c += l->coef[j++];
+    while (j < l->n && sym_equal(l->atom[i], l->atom[j])) c = wadd(c, l->coef[j++]);
     if (c != 0) {
       const sym *t = c == 1 ? l->atom[i] : mk(SYM_MUL, sym_const(c), l->atom[i]);
       r = r ? mk(SYM_ADD, r, t) : t;
@@ -176,7 +180,9 @@ const sym *sym_mul(const sym *a, const sym *b) {
     a = b, b = t;
   }
   if (a->kind == SYM_CONST) {
-    if (b->kind == SYM_CONST) return sym_const(a->c * b->c);
+    int64_t prod;
+    if (b->kind == SYM_CONST && !__builtin_mul_overflow(a->c, b->c, &prod)) return sym_const(prod);
+    if (b->kind == SYM_CONST) return mk(SYM_MUL, a, b);
     if (a->c == 0) return sym_const(0);
     if (a->c == 1) return b;
     linear l = {0};
@@ -274,7 +280,7 @@ static bool positive(const sym *e) {
 
 const sym *sym_floordiv(const sym *a, const sym *b) {
   int64_t x, y;
-  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0) {
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0 && !(x == INT64_MIN && y == -1)) {
     int64_t q = x / y;
     if (x % y != 0 && ((x < 0) != (y < 0))) q--;
     return sym_const(q);
@@ -292,7 +298,7 @@ const sym *sym_floordiv(const sym *a, const sym *b) {
 
 const sym *sym_ceildiv(const sym *a, const sym *b) {
   int64_t x, y;
-  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y > 0) return sym_const((x + y - 1) / y);
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y > 0) return sym_const(x / y + (x % y > 0));
   if (sym_is_const(b, &y) && y == 1) return a;
   if (sym_is_const(a, &x) && x == 0) return a;
   if (sym_equal(a, b) && positive(b)) return sym_const(1);
@@ -301,7 +307,7 @@ const sym *sym_ceildiv(const sym *a, const sym *b) {
 
 const sym *sym_mod(const sym *a, const sym *b) {
   int64_t x, y;
-  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0) {
+  if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0 && y != -1) {
     int64_t r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     return sym_const(r);
@@ -390,18 +396,26 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
   }
   if (!sym_eval(e->a, env, &x) || !sym_eval(e->b, env, &y)) return false;
   switch (e->kind) {
-  case SYM_ADD: *out = x + y; break;
-  case SYM_MUL: *out = x * y; break;
+  case SYM_ADD:
+    if (__builtin_add_overflow(x, y, out)) return false;
+    break;
+  case SYM_MUL:
+    if (__builtin_mul_overflow(x, y, out)) return false;
+    break;
   case SYM_FLOORDIV:
-    if (y == 0) return false;
+    if (y == 0 || (x == INT64_MIN && y == -1)) return false;
     *out = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
     break;
   case SYM_CEILDIV:
     if (y <= 0) return false;
-    *out = x <= 0 ? -((-x) / y) : (x + y - 1) / y;
+    *out = x <= 0 ? -(x == INT64_MIN ? INT64_MAX / y : (-x) / y) : x / y + (x % y != 0);
     break;
   case SYM_MOD:
-    if (y == 0) return false;
+    if (y == 0 || y == -1) {
+      if (y == 0) return false;
+      *out = 0;
+      break;
+    }
     *out = x % y;
     if (*out != 0 && ((*out < 0) != (y < 0))) *out += y;
     break;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/frontend.h"
+#include "codegen/codegen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,6 +30,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     for (int k = 0; k < prog->nstmts; k++)
       fe_print_expr(devnull, prog->stmts[k].rhs);
+    /* the later stages: schedule rewrites, lowering, the plan and C printers */
+    if (src->nerrors == 0) {
+      ir_program *ir = ir_build(prog);
+      if (ir && ir_schedule(ir, -1) == 0) {
+        for (int k = 0; k < ir->nstmts; k++) ir_print_cin(devnull, ir, &ir->stmts[k]);
+        lw_program *lp = lw_lower(ir);
+        if (lp) {
+          int64_t params[256];
+          for (int k = 0; k < 256; k++) params[k] = k < prog->nparams && prog->params[k].has_default ? prog->params[k].value % 64 + 1 : 3;
+          lw_print_plan(devnull, lp, params, 4);
+          cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true};
+          cg_emit(devnull, devnull, lp, &o);
+        }
+      }
+      ir_arena_free();
+    }
     fe_program_free(prog);
   }
   fe_source_free(src);

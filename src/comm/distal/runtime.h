@@ -210,6 +210,21 @@ int dtl_count_type(dtl_type t, int64_t n, int *count, MPI_Datatype *dt);
 void dtl_count_free(MPI_Datatype *dt);
 /* Zero the statistics of this rank (drivers call it after the warmup runs). */
 void dtl_stats_reset(dtl_ctx *ctx);
+/* Notes on the functions above:
+ * - dtl_subcomm: for grids of up to 4 dims every sub-communicator is made in
+ *   dtl_ctx_create; on larger grids the first call for a mask is collective over cart.
+ * - statistics count data messages only (local copies and debug boxes are not counted):
+ *   exchange per message on both ends; bcast: the root (members - 1) messages of the
+ *   piece, every other member 1; reduce: every non-root 1 sent, the root (members - 1)
+ *   received; allreduce: 1 sent and 1 received of the whole buffer per member; shift: 1
+ *   each way; io: dtl_npy_read/write count the bytes of this rank's block as 1 message
+ *   received/sent, dtl_gather each block sent to rank 0.
+ * - debug mode (ctx->debug) adds to dtl_fetch and dtl_accumulate an all-to-all of the
+ *   boxes every rank is about to send, checked by the receivers, and to dtl_bcast_fetch an
+ *   allreduce proving that all members need the same box plus the root's box before each
+ *   piece; a mismatch fails on every rank with one "debug: ..." message.
+ * - dtl_npy_write writes through independent MPI_File_write calls (the collective write
+ *   of Open MPI 4.1's OMPIO corrupts interleaved blocks); reads use MPI_File_read_all. */
 
 /* ---- data: fill and .npy I/O ------------------------------------------------------------- */
 typedef enum { DTL_FILL_RANDOM = 0, DTL_FILL_ONES, DTL_FILL_ZEROS, DTL_FILL_INDEX } dtl_fill_kind;
