@@ -952,6 +952,16 @@ static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < p->ntensors; t++)
     fprintf(h, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]);\n", o->prefix,
             p->tensors[t].name, o->prefix);
+  fprintf(h, "/* Collective.  Move a tensor between the application's layout, where this rank holds\n"
+             " * the box [lo, hi) (row-major; boxes of different ranks do not overlap, e.g. row\n"
+             " * blocks), and this rank's block of the kernel's distribution. */\n");
+  for (int t = 0; t < p->ntensors; t++) {
+    const char *ct = cg_ctype(p->tensors[t].type), *n = p->tensors[t].name;
+    fprintf(h, "int %s_%s_import(%s_plan *plan, const int64_t lo[], const int64_t hi[], const %s *data, %s *block);\n",
+            o->prefix, n, o->prefix, ct, ct);
+    fprintf(h, "int %s_%s_export(%s_plan *plan, const %s *block, const int64_t lo[], const int64_t hi[], %s *data);\n",
+            o->prefix, n, o->prefix, ct, ct);
+  }
   fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks. */\n");
   fprintf(h, "int %s_compute(%s_plan *plan", o->prefix, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
@@ -1088,6 +1098,17 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
                "    if (offset) offset[d] = b->lo[d];\n"
                "    if (extent) extent[d] = b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;\n  }\n"
                "  return dtl_box_volume(b);\n}\n\n", t);
+  }
+  for (int t = 0; t < p->ntensors; t++) {
+    const char *ct = cg_ctype(p->tensors[t].type), *n = p->tensors[t].name, *dt = cg_dtltype(p->tensors[t].type);
+    fprintf(c, "int %s_%s_import(%s_plan *plan, const int64_t lo[], const int64_t hi[], const %s *data, %s *block) {\n"
+               "  if (!plan || !plan->ctx) return 1;\n"
+               "  return dtl_import(plan->ctx, &plan->dist[%d], %s, lo, hi, data, block, &plan->own[%d]);\n}\n\n",
+            P, n, P, ct, ct, t, dt, t);
+    fprintf(c, "int %s_%s_export(%s_plan *plan, const %s *block, const int64_t lo[], const int64_t hi[], %s *data) {\n"
+               "  if (!plan || !plan->ctx) return 1;\n"
+               "  return dtl_export(plan->ctx, &plan->dist[%d], %s, block, &plan->own[%d], lo, hi, data);\n}\n\n",
+            P, n, P, ct, ct, t, dt, t);
   }
   fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
              "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);

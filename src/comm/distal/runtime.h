@@ -295,6 +295,21 @@ void dtl_dot(dtl_type t, int64_t n, const void *x, int64_t incx, const void *y, 
 void dtl_axpy(dtl_type t, int64_t n, const void *alpha, const void *x, int64_t incx, void *y,
               int64_t incy);
 
+/* ---- redistribution (redist.c) ------------------------------------------------------- */
+/* Collective.  Move a tensor from one distribution to another of the same shape on the same
+ * grid: one exchange computed from the two ownership maps (to_local is laid out over this
+ * rank's block of `to`). */
+int dtl_redistribute(dtl_ctx *ctx, dtl_type t, const dtl_dist *from, const void *from_local,
+                     const dtl_box *from_own, const dtl_dist *to, void *to_local);
+/* Collective.  The application's own layout: every rank holds the box [lo, hi) of the
+ * tensor (row-major; boxes of different ranks must not overlap; row blocks are the usual
+ * case).  import fills this rank's block of the distribution (elements no box covers are
+ * zero); export fills the application's box from the distribution. */
+int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
+               const void *data, void *local, const dtl_box *own);
+int dtl_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+               const int64_t *lo, const int64_t *hi, void *data);
+
 /* Higher-order kernels (kernels/tensor_kernels.c), accumulating into the output; every
  * operand is a strided block (strides in elements, one per dimension, in the order of the
  * letters):

@@ -1,0 +1,41 @@
+#!/bin/sh
+# The example application (examples/app): an MPI program holding row blocks that calls two
+# generated kernels through their library API.  Built with the build tree's distalc and
+# libdistal, run at several rank counts; then built with AddressSanitizer and UBSan (the
+# runtime compiled in) with plans created and destroyed repeatedly: any sanitizer error,
+# and any leak whose stack reaches our code, fails the test.
+set -eu
+: "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}" "${MPICC:=mpicc}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+"$DISTALC" "$top_srcdir/examples/summa.dtl" -o summa
+"$DISTALC" "$top_srcdir/examples/app/matvec.dtl" -o matvec
+# shellcheck disable=SC2086
+$MPICC -std=c11 -O2 -Wall -Wextra -Werror "$top_srcdir/examples/app/app.c" summa.c matvec.c -I. \
+  $DISTAL_CFLAGS -o app $DISTAL_LIBS
+fail=0
+for np in 1 2 3 4 6; do
+  if timeout 120 "$MPIRUN" -np $np --oversubscribe ./app 61 2 > out.txt 2>&1 && grep -q ': ok$' out.txt; then
+    echo "PASS app at $np ranks: $(cat out.txt)"
+  else
+    echo "FAIL app at $np ranks:"; cat out.txt; fail=1
+  fi
+done
+# sanitizers, with the runtime compiled into the program
+cc_san="-std=c11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
+# shellcheck disable=SC2086
+$MPICC $cc_san "$top_srcdir/examples/app/app.c" summa.c matvec.c -I. -I"$top_srcdir/src/comm" \
+  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/*.c -o app_san -lopenblas -lm
+ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./app_san 37 5 > san.txt 2>&1 || true
+if ! grep -q ': ok$' san.txt; then
+  echo "FAIL app under sanitizers:"; tail -40 san.txt; fail=1
+elif grep -q 'ERROR: AddressSanitizer\|runtime error' san.txt; then
+  echo "FAIL sanitizer error:"; grep -A20 'ERROR: AddressSanitizer\|runtime error' san.txt | head -60; fail=1
+elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | grep -q 'src/comm\|kernels/\|summa\.c\|matvec\.c\|app\.c'; then
+  echo "FAIL leaks in our code:"; awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | head -60; fail=1
+else
+  echo "PASS app under AddressSanitizer and UBSan, plans created and destroyed 5 times, no leak in our code"
+fi
+exit $fail
