@@ -6,14 +6,16 @@
 
 bool dtl_box_empty(const dtl_box *b) {
   for (int d = 0; d < b->nd; d++)
-    if (b->hi[d] <= b->lo[d]) return true;
+    if (b->hi[d] <= b->lo[d])
+      return true;
   return false;
 }
 
 int64_t dtl_box_volume(const dtl_box *b) {
   int64_t v = 1;
   for (int d = 0; d < b->nd; d++) {
-    if (b->hi[d] <= b->lo[d]) return 0;
+    if (b->hi[d] <= b->lo[d])
+      return 0;
     v *= b->hi[d] - b->lo[d];
   }
   return v;
@@ -31,29 +33,37 @@ bool dtl_box_intersect(const dtl_box *a, const dtl_box *b, dtl_box *out) {
 
 bool dtl_box_equal(const dtl_box *a, const dtl_box *b) {
   bool ea = dtl_box_empty(a), eb = dtl_box_empty(b);
-  if (ea || eb) return ea && eb;
-  if (a->nd != b->nd) return false;
+  if (ea || eb)
+    return ea && eb;
+  if (a->nd != b->nd)
+    return false;
   for (int d = 0; d < a->nd; d++)
-    if (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d]) return false;
+    if (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d])
+      return false;
   return true;
 }
 
 bool dtl_box_contains(const dtl_box *outer, const dtl_box *inner) {
-  if (dtl_box_empty(inner)) return true;
-  if (dtl_box_empty(outer) || outer->nd != inner->nd) return false;
+  if (dtl_box_empty(inner))
+    return true;
+  if (dtl_box_empty(outer) || outer->nd != inner->nd)
+    return false;
   for (int d = 0; d < inner->nd; d++)
-    if (inner->lo[d] < outer->lo[d] || inner->hi[d] > outer->hi[d]) return false;
+    if (inner->lo[d] < outer->lo[d] || inner->hi[d] > outer->hi[d])
+      return false;
   return true;
 }
 
 void dtl_zero(dtl_type t, void *buf, int64_t count) {
-  if (count > 0) memset(buf, 0, (size_t)count * dtl_type_size(t)); /* 0 bits are 0 for all */
+  if (count > 0)
+    memset(buf, 0, (size_t)count * dtl_type_size(t)); /* 0 bits are 0 for all */
 }
 
 /* dst[0..n) += src[0..n), written so that the compiler vectorizes it */
-#define DEFINE_ADD(name, T)                                                                   \
-  static void name(T *restrict dst, const T *restrict src, int64_t n) {                       \
-    for (int64_t i = 0; i < n; i++) dst[i] += src[i];                                         \
+#define DEFINE_ADD(name, T)                                                                        \
+  static void name(T *restrict dst, const T *restrict src, int64_t n) {                            \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      dst[i] += src[i];                                                                            \
   }
 DEFINE_ADD(add_f64, double)
 DEFINE_ADD(add_f32, float)
@@ -62,10 +72,18 @@ DEFINE_ADD(add_i64, int64_t)
 
 static void add_run(dtl_type t, void *dst, const void *src, int64_t n) {
   switch (t) {
-  case DTL_DOUBLE: add_f64(dst, src, n); break;
-  case DTL_FLOAT: add_f32(dst, src, n); break;
-  case DTL_INT32: add_i32(dst, src, n); break;
-  case DTL_INT64: add_i64(dst, src, n); break;
+  case DTL_DOUBLE:
+    add_f64(dst, src, n);
+    break;
+  case DTL_FLOAT:
+    add_f32(dst, src, n);
+    break;
+  case DTL_INT32:
+    add_i32(dst, src, n);
+    break;
+  case DTL_INT64:
+    add_i64(dst, src, n);
+    break;
   }
 }
 
@@ -76,10 +94,13 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
                   const dtl_box *dstbox, const dtl_box *region, bool accumulate) {
   const int nd = region->nd;
   const size_t es = dtl_type_size(t);
-  if (dtl_box_empty(region)) return;
+  if (dtl_box_empty(region))
+    return;
   if (nd == 0) {
-    if (accumulate) add_run(t, dst, src, 1);
-    else memcpy(dst, src, es);
+    if (accumulate)
+      add_run(t, dst, src, 1);
+    else
+      memcpy(dst, src, es);
     return;
   }
   int64_t sstride[DTL_MAX_DIMS], dstride[DTL_MAX_DIMS], ext[DTL_MAX_DIMS] = {0};
@@ -105,39 +126,52 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
   char *dp = (char *)dst + doff * (int64_t)es;
   int64_t idx[DTL_MAX_DIMS] = {0};
   for (;;) {
-    if (accumulate) add_run(t, dp, s, run);
-    else memcpy(dp, s, (size_t)run * es);
+    if (accumulate)
+      add_run(t, dp, s, run);
+    else
+      memcpy(dp, s, (size_t)run * es);
     int d = k - 1;
     while (d >= 0) {
       s += sstride[d] * (int64_t)es;
       dp += dstride[d] * (int64_t)es;
-      if (++idx[d] < ext[d]) break;
+      if (++idx[d] < ext[d])
+        break;
       s -= ext[d] * sstride[d] * (int64_t)es;
       dp -= ext[d] * dstride[d] * (int64_t)es;
       idx[d] = 0;
       d--;
     }
-    if (d < 0) return;
+    if (d < 0)
+      return;
   }
 }
 
-#define REL_ERR_LOOP(T)                                                                       \
-  do {                                                                                        \
-    const T *x = a, *y = b;                                                                   \
-    for (int64_t i = 0; i < count; i++) {                                                     \
-      double xa = (double)x[i], yb = (double)y[i];                                            \
-      double e = fabs(xa - yb) / fmax(1.0, fabs(yb));                                         \
-      if (e > worst || e != e) worst = e != e ? INFINITY : e;                                 \
-    }                                                                                         \
+#define REL_ERR_LOOP(T)                                                                            \
+  do {                                                                                             \
+    const T *x = a, *y = b;                                                                        \
+    for (int64_t i = 0; i < count; i++) {                                                          \
+      double xa = (double)x[i], yb = (double)y[i];                                                 \
+      double e = fabs(xa - yb) / fmax(1.0, fabs(yb));                                              \
+      if (e > worst || e != e)                                                                     \
+        worst = e != e ? INFINITY : e;                                                             \
+    }                                                                                              \
   } while (0)
 
 double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count) {
   double worst = 0;
   switch (t) {
-  case DTL_DOUBLE: REL_ERR_LOOP(double); break;
-  case DTL_FLOAT: REL_ERR_LOOP(float); break;
-  case DTL_INT32: REL_ERR_LOOP(int32_t); break;
-  case DTL_INT64: REL_ERR_LOOP(int64_t); break;
+  case DTL_DOUBLE:
+    REL_ERR_LOOP(double);
+    break;
+  case DTL_FLOAT:
+    REL_ERR_LOOP(float);
+    break;
+  case DTL_INT32:
+    REL_ERR_LOOP(int32_t);
+    break;
+  case DTL_INT64:
+    REL_ERR_LOOP(int64_t);
+    break;
   }
   return worst;
 }

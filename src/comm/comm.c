@@ -9,8 +9,8 @@
 
 enum { TAG_EXCHANGE = 0x4454, TAG_GATHER = 0x4455 };
 
-static const char *const op_names[DTL_NOPS] = {"exchange", "bcast", "shift",
-                                               "reduce", "allreduce", "io"};
+static const char *const op_names[DTL_NOPS] = {"exchange", "bcast",     "shift",
+                                               "reduce",   "allreduce", "io"};
 
 static void count_send(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
   ctx->bytes_sent[op] += bytes;
@@ -23,7 +23,8 @@ static void count_recv(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
 
 static int format_box(char *buf, size_t len, const dtl_box *b) {
   size_t at = 0;
-  if (b->nd == 0) return snprintf(buf, len, "(scalar)");
+  if (b->nd == 0)
+    return snprintf(buf, len, "(scalar)");
   for (int d = 0; d < b->nd && at < len; d++)
     at += (size_t)snprintf(buf + at, len - at, "%s[%lld,%lld)", d ? "x" : "", (long long)b->lo[d],
                            (long long)b->hi[d]);
@@ -34,18 +35,22 @@ static void format_coords(char *buf, size_t len, int n, const int64_t *c) {
   size_t at = (size_t)snprintf(buf, len, "(");
   for (int d = 0; d < n && at < len; d++)
     at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? "," : "", (long long)c[d]);
-  if (at < len) snprintf(buf + at, len - at, ")");
+  if (at < len)
+    snprintf(buf + at, len - at, ")");
 }
 
 /* Is `region` one contiguous run inside a row-major block over `box`?  Then *off is its
  * element offset, and it can be sent or received in place without packing. */
 static bool contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off) {
   int nd = region->nd, k = nd - 1;
-  while (k > 0 && region->lo[k] == box->lo[k] && region->hi[k] == box->hi[k]) k--;
+  while (k > 0 && region->lo[k] == box->lo[k] && region->hi[k] == box->hi[k])
+    k--;
   for (int d = 0; d < k; d++)
-    if (region->hi[d] - region->lo[d] != 1) return false;
+    if (region->hi[d] - region->lo[d] != 1)
+      return false;
   int64_t o = 0;
-  for (int d = 0; d < nd; d++) o = o * (box->hi[d] - box->lo[d]) + (region->lo[d] - box->lo[d]);
+  for (int d = 0; d < nd; d++)
+    o = o * (box->hi[d] - box->lo[d]) + (region->lo[d] - box->lo[d]);
   *off = o;
   return true;
 }
@@ -90,10 +95,11 @@ typedef void (*visit_fn)(void *acc, int holder, const dtl_box *piece);
  * holder must have pc's coordinate.  Holders differ in their coordinates, so each holder
  * appears at most once and every (sender, receiver) pair exchanges at most one piece. */
 static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *pc,
-                            const dtl_box *want, unsigned star_all, unsigned align,
-                            visit_fn visit, void *acc) {
+                            const dtl_box *want, unsigned star_all, unsigned align, visit_fn visit,
+                            void *acc) {
   int64_t lo[DTL_MAX_DIMS], hi[DTL_MAX_DIMS], hc[DTL_MAX_DIMS];
-  if (dtl_box_empty(want)) return;
+  if (dtl_box_empty(want))
+    return;
   for (int g = 0; g < ctx->ndims; g++) {
     dtl_dim_kind kind = d->replicated_everywhere ? DTL_DIM_STAR : d->kind[g];
     bool aligned = (align >> g) & 1u;
@@ -101,15 +107,18 @@ static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t
       int t = d->tdim[g];
       int64_t n = d->extent[t], s = dtl_ceildiv(n, ctx->dims[g]);
       int64_t wl = dtl_max(want->lo[t], 0), wh = dtl_min(want->hi[t], n);
-      if (wh <= wl || s == 0) return;
+      if (wh <= wl || s == 0)
+        return;
       lo[g] = wl / s;
       hi[g] = dtl_min(ctx->dims[g] - 1, (wh - 1) / s);
       if (aligned) {
-        if (pc[g] < lo[g] || pc[g] > hi[g]) return;
+        if (pc[g] < lo[g] || pc[g] > hi[g])
+          return;
         lo[g] = hi[g] = pc[g];
       }
     } else if (kind == DTL_DIM_FIXED) {
-      if (aligned && pc[g] != d->fixed[g]) return;
+      if (aligned && pc[g] != d->fixed[g])
+        return;
       lo[g] = hi[g] = d->fixed[g];
     } else if ((star_all >> g) & 1u) {
       lo[g] = 0;
@@ -122,23 +131,25 @@ static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t
   for (;;) {
     dtl_box block, part;
     dtl_dist_block(ctx, d, hc, &block);
-    if (dtl_box_intersect(want, &block, &part)) visit(acc, dtl_rank_of(ctx, hc), &part);
+    if (dtl_box_intersect(want, &block, &part))
+      visit(acc, dtl_rank_of(ctx, hc), &part);
     int g = ctx->ndims - 1;
     while (g >= 0 && hc[g] == hi[g]) {
       hc[g] = lo[g];
       g--;
     }
-    if (g < 0) return;
+    if (g < 0)
+      return;
     hc[g]++;
   }
 }
 
 /* The plan of one point-to-point exchange, from this rank's point of view. */
 typedef struct {
-  int me, p;         /* this rank; the processor whose box is being enumerated */
-  piece_list send;   /* pieces this rank sends, peer = receiver */
-  piece_list recv;   /* pieces this rank receives, peer = sender */
-  bool self;         /* this rank sends a piece to itself */
+  int me, p;       /* this rank; the processor whose box is being enumerated */
+  piece_list send; /* pieces this rank sends, peer = receiver */
+  piece_list recv; /* pieces this rank receives, peer = sender */
+  bool self;       /* this rank sends a piece to itself */
   dtl_box self_box;
 } plan;
 
@@ -180,7 +191,8 @@ static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
   const int W = 2 + 2 * DTL_MAX_DIMS, P = ctx->size;
   int64_t *out = calloc((size_t)P * W, sizeof *out), *in = calloc((size_t)P * W, sizeof *in);
   int err = 0;
-  if (!out || !in) err = dtl_fail(ctx, "out of memory");
+  if (!out || !in)
+    err = dtl_fail(ctx, "out of memory");
   for (int i = 0; !err && i < pl->send.n; i++) {
     const piece *s = &pl->send.v[i];
     int64_t *row = out + (size_t)s->peer * W;
@@ -192,13 +204,16 @@ static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
     }
   }
   int rc = err ? MPI_SUCCESS : MPI_Alltoall(out, W, MPI_INT64_T, in, W, MPI_INT64_T, ctx->cart);
-  if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall");
+  if (rc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall");
   for (int q = 0; !err && q < P; q++) {
-    if (q == ctx->rank) continue;
+    if (q == ctx->rank)
+      continue;
     const int64_t *row = in + (size_t)q * W;
     const dtl_box *expect = NULL;
     for (int i = 0; i < pl->recv.n; i++)
-      if (pl->recv.v[i].peer == q) expect = &pl->recv.v[i].box;
+      if (pl->recv.v[i].peer == q)
+        expect = &pl->recv.v[i].box;
     dtl_box got = {.nd = (int)row[1]};
     for (int k = 0; k < got.nd && k < DTL_MAX_DIMS; k++) {
       got.lo[k] = row[2 + k];
@@ -207,14 +222,16 @@ static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
     bool ok = row[0] ? (expect && got.nd == expect->nd && dtl_box_equal(&got, expect)) : !expect;
     if (!ok) {
       char gs[200] = "nothing", es[200] = "nothing", mc[64], qc[64];
-      if (row[0]) format_box(gs, sizeof gs, &got);
-      if (expect) format_box(es, sizeof es, expect);
+      if (row[0])
+        format_box(gs, sizeof gs, &got);
+      if (expect)
+        format_box(es, sizeof es, expect);
       int64_t qcoords[DTL_MAX_DIMS];
       dtl_coords_of(ctx, q, qcoords);
       format_coords(mc, sizeof mc, ctx->ndims, ctx->coords);
       format_coords(qc, sizeof qc, ctx->ndims, qcoords);
-      err = dtl_fail(ctx, "debug: %s: rank %d %s expects %s from rank %d %s, which sends %s",
-                     what, ctx->rank, mc, es, q, qc, gs);
+      err = dtl_fail(ctx, "debug: %s: rank %d %s expects %s from rank %d %s, which sends %s", what,
+                     ctx->rank, mc, es, q, qc, gs);
     }
   }
   free(out);
@@ -234,7 +251,8 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
   int64_t packed_s = 0, packed_r = 0, off;
   int err = 0, rc = MPI_SUCCESS;
   for (int i = 0; i < ns; i++)
-    if (!contiguous_in(srcbox, &pl->send.v[i].box, &off)) packed_s += dtl_box_volume(&pl->send.v[i].box);
+    if (!contiguous_in(srcbox, &pl->send.v[i].box, &off))
+      packed_s += dtl_box_volume(&pl->send.v[i].box);
   for (int i = 0; i < nr; i++)
     if (accumulate || !contiguous_in(dstbox, &pl->recv.v[i].box, &off))
       packed_r += dtl_box_volume(&pl->recv.v[i].box);
@@ -265,7 +283,8 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
     rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
     if (rc == MPI_SUCCESS)
       rc = MPI_Irecv(to, cnt, types[nreq], r->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
-    if (rc == MPI_SUCCESS) nreq++;
+    if (rc == MPI_SUCCESS)
+      nreq++;
     count_recv(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
   }
   char *sp = sbuf;
@@ -284,12 +303,15 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
     rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
     if (rc == MPI_SUCCESS)
       rc = MPI_Isend(from, cnt, types[nreq], s->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
-    if (rc == MPI_SUCCESS) nreq++;
+    if (rc == MPI_SUCCESS)
+      nreq++;
     count_send(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
   }
-  if (pl->self && !accumulate) dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, false);
+  if (pl->self && !accumulate)
+    dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, false);
   int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  for (int i = 0; i < nreq; i++)
+    dtl_count_free(&types[i]);
   if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
     err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "point-to-point exchange");
     goto done;
@@ -301,9 +323,11 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
       dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
       self_done = true;
     }
-    if (where[i]) dtl_copy_box(t, where[i], &r->box, dst, dstbox, &r->box, accumulate);
+    if (where[i])
+      dtl_copy_box(t, where[i], &r->box, dst, dstbox, &r->box, accumulate);
   }
-  if (!self_done) dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
+  if (!self_done)
+    dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
 done:
   free(sbuf);
   free(rbuf);
@@ -316,12 +340,13 @@ done:
 /* Debug mode: the caller's idea of this rank's block must be the ownership map's. */
 static int debug_check_own(dtl_ctx *ctx, const dtl_box *own, const dtl_box *mine,
                            const char *what) {
-  if (!own || (own->nd == mine->nd && dtl_box_equal(own, mine))) return 0;
+  if (!own || (own->nd == mine->nd && dtl_box_equal(own, mine)))
+    return 0;
   char a[200], b[200];
   format_box(a, sizeof a, own);
   format_box(b, sizeof b, mine);
-  return dtl_fail(ctx, "debug: %s: rank %d passes its block as %s but holds %s", what,
-                  ctx->rank, a, b);
+  return dtl_fail(ctx, "debug: %s: rank %d passes its block as %s but holds %s", what, ctx->rank, a,
+                  b);
 }
 
 /* Evaluate box(p) for every processor p and build this rank's plan.  Every rank sees the
@@ -343,28 +368,32 @@ static int build_plan(dtl_ctx *ctx, const dtl_dist *d, dtl_box_fn boxfn, const v
       return dtl_fail(ctx, "%s: the box of processor %s has %d dims, the tensor %d",
                       fetch ? "fetch" : "accumulate", cs, b.nd, d->order);
     }
-    if (p == ctx->rank) *mybox = b;
+    if (p == ctx->rank)
+      *mybox = b;
     pl->p = p;
     if (fetch)
       for_each_holder(ctx, d, pc, &b, 0, 0, visit_fetch, pl);
     else
       for_each_holder(ctx, d, pc, &b, exec_mask, ~exec_mask, visit_accumulate, pl);
   }
-  if (pl->send.oom || pl->recv.oom) return dtl_fail(ctx, "out of memory planning an exchange");
+  if (pl->send.oom || pl->recv.oom)
+    return dtl_fail(ctx, "out of memory planning an exchange");
   return 0;
 }
 
-int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
-              const dtl_box *own, dtl_box_fn need, const void *arg, void *buf) {
+int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+              dtl_box_fn need, const void *arg, void *buf) {
   plan pl;
   dtl_box mine, myneed;
   bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
   int err = build_plan(ctx, d, need, arg, true, 0, &pl, &myneed);
   if (!err && ctx->debug) {
     err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "fetch"));
-    if (!err) err = debug_check_plan(ctx, &pl, "fetch");
+    if (!err)
+      err = debug_check_plan(ctx, &pl, "fetch");
   }
-  if (!err) err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
+  if (!err)
+    err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
   free_plan(&pl);
   return err;
 }
@@ -378,10 +407,12 @@ int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, con
   int err = build_plan(ctx, d, prod, arg, false, exec_mask, &pl, &myprod);
   if (!err && ctx->debug) {
     err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "accumulate"));
-    if (!err) err = debug_check_plan(ctx, &pl, "accumulate");
+    if (!err)
+      err = debug_check_plan(ctx, &pl, "accumulate");
   }
   /* run_plan sends from its src and receives into its dst: here buf -> local */
-  if (!err) err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
+  if (!err)
+    err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
   free_plan(&pl);
   return err;
 }
@@ -406,15 +437,19 @@ static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
     v[1 + k] = need->lo[k];
     v[1 + DTL_MAX_DIMS + k] = need->hi[k];
   }
-  for (int i = 0; i < W; i++) v[W + i] = -v[i];
+  for (int i = 0; i < W; i++)
+    v[W + i] = -v[i];
   int rc = MPI_Allreduce(v, r, 2 * W, MPI_INT64_T, MPI_MAX, comm);
-  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Allreduce");
+  if (rc != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, "MPI_Allreduce");
   for (int i = 0; i < W; i++)
     if (r[i] != -r[W + i]) {
       char b[200];
       format_box(b, sizeof b, need);
-      return dtl_fail(ctx, "debug: bcast: members of the broadcast need different boxes "
-                           "(rank %d needs %s)", ctx->rank, b);
+      return dtl_fail(ctx,
+                      "debug: bcast: members of the broadcast need different boxes "
+                      "(rank %d needs %s)",
+                      ctx->rank, b);
     }
   return 0;
 }
@@ -422,17 +457,20 @@ static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
 /* Members of the sub-communicator share their coordinates on the dims outside mask, so
  * along those dims the data must come from their own coordinate; STAR dims of the mask
  * are dropped, since every member holds that replica itself. */
-int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
-                    const void *local, const dtl_box *own, const dtl_box *need, void *buf) {
+int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, const void *local,
+                    const dtl_box *own, const dtl_box *need, void *buf) {
   const size_t es = dtl_type_size(t);
   mask &= (1u << ctx->ndims) - 1u;
   MPI_Comm group = dtl_subcomm(ctx, mask);
-  if (group == MPI_COMM_NULL) return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
+  if (group == MPI_COMM_NULL)
+    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
   int err = 0, rc = MPI_SUCCESS;
-  if (ctx->debug && (err = debug_same_need(ctx, group, need))) return err;
+  if (ctx->debug && (err = debug_same_need(ctx, group, need)))
+    return err;
   if (need->nd != d->order)
     return dtl_fail(ctx, "bcast: the needed box has %d dims, the tensor %d", need->nd, d->order);
-  if (dtl_box_empty(need)) return 0;
+  if (dtl_box_empty(need))
+    return 0;
   unsigned emask = 0;
   for (int g = 0; g < ctx->ndims; g++)
     if (((mask >> g) & 1u) && !d->replicated_everywhere && d->kind[g] != DTL_DIM_STAR)
@@ -443,10 +481,12 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
   dtl_box mine;
   int64_t rc_coords[DTL_MAX_DIMS];
   for (int g = 0; g < ctx->ndims; g++)
-    rc_coords[g] = ((emask >> g) & 1u) && d->kind[g] == DTL_DIM_FIXED ? d->fixed[g] : ctx->coords[g];
+    rc_coords[g] =
+        ((emask >> g) & 1u) && d->kind[g] == DTL_DIM_FIXED ? d->fixed[g] : ctx->coords[g];
   dtl_dist_block(ctx, d, rc_coords, &mine);
   for (int g = 0; g < ctx->ndims && !d->replicated_everywhere; g++) {
-    if ((emask >> g) & 1u) continue;
+    if ((emask >> g) & 1u)
+      continue;
     /* per dim, not from `mine`: members off a FIXED coordinate of the mask hold nothing */
     int tt = d->tdim[g];
     bool ok = d->kind[g] == DTL_DIM_STAR ||
@@ -457,13 +497,16 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
     if (!ok) {
       char b[200];
       format_box(b, sizeof b, need);
-      return dtl_fail(ctx, "bcast: the box %s is not held inside the broadcast group (grid dim "
-                           "%d is not in the mask)", b, g);
+      return dtl_fail(ctx,
+                      "bcast: the box %s is not held inside the broadcast group (grid dim "
+                      "%d is not in the mask)",
+                      b, g);
     }
   }
   root_acc acc = {{0}};
   for_each_holder(ctx, d, ctx->coords, need, 0, ~emask, visit_root, &acc);
-  if (acc.roots.oom) return dtl_fail(ctx, "out of memory");
+  if (acc.roots.oom)
+    return dtl_fail(ctx, "out of memory");
   MPI_Comm sub = dtl_subcomm(ctx, emask);
   int members = 1;
   if (sub == MPI_COMM_NULL || MPI_Comm_size(sub, &members) != MPI_SUCCESS) {
@@ -473,7 +516,8 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
   int n = acc.roots.n;
   int64_t packed = 0, off;
   for (int i = 0; i < n; i++)
-    if (!contiguous_in(need, &acc.roots.v[i].box, &off)) packed += dtl_box_volume(&acc.roots.v[i].box);
+    if (!contiguous_in(need, &acc.roots.v[i].box, &off))
+      packed += dtl_box_volume(&acc.roots.v[i].box);
   char *tmp = packed ? malloc((size_t)packed * es) : NULL;
   MPI_Request *req = malloc((size_t)(n + 1) * sizeof *req);
   MPI_Datatype *types = malloc((size_t)(n + 1) * sizeof *types);
@@ -491,9 +535,12 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
     int subroot = 0, sc[DTL_MAX_DIMS], nsc = 0, cnt;
     dtl_coords_of(ctx, r->peer, rc_coords);
     for (int g = 0; g < ctx->ndims; g++)
-      if ((emask >> g) & 1u) sc[nsc++] = (int)rc_coords[g];
-    if (members > 1 && (rc = MPI_Cart_rank(sub, sc, &subroot)) != MPI_SUCCESS) break;
-    if (root) dtl_copy_box(t, local, &mine, buf, need, &r->box, false);
+      if ((emask >> g) & 1u)
+        sc[nsc++] = (int)rc_coords[g];
+    if (members > 1 && (rc = MPI_Cart_rank(sub, sc, &subroot)) != MPI_SUCCESS)
+      break;
+    if (root)
+      dtl_copy_box(t, local, &mine, buf, need, &r->box, false);
     if (ctx->debug && members > 1) {
       /* the root says which box it sends; the members compare */
       int64_t hb[1 + 2 * DTL_MAX_DIMS] = {0};
@@ -521,7 +568,8 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
                        ctx->rank, b, r->peer, a);
       }
     }
-    if (members == 1) continue;
+    if (members == 1)
+      continue;
     char *at;
     if (contiguous_in(need, &r->box, &off)) {
       at = (char *)buf + off * (int64_t)es;
@@ -529,10 +577,13 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
     } else {
       at = where[i] = tp;
       tp += vol * (int64_t)es;
-      if (root) dtl_copy_box(t, local, &mine, at, &r->box, &r->box, false);
+      if (root)
+        dtl_copy_box(t, local, &mine, at, &r->box, &r->box, false);
     }
-    if ((rc = dtl_count_type(t, vol, &cnt, &types[nreq])) != MPI_SUCCESS) break;
-    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, sub, &req[nreq])) != MPI_SUCCESS) break;
+    if ((rc = dtl_count_type(t, vol, &cnt, &types[nreq])) != MPI_SUCCESS)
+      break;
+    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, sub, &req[nreq])) != MPI_SUCCESS)
+      break;
     nreq++;
     if (root)
       count_send(ctx, DTL_OP_BCAST, vol * (int64_t)es * (members - 1), members - 1);
@@ -540,7 +591,8 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
       count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
   }
   int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  for (int i = 0; i < nreq; i++)
+    dtl_count_free(&types[i]);
   if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
     err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "broadcast");
     goto done;
@@ -552,7 +604,8 @@ done:
   if (ctx->debug) {
     int any = 0, mine_err = err != 0;
     MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, group);
-    if (any && !err) err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
+    if (any && !err)
+      err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
   }
   (void)own;
   free(acc.roots.v);
@@ -570,7 +623,8 @@ int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t se
   if (dim < 0 || dim >= ctx->ndims)
     return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
   if (ctx->dims[dim] == 1) {
-    if (sendbuf != recvbuf) memcpy(recvbuf, sendbuf, (size_t)dtl_min(sendcount, recvcount) * es);
+    if (sendbuf != recvbuf)
+      memcpy(recvbuf, sendbuf, (size_t)dtl_min(sendcount, recvcount) * es);
     return 0;
   }
   int64_t c[DTL_MAX_DIMS];
@@ -581,7 +635,8 @@ int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t se
   int from = dtl_rank_of(ctx, c);
   MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
   int sc, rcnt, rc = dtl_count_type(t, sendcount, &sc, &st);
-  if (rc == MPI_SUCCESS) rc = dtl_count_type(t, recvcount, &rcnt, &rt);
+  if (rc == MPI_SUCCESS)
+    rc = dtl_count_type(t, recvcount, &rcnt, &rt);
   if (rc == MPI_SUCCESS) {
     if (sendbuf == recvbuf && sendcount == recvcount)
       rc = MPI_Sendrecv_replace(recvbuf, sc, st, to, TAG_EXCHANGE, from, TAG_EXCHANGE, ctx->cart,
@@ -592,7 +647,8 @@ int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t se
   }
   dtl_count_free(&st);
   dtl_count_free(&rt);
-  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
+  if (rc != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
   count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
   count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
   return 0;
@@ -603,18 +659,21 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
   const size_t es = dtl_type_size(t);
   MPI_Comm sub = dtl_subcomm(ctx, mask);
   int members, me, root = 0, rc;
-  if (sub == MPI_COMM_NULL) return dtl_fail(ctx, "reduce: MPI_Cart_sub failed");
+  if (sub == MPI_COMM_NULL)
+    return dtl_fail(ctx, "reduce: MPI_Cart_sub failed");
   if ((rc = MPI_Comm_size(sub, &members)) != MPI_SUCCESS ||
       (rc = MPI_Comm_rank(sub, &me)) != MPI_SUCCESS)
     return dtl_mpi_fail(ctx, rc, "MPI_Comm_size");
   if (root_coords && members > 1) {
     int sc[DTL_MAX_DIMS], n = 0;
     for (int g = 0; g < ctx->ndims; g++)
-      if ((mask >> g) & 1u) sc[n++] = (int)dtl_mod(root_coords[g], ctx->dims[g]);
+      if ((mask >> g) & 1u)
+        sc[n++] = (int)dtl_mod(root_coords[g], ctx->dims[g]);
     if ((rc = MPI_Cart_rank(sub, sc, &root)) != MPI_SUCCESS)
       return dtl_mpi_fail(ctx, rc, "MPI_Cart_rank");
   }
-  if (members == 1 || count <= 0) return 0;
+  if (members == 1 || count <= 0)
+    return 0;
   /* reductions need predefined types: large counts go in chunks */
   const int64_t chunk = (int64_t)1 << 30;
   for (int64_t at = 0; at < count; at += chunk) {
@@ -626,7 +685,8 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
       rc = MPI_Reduce(MPI_IN_PLACE, p, n, dtl_type_mpi(t), MPI_SUM, root, sub);
     else
       rc = MPI_Reduce(p, NULL, n, dtl_type_mpi(t), MPI_SUM, root, sub);
-    if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, root_coords ? "MPI_Reduce" : "MPI_Allreduce");
+    if (rc != MPI_SUCCESS)
+      return dtl_mpi_fail(ctx, rc, root_coords ? "MPI_Reduce" : "MPI_Allreduce");
   }
   int64_t bytes = count * (int64_t)es;
   if (!root_coords) {
@@ -641,11 +701,12 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
 }
 
 /* ---- gather for validation --------------------------------------------------------------- */
-int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
-               const dtl_box *own, void *global) {
+int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+               void *global) {
   const size_t es = dtl_type_size(t);
   dtl_box full = {.nd = d->order}, mine;
-  for (int k = 0; k < d->order; k++) full.hi[k] = d->extent[k];
+  for (int k = 0; k < d->order; k++)
+    full.hi[k] = d->extent[k];
   bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
   int err = 0, rc = MPI_SUCCESS;
   (void)own;
@@ -655,11 +716,13 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
       MPI_Datatype dt;
       int cnt;
       rc = dtl_count_type(t, vol, &cnt, &dt);
-      if (rc == MPI_SUCCESS) rc = MPI_Send(local, cnt, dt, 0, TAG_GATHER, ctx->cart);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Send(local, cnt, dt, 0, TAG_GATHER, ctx->cart);
       dtl_count_free(&dt);
       count_send(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
     }
-    if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "MPI_Send (gather)");
+    if (rc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc, "MPI_Send (gather)");
     return dtl_any_error(ctx, err);
   }
   /* rank 0: one receive per canonical holder into a packed buffer, then copy */
@@ -674,7 +737,8 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
     err = dtl_fail(ctx, "out of memory");
     goto done;
   }
-  if (holder && holder_canonical(ctx, d)) dtl_copy_box(t, local, &mine, global, &full, &mine, false);
+  if (holder && holder_canonical(ctx, d))
+    dtl_copy_box(t, local, &mine, global, &full, &mine, false);
   for (int q = 1; q < P && !d->replicated_everywhere; q++) {
     int64_t qc[DTL_MAX_DIMS];
     dtl_coords_of(ctx, q, qc);
@@ -690,24 +754,28 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
     goto done;
   }
   for (int q = 1; q < P && rc == MPI_SUCCESS; q++) {
-    if (!from[q]) continue;
+    if (!from[q])
+      continue;
     int cnt;
     int64_t vol = dtl_box_volume(&boxes[q]);
     rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
     if (rc == MPI_SUCCESS)
       rc = MPI_Irecv(tmp + offs[q] * (int64_t)es, cnt, types[nreq], q, TAG_GATHER, ctx->cart,
                      &req[nreq]);
-    if (rc == MPI_SUCCESS) nreq++;
+    if (rc == MPI_SUCCESS)
+      nreq++;
     count_recv(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
   }
   int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < nreq; i++) dtl_count_free(&types[i]);
+  for (int i = 0; i < nreq; i++)
+    dtl_count_free(&types[i]);
   if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
     err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "gather");
     goto done;
   }
   for (int q = 1; q < P; q++)
-    if (from[q]) dtl_copy_box(t, tmp + offs[q] * (int64_t)es, &boxes[q], global, &full, &boxes[q], false);
+    if (from[q])
+      dtl_copy_box(t, tmp + offs[q] * (int64_t)es, &boxes[q], global, &full, &boxes[q], false);
 done:
   free(offs);
   free(boxes);
@@ -728,12 +796,15 @@ void dtl_stats_print(dtl_ctx *ctx, FILE *out) {
     mine[4 * op + 2] = ctx->bytes_recv[op];
     mine[4 * op + 3] = ctx->msgs_recv[op];
   }
-  if (ctx->rank == 0) all = calloc((size_t)ctx->size * W, sizeof *all);
+  if (ctx->rank == 0)
+    all = calloc((size_t)ctx->size * W, sizeof *all);
   int ok = ctx->rank != 0 || all != NULL;
   MPI_Bcast(&ok, 1, MPI_INT, 0, ctx->cart);
-  if (!ok) return;
+  if (!ok)
+    return;
   MPI_Gather(mine, W, MPI_INT64_T, all, W, MPI_INT64_T, 0, ctx->cart);
-  if (ctx->rank != 0) return;
+  if (ctx->rank != 0)
+    return;
   int64_t total[4 * DTL_NOPS] = {0};
   fprintf(out, "%-6s %-14s %-9s %14s %10s %14s %10s\n", "rank", "coords", "op", "bytes_sent",
           "msgs_sent", "bytes_recv", "msgs_recv");
@@ -744,10 +815,11 @@ void dtl_stats_print(dtl_ctx *ctx, FILE *out) {
     format_coords(cs, sizeof cs, ctx->ndims, c);
     for (int op = 0; op < DTL_NOPS; op++) {
       const int64_t *v = all + (size_t)r * W + 4 * op;
-      for (int k = 0; k < 4; k++) total[4 * op + k] += v[k];
+      for (int k = 0; k < 4; k++)
+        total[4 * op + k] += v[k];
       if (v[0] || v[1] || v[2] || v[3])
-        fprintf(out, "%-6d %-14s %-9s %14" PRId64 " %10" PRId64 " %14" PRId64 " %10" PRId64 "\n",
-                r, cs, op_names[op], v[0], v[1], v[2], v[3]);
+        fprintf(out, "%-6d %-14s %-9s %14" PRId64 " %10" PRId64 " %14" PRId64 " %10" PRId64 "\n", r,
+                cs, op_names[op], v[0], v[1], v[2], v[3]);
     }
   }
   for (int op = 0; op < DTL_NOPS; op++) {

@@ -10,30 +10,42 @@
 
 size_t dtl_type_size(dtl_type t) {
   switch (t) {
-  case DTL_DOUBLE: return sizeof(double);
-  case DTL_FLOAT: return sizeof(float);
-  case DTL_INT32: return sizeof(int32_t);
-  case DTL_INT64: return sizeof(int64_t);
+  case DTL_DOUBLE:
+    return sizeof(double);
+  case DTL_FLOAT:
+    return sizeof(float);
+  case DTL_INT32:
+    return sizeof(int32_t);
+  case DTL_INT64:
+    return sizeof(int64_t);
   }
   return 0;
 }
 
 MPI_Datatype dtl_type_mpi(dtl_type t) {
   switch (t) {
-  case DTL_DOUBLE: return MPI_DOUBLE;
-  case DTL_FLOAT: return MPI_FLOAT;
-  case DTL_INT32: return MPI_INT32_T;
-  case DTL_INT64: return MPI_INT64_T;
+  case DTL_DOUBLE:
+    return MPI_DOUBLE;
+  case DTL_FLOAT:
+    return MPI_FLOAT;
+  case DTL_INT32:
+    return MPI_INT32_T;
+  case DTL_INT64:
+    return MPI_INT64_T;
   }
   return MPI_DATATYPE_NULL;
 }
 
 const char *dtl_type_name(dtl_type t) {
   switch (t) {
-  case DTL_DOUBLE: return "double";
-  case DTL_FLOAT: return "float";
-  case DTL_INT32: return "int32";
-  case DTL_INT64: return "int64";
+  case DTL_DOUBLE:
+    return "double";
+  case DTL_FLOAT:
+    return "float";
+  case DTL_INT32:
+    return "int32";
+  case DTL_INT64:
+    return "int64";
   }
   return "?";
 }
@@ -52,7 +64,8 @@ int dtl_fail(dtl_ctx *ctx, const char *fmt, ...) {
 int dtl_mpi_fail(dtl_ctx *ctx, int rc, const char *what) {
   char msg[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+    snprintf(msg, sizeof msg, "error %d", rc);
   return dtl_fail(ctx, "%s failed: %s", what, msg);
 }
 
@@ -61,10 +74,12 @@ int dtl_mpi_fail(dtl_ctx *ctx, int rc, const char *what) {
 int dtl_any_error(dtl_ctx *ctx, int err) {
   int mine = err ? ctx->rank : ctx->size, first = ctx->size;
   if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->cart) != MPI_SUCCESS) {
-    if (!err) dtl_fail(ctx, "MPI_Allreduce failed while agreeing on an error");
+    if (!err)
+      dtl_fail(ctx, "MPI_Allreduce failed while agreeing on an error");
     return 1;
   }
-  if (first == ctx->size) return 0;
+  if (first == ctx->size)
+    return 0;
   ctx->err[sizeof ctx->err - 1] = '\0';
   MPI_Bcast(ctx->err, (int)sizeof ctx->err, MPI_CHAR, first, ctx->cart);
   return 1;
@@ -82,23 +97,27 @@ int dtl_count_type(dtl_type t, int64_t n, int *count, MPI_Datatype *dt) {
   int64_t q = n / chunk, r = n % chunk;
   MPI_Datatype blk, parts[2];
   int rc = MPI_Type_contiguous((int)chunk, base, &blk);
-  if (rc != MPI_SUCCESS) return rc;
+  if (rc != MPI_SUCCESS)
+    return rc;
   parts[0] = blk;
   parts[1] = base;
   int lens[2] = {(int)q, (int)r};
   MPI_Aint disp[2] = {0, (MPI_Aint)(q * chunk * (int64_t)dtl_type_size(t))};
   rc = MPI_Type_create_struct(2, lens, disp, parts, dt);
   MPI_Type_free(&blk);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(dt);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_commit(dt);
   *count = 1;
   return rc;
 }
 
 void dtl_count_free(MPI_Datatype *dt) {
-  if (*dt == MPI_DATATYPE_NULL) return;
+  if (*dt == MPI_DATATYPE_NULL)
+    return;
   int combiner, ni, na, nt;
   MPI_Type_get_envelope(*dt, &ni, &na, &nt, &combiner);
-  if (combiner != MPI_COMBINER_NAMED) MPI_Type_free(dt);
+  if (combiner != MPI_COMBINER_NAMED)
+    MPI_Type_free(dt);
   *dt = MPI_DATATYPE_NULL;
 }
 
@@ -117,8 +136,10 @@ static void format_dims(char *buf, size_t len, int ndims, const int64_t *dims) {
 static MPI_Comm make_sub(dtl_ctx *ctx, unsigned mask) {
   int keep[DTL_MAX_DIMS];
   MPI_Comm sub = MPI_COMM_NULL;
-  for (int d = 0; d < ctx->ndims; d++) keep[d] = (mask >> d) & 1u;
-  if (MPI_Cart_sub(ctx->cart, keep, &sub) != MPI_SUCCESS) return MPI_COMM_NULL;
+  for (int d = 0; d < ctx->ndims; d++)
+    keep[d] = (mask >> d) & 1u;
+  if (MPI_Cart_sub(ctx->cart, keep, &sub) != MPI_SUCCESS)
+    return MPI_COMM_NULL;
   MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
   return sub;
 }
@@ -144,7 +165,8 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
       return 1;
     }
     prod *= dims[d];
-    if (prod > INT_MAX) break;
+    if (prod > INT_MAX)
+      break;
   }
   if (prod != size) {
     snprintf(err, errlen, "%d rank%s cannot form a %s grid", size, size == 1 ? "" : "s", grid);
@@ -156,7 +178,8 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
     return 1;
   }
   ctx->comm = ctx->cart = MPI_COMM_NULL;
-  for (unsigned m = 0; m < (1u << DTL_MAX_DIMS); m++) ctx->sub[m] = MPI_COMM_NULL;
+  for (unsigned m = 0; m < (1u << DTL_MAX_DIMS); m++)
+    ctx->sub[m] = MPI_COMM_NULL;
   ctx->ndims = ndims;
   ctx->debug = debug;
   int idims[DTL_MAX_DIMS], periods[DTL_MAX_DIMS], icoords[DTL_MAX_DIMS];
@@ -167,19 +190,25 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
   }
   const char *what = "MPI_Comm_dup";
   rc = MPI_Comm_dup(comm, &ctx->comm);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   if (rc == MPI_SUCCESS) {
     what = "MPI_Cart_create";
     rc = MPI_Cart_create(ctx->comm, ndims, idims, periods, 1, &ctx->cart);
   }
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_set_errhandler(ctx->cart, MPI_ERRORS_RETURN);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(ctx->cart, &ctx->rank);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(ctx->cart, &ctx->size);
-  if (rc == MPI_SUCCESS) rc = MPI_Cart_coords(ctx->cart, ctx->rank, ndims, icoords);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_set_errhandler(ctx->cart, MPI_ERRORS_RETURN);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_rank(ctx->cart, &ctx->rank);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_size(ctx->cart, &ctx->size);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Cart_coords(ctx->cart, ctx->rank, ndims, icoords);
   if (rc == MPI_SUCCESS && ndims <= EAGER_SUBCOMM_DIMS) {
     what = "MPI_Cart_sub";
     for (unsigned m = 0; m < (1u << ndims) && rc == MPI_SUCCESS; m++)
-      if ((ctx->sub[m] = make_sub(ctx, m)) == MPI_COMM_NULL) rc = MPI_ERR_OTHER;
+      if ((ctx->sub[m] = make_sub(ctx, m)) == MPI_COMM_NULL)
+        rc = MPI_ERR_OTHER;
   }
   if (rc != MPI_SUCCESS) {
     dtl_mpi_fail(ctx, rc, what);
@@ -187,25 +216,31 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
     dtl_ctx_destroy(&ctx);
     return 1;
   }
-  for (int d = 0; d < ndims; d++) ctx->coords[d] = icoords[d];
+  for (int d = 0; d < ndims; d++)
+    ctx->coords[d] = icoords[d];
   *out = ctx;
   return 0;
 }
 
 void dtl_ctx_destroy(dtl_ctx **pctx) {
   dtl_ctx *ctx = *pctx;
-  if (!ctx) return;
+  if (!ctx)
+    return;
   for (unsigned m = 0; m < (1u << DTL_MAX_DIMS); m++)
-    if (ctx->sub[m] != MPI_COMM_NULL) MPI_Comm_free(&ctx->sub[m]);
-  if (ctx->cart != MPI_COMM_NULL) MPI_Comm_free(&ctx->cart);
-  if (ctx->comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->comm);
+    if (ctx->sub[m] != MPI_COMM_NULL)
+      MPI_Comm_free(&ctx->sub[m]);
+  if (ctx->cart != MPI_COMM_NULL)
+    MPI_Comm_free(&ctx->cart);
+  if (ctx->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&ctx->comm);
   free(ctx);
   *pctx = NULL;
 }
 
 MPI_Comm dtl_subcomm(dtl_ctx *ctx, unsigned mask) {
   mask &= (1u << ctx->ndims) - 1u;
-  if (ctx->sub[mask] == MPI_COMM_NULL) ctx->sub[mask] = make_sub(ctx, mask);
+  if (ctx->sub[mask] == MPI_COMM_NULL)
+    ctx->sub[mask] = make_sub(ctx, mask);
   return ctx->sub[mask];
 }
 
@@ -214,7 +249,8 @@ MPI_Comm dtl_subcomm(dtl_ctx *ctx, unsigned mask) {
  * is periodic, so coordinates wrap around. */
 int dtl_rank_of(const dtl_ctx *ctx, const int64_t *coords) {
   int64_t r = 0;
-  for (int d = 0; d < ctx->ndims; d++) r = r * ctx->dims[d] + dtl_mod(coords[d], ctx->dims[d]);
+  for (int d = 0; d < ctx->ndims; d++)
+    r = r * ctx->dims[d] + dtl_mod(coords[d], ctx->dims[d]);
   return (int)r;
 }
 
@@ -244,7 +280,8 @@ static void format_grid(char *buf, size_t len, int ndims, const int *param, cons
     else
       at += (size_t)snprintf(buf + at, len - at, "%sp%d", sep, param[d]);
   }
-  if (at < len) snprintf(buf + at, len - at, ")");
+  if (at < len)
+    snprintf(buf + at, len - at, ")");
 }
 
 /* Largest v with v^m dividing r (m >= 1). */
@@ -252,21 +289,25 @@ static int64_t largest_root_dividing(int64_t r, int m) {
   for (int64_t v = r; v > 1; v--) {
     int64_t p = 1;
     int i;
-    for (i = 0; i < m && p <= r / v; i++) p *= v;
-    if (i == m && r % p == 0) return v;
+    for (i = 0; i < m && p <= r / v; i++)
+      p *= v;
+    if (i == m && r % p == 0)
+      return v;
   }
   return 1;
 }
 
 static const char *power_word(int m, char *buf, size_t len) {
-  if (m == 2) return "square";
-  if (m == 3) return "cube";
+  if (m == 2)
+    return "square";
+  if (m == 3)
+    return "cube";
   snprintf(buf, len, "%dth power", m);
   return buf;
 }
 
-int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit,
-                   int64_t *values, const char *const *names, char *err, size_t errlen) {
+int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit, int64_t *values,
+                   const char *const *names, char *err, size_t errlen) {
   char grid[256], word[32];
   /* the distinct unknown params in order of first use, and how often each is used */
   int unknown[DTL_MAX_DIMS], uses[DTL_MAX_DIMS], nunknown = 0;
@@ -284,7 +325,8 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
     int64_t v = p < 0 ? lit[d] : values[p];
     if (p >= 0 && v == -1) {
       int i = 0;
-      while (i < nunknown && unknown[i] != p) i++;
+      while (i < nunknown && unknown[i] != p)
+        i++;
       if (i == nunknown) {
         unknown[nunknown] = p;
         uses[nunknown++] = 0;
@@ -296,12 +338,13 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
       snprintf(err, errlen, "%s: dimension %d has size %lld", grid, d, (long long)v);
       return 1;
     }
-    if (__builtin_mul_overflow(known, v, &known)) overflow = true;
+    if (__builtin_mul_overflow(known, v, &known))
+      overflow = true;
   }
   if (nranks < 1 || overflow || known > nranks || nranks % known != 0) {
     if (overflow)
-      snprintf(err, errlen, "%lld %s cannot form %s: the grid is far too large",
-               (long long)nranks, rk, grid);
+      snprintf(err, errlen, "%lld %s cannot form %s: the grid is far too large", (long long)nranks,
+               rk, grid);
     else if (nunknown == 0 || known > nranks)
       snprintf(err, errlen, "%lld %s cannot form %s: the grid has %lld processors",
                (long long)nranks, rk, grid, (long long)known);
@@ -314,10 +357,11 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
   if (nunknown == 1 && uses[0] > 1) {
     /* a single param used m times: an exact m-th root */
     int64_t v = largest_root_dividing(rest, uses[0]), pw = 1;
-    for (int i = 0; i < uses[0]; i++) pw *= v;
+    for (int i = 0; i < uses[0]; i++)
+      pw *= v;
     if (pw != rest) {
-      snprintf(err, errlen, "%lld %s cannot form %s: %lld is not a %s", (long long)nranks, rk,
-               grid, (long long)rest, power_word(uses[0], word, sizeof word));
+      snprintf(err, errlen, "%lld %s cannot form %s: %lld is not a %s", (long long)nranks, rk, grid,
+               (long long)rest, power_word(uses[0], word, sizeof word));
       return 1;
     }
     solved[0] = v;
@@ -331,11 +375,12 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
         continue;
       }
       solved[i] = largest_root_dividing(rest, uses[i]);
-      for (int j = 0; j < uses[i]; j++) rest /= solved[i];
+      for (int j = 0; j < uses[i]; j++)
+        rest /= solved[i];
     }
     if (nsingle == 0 && rest != 1) {
-      snprintf(err, errlen, "%lld %s cannot form %s: no integer values fit", (long long)nranks,
-               rk, grid);
+      snprintf(err, errlen, "%lld %s cannot form %s: no integer values fit", (long long)nranks, rk,
+               grid);
       return 1;
     }
     if (nsingle == 1) {
@@ -343,13 +388,15 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
     } else if (nsingle > 1) {
       int dd[DTL_MAX_DIMS] = {0};
       if (rest > INT_MAX || MPI_Dims_create((int)rest, nsingle, dd) != MPI_SUCCESS) {
-        snprintf(err, errlen, "%lld %s cannot form %s: MPI_Dims_create failed",
-                 (long long)nranks, rk, grid);
+        snprintf(err, errlen, "%lld %s cannot form %s: MPI_Dims_create failed", (long long)nranks,
+                 rk, grid);
         return 1;
       }
-      for (int i = 0; i < nsingle; i++) solved[single[i]] = dd[i];
+      for (int i = 0; i < nsingle; i++)
+        solved[single[i]] = dd[i];
     }
   }
-  for (int i = 0; i < nunknown; i++) values[unknown[i]] = solved[i];
+  for (int i = 0; i < nunknown; i++)
+    values[unknown[i]] = solved[i];
   return 0;
 }

@@ -3,21 +3,22 @@
 
 /* Non-holders get an empty box (for order 0, where no box is empty, only the result
  * tells). */
-bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords,
-                    dtl_box *box) {
+bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords, dtl_box *box) {
   box->nd = d->order;
   for (int t = 0; t < d->order; t++) {
     box->lo[t] = 0;
     box->hi[t] = d->extent[t];
   }
-  if (d->replicated_everywhere) return true;
+  if (d->replicated_everywhere)
+    return true;
   for (int g = 0; g < d->ngrid; g++) {
     if (d->kind[g] == DTL_DIM_PART) {
       int t = d->tdim[g];
       box->lo[t] = dtl_block_lo(d->extent[t], ctx->dims[g], coords[g]);
       box->hi[t] = dtl_block_hi(d->extent[t], ctx->dims[g], coords[g]);
     } else if (d->kind[g] == DTL_DIM_FIXED && coords[g] != d->fixed[g]) {
-      for (int t = 0; t < d->order; t++) box->lo[t] = box->hi[t] = 0;
+      for (int t = 0; t < d->order; t++)
+        box->lo[t] = box->hi[t] = 0;
       return false;
     }
   }
@@ -26,19 +27,22 @@ bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords
 
 bool dtl_dist_canonical(const dtl_dist *d, const int64_t *coords) {
   for (int g = 0; g < d->ngrid; g++)
-    if ((d->replicated_everywhere || d->kind[g] == DTL_DIM_STAR) && coords[g] != 0) return false;
+    if ((d->replicated_everywhere || d->kind[g] == DTL_DIM_STAR) && coords[g] != 0)
+      return false;
   return true;
 }
 
 int dtl_dist_validate(dtl_ctx *ctx, const dtl_dist *d, const char *name) {
-  if (!name) name = "?";
+  if (!name)
+    name = "?";
   if (d->order < 0 || d->order > DTL_MAX_DIMS)
     return dtl_fail(ctx, "tensor %s: order %d is not in 0..%d", name, d->order, DTL_MAX_DIMS);
   for (int t = 0; t < d->order; t++)
     if (d->extent[t] < 0)
       return dtl_fail(ctx, "tensor %s: dimension %d has negative extent %lld", name, t,
                       (long long)d->extent[t]);
-  if (d->replicated_everywhere) return 0;
+  if (d->replicated_everywhere)
+    return 0;
   if (d->ngrid != ctx->ndims)
     return dtl_fail(ctx, "tensor %s: distribution has %d grid dims but the grid has %d", name,
                     d->ngrid, ctx->ndims);
@@ -56,12 +60,13 @@ int dtl_dist_validate(dtl_ctx *ctx, const dtl_dist *d, const char *name) {
       break;
     case DTL_DIM_FIXED:
       if (d->fixed[g] < 0 || d->fixed[g] >= ctx->dims[g])
-        return dtl_fail(ctx,
-                        "tensor %s: fixed coordinate %lld is outside grid dim %d of size %lld",
+        return dtl_fail(ctx, "tensor %s: fixed coordinate %lld is outside grid dim %d of size %lld",
                         name, (long long)d->fixed[g], g, (long long)ctx->dims[g]);
       break;
-    case DTL_DIM_STAR: break;
-    default: return dtl_fail(ctx, "tensor %s: grid dim %d has an unknown kind", name, g);
+    case DTL_DIM_STAR:
+      break;
+    default:
+      return dtl_fail(ctx, "tensor %s: grid dim %d has an unknown kind", name, g);
     }
   }
   return 0;

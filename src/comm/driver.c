@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failf(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int failf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int failf(char *err, size_t len, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -20,24 +19,27 @@ static int failf(char *err, size_t len, const char *fmt, ...) {
 /* A decimal integer in [min, INT64_MAX], the whole string. */
 static bool parse_int(const char *s, int64_t min, int64_t *out) {
   char *end;
-  if (!s || !*s || (*s != '-' && *s != '+' && (*s < '0' || *s > '9'))) return false;
+  if (!s || !*s || (*s != '-' && *s != '+' && (*s < '0' || *s > '9')))
+    return false;
   errno = 0;
   long long v = strtoll(s, &end, 10);
-  if (errno || *end || v < min) return false;
+  if (errno || *end || v < min)
+    return false;
   *out = v;
   return true;
 }
 
 static int find_name(const char *name, size_t len, int n, const char *const *names) {
   for (int i = 0; i < n; i++)
-    if (names[i] && strlen(names[i]) == len && !strncmp(names[i], name, len)) return i;
+    if (names[i] && strlen(names[i]) == len && !strncmp(names[i], name, len))
+      return i;
   return -1;
 }
 
 /* TENSOR=FILE for --load and --save */
 static int parse_file_opt(const char *flag, const char *v, int ntensors,
-                          const char *const *tensor_names, int *n, int *tensors,
-                          const char **paths, char *err, size_t errlen) {
+                          const char *const *tensor_names, int *n, int *tensors, const char **paths,
+                          char *err, size_t errlen) {
   const char *eq = strchr(v, '=');
   if (!eq || eq == v || !eq[1])
     return failf(err, errlen, "invalid value '%s' for %s: expected TENSOR=FILE", v, flag);
@@ -55,15 +57,16 @@ static int parse_file_opt(const char *flag, const char *v, int ntensors,
       paths[i] = eq + 1; /* the last one given wins */
       return 0;
     }
-  if (*n == DTL_MAX_FILES) return failf(err, errlen, "too many %s options", flag);
+  if (*n == DTL_MAX_FILES)
+    return failf(err, errlen, "too many %s options", flag);
   tensors[*n] = t;
   paths[(*n)++] = eq + 1;
   return 0;
 }
 
 int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_names,
-                   int64_t *values, int ntensors, const char *const *tensor_names,
-                   dtl_options *opt, char *err, size_t errlen) {
+                   int64_t *values, int ntensors, const char *const *tensor_names, dtl_options *opt,
+                   char *err, size_t errlen) {
   memset(opt, 0, sizeof *opt);
   opt->fill = DTL_FILL_RANDOM;
   opt->seed = 1;
@@ -80,30 +83,38 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
     snprintf(flag, sizeof flag, "%.*s", (int)(eq ? eq - arg : (long)strlen(arg)), arg);
 #define IS(s) (len == strlen(s) && !strncmp(name, s, len))
     /* flags without a value */
-    bool *b = IS("validate") ? &opt->validate
-              : IS("json")   ? &opt->json
-              : IS("stats")  ? &opt->stats
-              : IS("verbose") ? &opt->verbose
+    bool *b = IS("validate")          ? &opt->validate
+              : IS("json")            ? &opt->json
+              : IS("stats")           ? &opt->stats
+              : IS("verbose")         ? &opt->verbose
               : IS("help") || IS("h") ? &opt->help
                                       : NULL;
     if (b) {
-      if (eq) return failf(err, errlen, "option '%s' takes no value", flag);
+      if (eq)
+        return failf(err, errlen, "option '%s' takes no value", flag);
       *b = true;
-      if (b == &opt->help) return 0;
+      if (b == &opt->help)
+        return 0;
       continue;
     }
     int p = find_name(name, len, nparams, param_names);
-    bool known = p >= 0 || IS("fill") || IS("seed") || IS("iters") || IS("warmup") ||
-                 IS("load") || IS("save");
-    if (!known) return failf(err, errlen, "unknown option '%s'", flag);
+    bool known = p >= 0 || IS("fill") || IS("seed") || IS("iters") || IS("warmup") || IS("load") ||
+                 IS("save");
+    if (!known)
+      return failf(err, errlen, "unknown option '%s'", flag);
     const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-    if (!v) return failf(err, errlen, "option '%s' needs a value", flag);
+    if (!v)
+      return failf(err, errlen, "option '%s' needs a value", flag);
     int64_t n;
     if (IS("fill")) {
-      if (!strcmp(v, "random")) opt->fill = DTL_FILL_RANDOM;
-      else if (!strcmp(v, "ones")) opt->fill = DTL_FILL_ONES;
-      else if (!strcmp(v, "zeros")) opt->fill = DTL_FILL_ZEROS;
-      else if (!strcmp(v, "index")) opt->fill = DTL_FILL_INDEX;
+      if (!strcmp(v, "random"))
+        opt->fill = DTL_FILL_RANDOM;
+      else if (!strcmp(v, "ones"))
+        opt->fill = DTL_FILL_ONES;
+      else if (!strcmp(v, "zeros"))
+        opt->fill = DTL_FILL_ZEROS;
+      else if (!strcmp(v, "index"))
+        opt->fill = DTL_FILL_INDEX;
       else
         return failf(err, errlen,
                      "invalid value '%s' for %s: expected random, ones, zeros or index", v, flag);
@@ -114,13 +125,14 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
     } else if (IS("iters") || IS("warmup")) {
       int64_t min = IS("iters") ? 1 : 0;
       if (!parse_int(v, min, &n) || n > 1000000000)
-        return failf(err, errlen, "invalid value '%s' for %s: expected an integer >= %lld", v,
-                     flag, (long long)min);
+        return failf(err, errlen, "invalid value '%s' for %s: expected an integer >= %lld", v, flag,
+                     (long long)min);
       *(IS("iters") ? &opt->iters : &opt->warmup) = (int)n;
     } else if (IS("load") || IS("save")) {
       bool load = IS("load");
       if (parse_file_opt(load ? "--load" : "--save", v, ntensors, tensor_names,
-                         load ? &opt->nload : &opt->nsave, load ? opt->load_tensor : opt->save_tensor,
+                         load ? &opt->nload : &opt->nsave,
+                         load ? opt->load_tensor : opt->save_tensor,
                          load ? opt->load_path : opt->save_path, err, errlen))
         return 1;
     } else {
@@ -137,7 +149,8 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
                      const int64_t *defaults, int ntensors, const char *const *tensor_names) {
   fprintf(out, "usage: mpirun -np P %s [params] [options]\n", prog);
-  if (nparams) fprintf(out, "params (-NAME V, --NAME V or --NAME=V, positive integers):\n");
+  if (nparams)
+    fprintf(out, "params (-NAME V, --NAME V or --NAME=V, positive integers):\n");
   for (int i = 0; i < nparams; i++) {
     char lhs[96];
     snprintf(lhs, sizeof lhs, "-%s V", param_names[i]);
@@ -146,22 +159,22 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
     else
       fprintf(out, "  %-26s no default (grid params follow from the rank count)\n", lhs);
   }
-  fprintf(out,
-          "options:\n"
-          "  --fill random|ones|zeros|index  initial data (default random)\n"
-          "  --seed N                   seed of --fill random (default 1)\n"
-          "  --iters N                  timed repetitions (default 1)\n"
-          "  --warmup N                 untimed repetitions first (default 0)\n"
-          "  --load T=FILE.npy          read tensor T from a .npy file\n"
-          "  --save T=FILE.npy          write tensor T to a .npy file after the run\n"
-          "  --validate                 recompute serially on rank 0 and compare\n"
-          "  --json                     print the summary as JSON\n"
-          "  --stats                    bytes and messages per rank and operation\n"
-          "  --verbose                  say what happens\n"
-          "  --help, -h                 this text\n");
+  fprintf(out, "options:\n"
+               "  --fill random|ones|zeros|index  initial data (default random)\n"
+               "  --seed N                   seed of --fill random (default 1)\n"
+               "  --iters N                  timed repetitions (default 1)\n"
+               "  --warmup N                 untimed repetitions first (default 0)\n"
+               "  --load T=FILE.npy          read tensor T from a .npy file\n"
+               "  --save T=FILE.npy          write tensor T to a .npy file after the run\n"
+               "  --validate                 recompute serially on rank 0 and compare\n"
+               "  --json                     print the summary as JSON\n"
+               "  --stats                    bytes and messages per rank and operation\n"
+               "  --verbose                  say what happens\n"
+               "  --help, -h                 this text\n");
   if (ntensors) {
     fprintf(out, "tensors:");
-    for (int i = 0; i < ntensors; i++) fprintf(out, " %s", tensor_names[i]);
+    for (int i = 0; i < ntensors; i++)
+      fprintf(out, " %s", tensor_names[i]);
     fprintf(out, "\n");
   }
 }
@@ -175,18 +188,22 @@ static int cmp_double(const void *a, const void *b) {
 static void json_string(FILE *out, const char *s) {
   fputc('"', out);
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(out, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(out, "\\u%04x", *s);
-    else fputc(*s, out);
+    if (*s == '"' || *s == '\\')
+      fprintf(out, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20)
+      fprintf(out, "\\u%04x", *s);
+    else
+      fputc(*s, out);
   }
   fputc('"', out);
 }
 
 /* Rates come from the minimum time, the usual convention of benchmarks. */
 void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
-                const char *const *param_names, const int64_t *values, const double *times,
-                int n, double flops, double bytes, bool json) {
-  if (ctx->rank != 0) return;
+                const char *const *param_names, const int64_t *values, const double *times, int n,
+                double flops, double bytes, bool json) {
+  if (ctx->rank != 0)
+    return;
   double tmin = 0, tmed = 0;
   double *sorted = n > 0 ? malloc((size_t)n * sizeof *sorted) : NULL;
   if (sorted) {
@@ -199,15 +216,18 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
   double gflops = tmin > 0 ? flops / tmin / 1e9 : 0, gbs = tmin > 0 ? bytes / tmin / 1e9 : 0;
   if (!json) {
     fprintf(out, "%s: ranks=%d grid=", prog, ctx->size);
-    for (int d = 0; d < ctx->ndims; d++) fprintf(out, "%s%lld", d ? "x" : "", (long long)ctx->dims[d]);
-    for (int i = 0; i < nparams; i++) fprintf(out, " %s=%lld", param_names[i], (long long)values[i]);
+    for (int d = 0; d < ctx->ndims; d++)
+      fprintf(out, "%s%lld", d ? "x" : "", (long long)ctx->dims[d]);
+    for (int i = 0; i < nparams; i++)
+      fprintf(out, " %s=%lld", param_names[i], (long long)values[i]);
     fprintf(out, " iters=%d min=%.6f s median=%.6f s %.2f GFLOP/s %.2f GB/s\n", n, tmin, tmed,
             gflops, gbs);
   } else {
     fprintf(out, "{\"program\": ");
     json_string(out, prog);
     fprintf(out, ", \"ranks\": %d, \"grid\": [", ctx->size);
-    for (int d = 0; d < ctx->ndims; d++) fprintf(out, "%s%lld", d ? ", " : "", (long long)ctx->dims[d]);
+    for (int d = 0; d < ctx->ndims; d++)
+      fprintf(out, "%s%lld", d ? ", " : "", (long long)ctx->dims[d]);
     fprintf(out, "], \"params\": {");
     for (int i = 0; i < nparams; i++) {
       fprintf(out, "%s", i ? ", " : "");
@@ -215,8 +235,10 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
       fprintf(out, ": %lld", (long long)values[i]);
     }
     fprintf(out, "}, \"iters\": %d, \"times_s\": [", n);
-    for (int i = 0; i < n; i++) fprintf(out, "%s%.9g", i ? ", " : "", times[i]);
-    fprintf(out, "], \"min_s\": %.9g, \"median_s\": %.9g, \"gflops\": %.6g, \"gbytes_per_s\": %.6g}\n",
+    for (int i = 0; i < n; i++)
+      fprintf(out, "%s%.9g", i ? ", " : "", times[i]);
+    fprintf(out,
+            "], \"min_s\": %.9g, \"median_s\": %.9g, \"gflops\": %.6g, \"gbytes_per_s\": %.6g}\n",
             tmin, tmed, gflops, gbs);
   }
   fflush(out);

@@ -18,10 +18,14 @@
 
 static const char *dtype_code(dtl_type t) {
   switch (t) {
-  case DTL_DOUBLE: return "f8";
-  case DTL_FLOAT: return "f4";
-  case DTL_INT32: return "i4";
-  case DTL_INT64: return "i8";
+  case DTL_DOUBLE:
+    return "f8";
+  case DTL_FLOAT:
+    return "f4";
+  case DTL_INT32:
+    return "i4";
+  case DTL_INT64:
+    return "i8";
   }
   return "?";
 }
@@ -31,7 +35,8 @@ static void format_shape(char *buf, size_t len, int n, const int64_t *s) {
   size_t at = (size_t)snprintf(buf, len, "(");
   for (int k = 0; k < n && at < len; k++)
     at += (size_t)snprintf(buf + at, len - at, "%s%lld", k ? ", " : "", (long long)s[k]);
-  if (at < len) snprintf(buf + at, len - at, n == 1 ? ",)" : ")");
+  if (at < len)
+    snprintf(buf + at, len - at, n == 1 ? ",)" : ")");
 }
 
 /* ---- the header: a Python dict literal ------------------------------------------------- */
@@ -40,7 +45,8 @@ typedef struct {
 } cursor;
 
 static void skip_ws(cursor *c) {
-  while (c->p < c->end && isspace((unsigned char)*c->p)) c->p++;
+  while (c->p < c->end && isspace((unsigned char)*c->p))
+    c->p++;
 }
 
 static bool eat(cursor *c, char ch) {
@@ -54,11 +60,13 @@ static bool eat(cursor *c, char ch) {
 
 static bool parse_string(cursor *c, char *out, size_t len) {
   skip_ws(c);
-  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return false;
+  if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
+    return false;
   char q = *c->p++;
   size_t n = 0;
   while (c->p < c->end && *c->p != q) {
-    if (n + 1 < len) out[n++] = *c->p;
+    if (n + 1 < len)
+      out[n++] = *c->p;
     c->p++;
   }
   out[n] = '\0';
@@ -68,19 +76,25 @@ static bool parse_string(cursor *c, char *out, size_t len) {
 /* shape: "(" [int ("," int)* [","]] ")" */
 static bool parse_shape(cursor *c, int *n, int64_t *shape) {
   *n = 0;
-  if (!eat(c, '(')) return false;
+  if (!eat(c, '('))
+    return false;
   for (;;) {
     skip_ws(c);
-    if (eat(c, ')')) return true;
-    if (c->p >= c->end || !isdigit((unsigned char)*c->p) || *n >= DTL_MAX_DIMS) return false;
+    if (eat(c, ')'))
+      return true;
+    if (c->p >= c->end || !isdigit((unsigned char)*c->p) || *n >= DTL_MAX_DIMS)
+      return false;
     int64_t v = 0;
     while (c->p < c->end && isdigit((unsigned char)*c->p)) {
-      if (v > (INT64_MAX - 9) / 10) return false;
+      if (v > (INT64_MAX - 9) / 10)
+        return false;
       v = v * 10 + (*c->p++ - '0');
     }
-    while (c->p < c->end && (*c->p == 'L' || *c->p == 'l')) c->p++; /* Python 2 longs */
+    while (c->p < c->end && (*c->p == 'L' || *c->p == 'l'))
+      c->p++; /* Python 2 longs */
     shape[(*n)++] = v;
-    if (!eat(c, ',')) return eat(c, ')');
+    if (!eat(c, ','))
+      return eat(c, ')');
   }
 }
 
@@ -95,24 +109,33 @@ static bool parse_dict(const char *text, size_t len, npy_header *h) {
   cursor c = {text, text + len};
   h->descr[0] = '\0';
   h->fortran = h->nshape = -1;
-  if (!eat(&c, '{')) return false;
+  if (!eat(&c, '{'))
+    return false;
   for (;;) {
     char key[32];
-    if (eat(&c, '}')) return true;
-    if (!parse_string(&c, key, sizeof key) || !eat(&c, ':')) return false;
+    if (eat(&c, '}'))
+      return true;
+    if (!parse_string(&c, key, sizeof key) || !eat(&c, ':'))
+      return false;
     skip_ws(&c);
     if (!strcmp(key, "descr")) {
-      if (!parse_string(&c, h->descr, sizeof h->descr)) return false;
+      if (!parse_string(&c, h->descr, sizeof h->descr))
+        return false;
     } else if (!strcmp(key, "fortran_order")) {
-      if (c.end - c.p >= 4 && !strncmp(c.p, "True", 4)) h->fortran = 1, c.p += 4;
-      else if (c.end - c.p >= 5 && !strncmp(c.p, "False", 5)) h->fortran = 0, c.p += 5;
-      else return false;
+      if (c.end - c.p >= 4 && !strncmp(c.p, "True", 4))
+        h->fortran = 1, c.p += 4;
+      else if (c.end - c.p >= 5 && !strncmp(c.p, "False", 5))
+        h->fortran = 0, c.p += 5;
+      else
+        return false;
     } else if (!strcmp(key, "shape")) {
-      if (!parse_shape(&c, &h->nshape, h->shape)) return false;
+      if (!parse_shape(&c, &h->nshape, h->shape))
+        return false;
     } else {
       return false;
     }
-    if (!eat(&c, ',')) return eat(&c, '}');
+    if (!eat(&c, ','))
+      return eat(&c, '}');
   }
 }
 
@@ -120,7 +143,8 @@ static bool parse_dict(const char *text, size_t len, npy_header *h) {
 static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
                       int64_t *data_off) {
   FILE *f = fopen(path, "rb");
-  if (!f) return dtl_fail(ctx, "%s: cannot open: %s", path, strerror(errno));
+  if (!f)
+    return dtl_fail(ctx, "%s: cannot open: %s", path, strerror(errno));
   unsigned char pre[12];
   int err = 0;
   char *text = NULL;
@@ -131,11 +155,13 @@ static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_typ
   }
   int64_t hlen, prefix;
   if (pre[6] == 1) {
-    if (fread(pre + 8, 1, 2, f) < 2) goto truncated;
+    if (fread(pre + 8, 1, 2, f) < 2)
+      goto truncated;
     hlen = pre[8] | (pre[9] << 8);
     prefix = 10;
   } else if (pre[6] == 2 || pre[6] == 3) {
-    if (fread(pre + 8, 1, 4, f) < 4) goto truncated;
+    if (fread(pre + 8, 1, 4, f) < 4)
+      goto truncated;
     hlen = (int64_t)pre[8] | ((int64_t)pre[9] << 8) | ((int64_t)pre[10] << 16) |
            ((int64_t)pre[11] << 24);
     prefix = 12;
@@ -147,7 +173,8 @@ static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_typ
     err = dtl_fail(ctx, "%s: header of %lld bytes is too large", path, (long long)hlen);
     goto done;
   }
-  if (fread(text, 1, (size_t)hlen, f) < (size_t)hlen) goto truncated;
+  if (fread(text, 1, (size_t)hlen, f) < (size_t)hlen)
+    goto truncated;
   text[hlen] = '\0';
   npy_header h;
   if (!parse_dict(text, (size_t)hlen, &h) || !h.descr[0] || h.fortran < 0 || h.nshape < 0) {
@@ -167,7 +194,8 @@ static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_typ
     goto done;
   }
   bool same = h.nshape == d->order;
-  for (int k = 0; same && k < d->order; k++) same = h.shape[k] == d->extent[k];
+  for (int k = 0; same && k < d->order; k++)
+    same = h.shape[k] == d->extent[k];
   if (!same) {
     char a[160], b[160];
     format_shape(a, sizeof a, h.nshape, h.shape);
@@ -176,7 +204,8 @@ static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_typ
     goto done;
   }
   int64_t vol = 1;
-  for (int k = 0; k < d->order; k++) vol *= d->extent[k];
+  for (int k = 0; k < d->order; k++)
+    vol *= d->extent[k];
   int64_t data = vol * (int64_t)dtl_type_size(t);
   *data_off = prefix + hlen;
   if (fseeko(f, 0, SEEK_END) != 0) {
@@ -202,7 +231,8 @@ static int block_view(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_box
                       MPI_Datatype *ftype) {
   int sizes[DTL_MAX_DIMS], sub[DTL_MAX_DIMS], starts[DTL_MAX_DIMS], rc;
   *ftype = dtl_type_mpi(t);
-  if (d->order == 0) return 0;
+  if (d->order == 0)
+    return 0;
   for (int k = 0; k < d->order; k++) {
     if (d->extent[k] > INT_MAX)
       return dtl_fail(ctx, "MPI-IO: extent %lld is too large", (long long)d->extent[k]);
@@ -210,9 +240,9 @@ static int block_view(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_box
     sub[k] = (int)(b->hi[k] - b->lo[k]);
     starts[k] = (int)b->lo[k];
   }
-  rc = MPI_Type_create_subarray(d->order, sizes, sub, starts, MPI_ORDER_C, dtl_type_mpi(t),
-                                ftype);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(ftype);
+  rc = MPI_Type_create_subarray(d->order, sizes, sub, starts, MPI_ORDER_C, dtl_type_mpi(t), ftype);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Type_commit(ftype);
   return rc == MPI_SUCCESS ? 0 : dtl_mpi_fail(ctx, rc, "MPI_Type_create_subarray");
 }
 
@@ -227,10 +257,14 @@ static int move_block(dtl_ctx *ctx, MPI_File fh, int64_t off, const dtl_dist *d,
   MPI_Datatype ftype = dtl_type_mpi(t), mtype = dtl_type_mpi(t);
   int64_t vol = active ? dtl_box_volume(b) : 0;
   int err = 0, cnt = 0, rc = MPI_SUCCESS;
-  if (vol > 0) err = block_view(ctx, d, t, b, &ftype);
-  if (vol > 0 && !err) rc = dtl_count_type(t, vol, &cnt, &mtype);
-  if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "MPI_Type_create_struct");
-  if (err) vol = 0, cnt = 0, ftype = mtype = dtl_type_mpi(t);
+  if (vol > 0)
+    err = block_view(ctx, d, t, b, &ftype);
+  if (vol > 0 && !err)
+    rc = dtl_count_type(t, vol, &cnt, &mtype);
+  if (rc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Type_create_struct");
+  if (err)
+    vol = 0, cnt = 0, ftype = mtype = dtl_type_mpi(t);
   const char *what = "MPI_File_set_view";
   rc = MPI_File_set_view(fh, (MPI_Offset)off, dtl_type_mpi(t), ftype, "native", MPI_INFO_NULL);
   if (rc == MPI_SUCCESS) {
@@ -241,16 +275,21 @@ static int move_block(dtl_ctx *ctx, MPI_File fh, int64_t off, const dtl_dist *d,
     else
       rc = MPI_File_read_all(fh, local, cnt, mtype, &st);
     int n = cnt;
-    if (rc == MPI_SUCCESS && cnt > 0 && mtype == dtl_type_mpi(t)) MPI_Get_count(&st, mtype, &n);
+    if (rc == MPI_SUCCESS && cnt > 0 && mtype == dtl_type_mpi(t))
+      MPI_Get_count(&st, mtype, &n);
     if (rc == MPI_SUCCESS && n != cnt && !err)
       err = dtl_fail(ctx, "%s moved %d of %d elements", what, n, cnt);
   }
-  if (rc != MPI_SUCCESS && !err) err = dtl_mpi_fail(ctx, rc, what);
-  if (ftype != dtl_type_mpi(t)) MPI_Type_free(&ftype);
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, what);
+  if (ftype != dtl_type_mpi(t))
+    MPI_Type_free(&ftype);
   dtl_count_free(&mtype);
   int64_t bytes = vol * (int64_t)dtl_type_size(t);
-  if (vol > 0 && write) ctx->bytes_sent[DTL_OP_IO] += bytes, ctx->msgs_sent[DTL_OP_IO]++;
-  if (vol > 0 && !write) ctx->bytes_recv[DTL_OP_IO] += bytes, ctx->msgs_recv[DTL_OP_IO]++;
+  if (vol > 0 && write)
+    ctx->bytes_sent[DTL_OP_IO] += bytes, ctx->msgs_sent[DTL_OP_IO]++;
+  if (vol > 0 && !write)
+    ctx->bytes_recv[DTL_OP_IO] += bytes, ctx->msgs_recv[DTL_OP_IO]++;
   return err;
 }
 
@@ -258,13 +297,16 @@ int dtl_npy_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, 
                  const dtl_box *own) {
   int64_t off = 0;
   int err = ctx->rank == 0 ? check_file(ctx, path, d, t, &off) : 0;
-  if (dtl_any_error(ctx, err)) return 1;
+  if (dtl_any_error(ctx, err))
+    return 1;
   int rc = MPI_Bcast(&off, 1, MPI_INT64_T, 0, ctx->cart);
-  if (rc != MPI_SUCCESS) return dtl_any_error(ctx, dtl_mpi_fail(ctx, rc, "MPI_Bcast"));
+  if (rc != MPI_SUCCESS)
+    return dtl_any_error(ctx, dtl_mpi_fail(ctx, rc, "MPI_Bcast"));
   MPI_File fh;
   rc = MPI_File_open(ctx->cart, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
   if (dtl_any_error(ctx, rc != MPI_SUCCESS ? dtl_mpi_fail(ctx, rc, "MPI_File_open") : 0)) {
-    if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+    if (rc == MPI_SUCCESS)
+      MPI_File_close(&fh);
     return 1;
   }
   dtl_box mine;
@@ -272,7 +314,8 @@ int dtl_npy_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, 
   (void)own;
   err = move_block(ctx, fh, off, d, t, &mine, holder, local, false);
   rc = MPI_File_close(&fh);
-  if (rc != MPI_SUCCESS && !err) err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
   if (err) {
     char msg[sizeof ctx->err];
     snprintf(msg, sizeof msg, "%s", ctx->err);
@@ -290,7 +333,8 @@ static size_t make_header(char *buf, size_t len, const dtl_dist *d, dtl_type t) 
                    NATIVE_ORDER, dtype_code(t), shape);
   size_t total = 10 + (size_t)n + 1;
   total = (total + 63) / 64 * 64;
-  if (total > len) return 0;
+  if (total > len)
+    return 0;
   size_t hlen = total - 10;
   memcpy(buf, "\x93NUMPY\x01\x00", 8);
   buf[8] = (char)(hlen & 0xff);
@@ -301,12 +345,13 @@ static size_t make_header(char *buf, size_t len, const dtl_dist *d, dtl_type t) 
   return total;
 }
 
-int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
-                  const void *local, const dtl_box *own) {
+int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const void *local,
+                  const dtl_box *own) {
   char tmp[4096], hdr[1024];
   int err = 0, created = 0;
   size_t hlen = make_header(hdr, sizeof hdr, d, t);
-  if (strlen(path) + 32 > sizeof tmp) return dtl_fail(ctx, "%s: path too long", path);
+  if (strlen(path) + 32 > sizeof tmp)
+    return dtl_fail(ctx, "%s: path too long", path);
   if (ctx->rank == 0) {
     /* a fresh name in the target's directory, so that the final rename is atomic */
     uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^
@@ -318,38 +363,47 @@ int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
     } else {
       created = 1;
       bool ok = hlen > 0 && fwrite(hdr, 1, hlen, f) == hlen;
-      if (fclose(f) != 0) ok = false;
-      if (!ok) err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
+      if (fclose(f) != 0)
+        ok = false;
+      if (!ok)
+        err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
     }
   }
   int rc = MPI_Bcast(tmp, (int)sizeof tmp, MPI_CHAR, 0, ctx->cart);
-  if (rc != MPI_SUCCESS && !err) err = dtl_mpi_fail(ctx, rc, "MPI_Bcast");
-  if (dtl_any_error(ctx, err)) goto fail;
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Bcast");
+  if (dtl_any_error(ctx, err))
+    goto fail;
   MPI_File fh;
   rc = MPI_File_open(ctx->cart, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
   if (dtl_any_error(ctx, rc != MPI_SUCCESS ? dtl_mpi_fail(ctx, rc, "MPI_File_open") : 0)) {
-    if (rc == MPI_SUCCESS) MPI_File_close(&fh);
+    if (rc == MPI_SUCCESS)
+      MPI_File_close(&fh);
     goto fail;
   }
   dtl_box mine;
   bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
-  bool writer = holder && (d->replicated_everywhere ? ctx->rank == 0
-                                                    : dtl_dist_canonical(d, ctx->coords));
+  bool writer =
+      holder && (d->replicated_everywhere ? ctx->rank == 0 : dtl_dist_canonical(d, ctx->coords));
   (void)own;
   err = move_block(ctx, fh, (int64_t)hlen, d, t, &mine, writer, (void *)local, true);
   rc = MPI_File_close(&fh);
-  if (rc != MPI_SUCCESS && !err) err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
   if (err) {
     char msg[sizeof ctx->err];
     snprintf(msg, sizeof msg, "%s", ctx->err);
     dtl_fail(ctx, "%s: %s", path, msg);
   }
-  if (dtl_any_error(ctx, err)) goto fail;
+  if (dtl_any_error(ctx, err))
+    goto fail;
   if (ctx->rank == 0 && rename(tmp, path) != 0)
     err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-  if (dtl_any_error(ctx, err)) goto fail;
+  if (dtl_any_error(ctx, err))
+    goto fail;
   return 0;
 fail:
-  if (created) unlink(tmp);
+  if (created)
+    unlink(tmp);
   return 1;
 }

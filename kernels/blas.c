@@ -1,0 +1,191 @@
+/* blas.c -- the leaf kernels behind `substitute`: CBLAS (OpenBLAS) for double and float,
+ * plain loops for the integer types.  Everything is row-major and accumulates (C += ...). */
+#include "distal/runtime.h"
+
+#include <cblas.h>
+#include <limits.h>
+
+/* element (i, j) of op(X) for a row-major X with leading dimension ld */
+#define AT(X, tr, i, j, ld) ((tr) ? (X)[(j) * (ld) + (i)] : (X)[(i) * (ld) + (j)])
+
+/* BLAS addressing of vector element i for any sign of inc */
+static int64_t vidx(int64_t i, int64_t n, int64_t inc) {
+  return inc >= 0 ? i * inc : (n - 1 - i) * -inc;
+}
+
+#define LOOP_GEMM(T)                                                                               \
+  do {                                                                                             \
+    const T *a = A, *b = B;                                                                        \
+    T *c = C;                                                                                      \
+    for (int64_t i = 0; i < m; i++)                                                                \
+      for (int64_t p = 0; p < k; p++) {                                                            \
+        T aip = AT(a, transa, i, p, lda);                                                          \
+        if (!transb)                                                                               \
+          for (int64_t j = 0; j < n; j++)                                                          \
+            c[i * ldc + j] += aip * b[p * ldb + j];                                                \
+        else                                                                                       \
+          for (int64_t j = 0; j < n; j++)                                                          \
+            c[i * ldc + j] += aip * b[j * ldb + p];                                                \
+      }                                                                                            \
+  } while (0)
+
+/* CBLAS rejects (prints a message and does nothing) a leading dimension below the number
+ * of stored columns, even for a matrix of one row where it is never used; such a ld is
+ * raised, and layouts that CBLAS cannot describe at all go to the loops. */
+static bool blas_ld(int64_t rows, int64_t cols, int64_t *ld) {
+  if (rows <= 1 && *ld < cols)
+    *ld = dtl_max(cols, 1);
+  return *ld >= dtl_max(cols, 1) && *ld <= INT_MAX;
+}
+
+void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
+              int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
+  if (m <= 0 || n <= 0 || k <= 0)
+    return;
+  bool blas = (t == DTL_DOUBLE || t == DTL_FLOAT) && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
+  int64_t la = lda, lb = ldb, lc = ldc;
+  blas = blas && blas_ld(transa ? k : m, transa ? m : k, &la) &&
+         blas_ld(transb ? n : k, transb ? k : n, &lb) && blas_ld(m, n, &lc);
+  enum CBLAS_TRANSPOSE ta = transa ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = transb ? CblasTrans : CblasNoTrans;
+  switch (t) {
+  case DTL_DOUBLE:
+    if (blas)
+      cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0, A, (int)la, B, (int)lb, 1.0,
+                  C, (int)lc);
+    else
+      LOOP_GEMM(double);
+    break;
+  case DTL_FLOAT:
+    if (blas)
+      cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f, A, (int)la, B, (int)lb, 1.0f,
+                  C, (int)lc);
+    else
+      LOOP_GEMM(float);
+    break;
+  case DTL_INT32:
+    LOOP_GEMM(int32_t);
+    break;
+  case DTL_INT64:
+    LOOP_GEMM(int64_t);
+    break;
+  }
+}
+
+#define LOOP_GEMV(T)                                                                               \
+  do {                                                                                             \
+    const T *a = A, *xv = x;                                                                       \
+    T *yv = y;                                                                                     \
+    for (int64_t i = 0; i < m; i++) {                                                              \
+      T s = 0;                                                                                     \
+      for (int64_t j = 0; j < n; j++)                                                              \
+        s += AT(a, trans, i, j, lda) * xv[vidx(j, n, incx)];                                       \
+      yv[vidx(i, m, incy)] += s;                                                                   \
+    }                                                                                              \
+  } while (0)
+
+static bool blas_inc(int64_t inc) { return inc != 0 && inc <= INT_MAX && inc >= -INT_MAX; }
+
+/* op(A) is m x n: A is stored m x n, or n x m when trans */
+void dtl_gemv(dtl_type t, int trans, int64_t m, int64_t n, const void *A, int64_t lda,
+              const void *x, int64_t incx, void *y, int64_t incy) {
+  if (m <= 0 || n <= 0)
+    return;
+  int64_t rows = trans ? n : m, cols = trans ? m : n, la = lda;
+  bool blas = (t == DTL_DOUBLE || t == DTL_FLOAT) && m <= INT_MAX && n <= INT_MAX &&
+              blas_ld(rows, cols, &la) && blas_inc(incx) && blas_inc(incy);
+  enum CBLAS_TRANSPOSE ta = trans ? CblasTrans : CblasNoTrans;
+  switch (t) {
+  case DTL_DOUBLE:
+    if (blas)
+      cblas_dgemv(CblasRowMajor, ta, (int)rows, (int)cols, 1.0, A, (int)la, x, (int)incx, 1.0, y,
+                  (int)incy);
+    else
+      LOOP_GEMV(double);
+    break;
+  case DTL_FLOAT:
+    if (blas)
+      cblas_sgemv(CblasRowMajor, ta, (int)rows, (int)cols, 1.0f, A, (int)la, x, (int)incx, 1.0f, y,
+                  (int)incy);
+    else
+      LOOP_GEMV(float);
+    break;
+  case DTL_INT32:
+    LOOP_GEMV(int32_t);
+    break;
+  case DTL_INT64:
+    LOOP_GEMV(int64_t);
+    break;
+  }
+}
+
+#define LOOP_DOT(T)                                                                                \
+  do {                                                                                             \
+    const T *xv = x, *yv = y;                                                                      \
+    T s = 0;                                                                                       \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      s += xv[vidx(i, n, incx)] * yv[vidx(i, n, incy)];                                            \
+    *(T *)r += s;                                                                                  \
+  } while (0)
+
+void dtl_dot(dtl_type t, int64_t n, const void *x, int64_t incx, const void *y, int64_t incy,
+             void *r) {
+  if (n <= 0)
+    return;
+  bool blas = n <= INT_MAX && blas_inc(incx) && blas_inc(incy);
+  switch (t) {
+  case DTL_DOUBLE:
+    if (blas)
+      *(double *)r += cblas_ddot((int)n, x, (int)incx, y, (int)incy);
+    else
+      LOOP_DOT(double);
+    break;
+  case DTL_FLOAT:
+    if (blas)
+      *(float *)r += cblas_sdot((int)n, x, (int)incx, y, (int)incy);
+    else
+      LOOP_DOT(float);
+    break;
+  case DTL_INT32:
+    LOOP_DOT(int32_t);
+    break;
+  case DTL_INT64:
+    LOOP_DOT(int64_t);
+    break;
+  }
+}
+
+#define LOOP_AXPY(T)                                                                               \
+  do {                                                                                             \
+    const T *xv = x, al = *(const T *)alpha;                                                       \
+    T *yv = y;                                                                                     \
+    for (int64_t i = 0; i < n; i++)                                                                \
+      yv[vidx(i, n, incy)] += al * xv[vidx(i, n, incx)];                                           \
+  } while (0)
+
+void dtl_axpy(dtl_type t, int64_t n, const void *alpha, const void *x, int64_t incx, void *y,
+              int64_t incy) {
+  if (n <= 0)
+    return;
+  bool blas = n <= INT_MAX && blas_inc(incx) && blas_inc(incy);
+  switch (t) {
+  case DTL_DOUBLE:
+    if (blas)
+      cblas_daxpy((int)n, *(const double *)alpha, x, (int)incx, y, (int)incy);
+    else
+      LOOP_AXPY(double);
+    break;
+  case DTL_FLOAT:
+    if (blas)
+      cblas_saxpy((int)n, *(const float *)alpha, x, (int)incx, y, (int)incy);
+    else
+      LOOP_AXPY(float);
+    break;
+  case DTL_INT32:
+    LOOP_AXPY(int32_t);
+    break;
+  case DTL_INT64:
+    LOOP_AXPY(int64_t);
+    break;
+  }
+}
