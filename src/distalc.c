@@ -124,6 +124,81 @@ static int build_exe(const char *src_c, const char *incdir, const char *out) {
   return rc == 0 ? 0 : 1;
 }
 
+/* The largest v with v^m dividing n. */
+static int64_t largest_root(int64_t n, int m) {
+  int64_t best = 1;
+  for (int64_t v = 2;; v++) {
+    int64_t pw = 1;
+    bool over = false;
+    for (int i = 0; i < m && !over; i++) over = __builtin_mul_overflow(pw, v, &pw) || pw > n;
+    if (over) break;
+    if (n % pw == 0) best = v;
+  }
+  return best;
+}
+
+/* Balanced factors of n, non-increasing, as MPI_Dims_create chooses them. */
+static void dims_create(int64_t n, int k, int64_t *out) {
+  for (int i = 0; i < k; i++) out[i] = 1;
+  int64_t primes[64];
+  int np = 0;
+  for (int64_t p = 2; p * p <= n && np < 64; p++)
+    while (n % p == 0 && np < 64) primes[np++] = p, n /= p;
+  if (n > 1 && np < 64) primes[np++] = n;
+  for (int i = np - 1; i >= 0; i--) {
+    int small = 0;
+    for (int j = 1; j < k; j++)
+      if (out[j] < out[small]) small = j;
+    out[small] *= primes[i];
+  }
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {
+      int64_t t = out[j];
+      out[j] = out[j - 1], out[j - 1] = t;
+    }
+}
+
+/* The grid params of level 0 for `ranks` ranks, by the rules of plan_create. */
+static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
+  int unknown[16], uses[16], nu = 0;
+  int64_t known = 1;
+  for (int d = 0; d < G->ndims; d++) {
+    const fe_size *sz = &G->dims[d];
+    if (sz->is_param && vals[sz->param] <= 0) {
+      int i = 0;
+      while (i < nu && unknown[i] != sz->param) i++;
+      if (i == nu) unknown[nu] = sz->param, uses[nu++] = 0;
+      uses[i]++;
+    } else {
+      known *= sz->is_param ? vals[sz->param] : sz->value;
+    }
+  }
+  if (known <= 0 || ranks % known != 0) {
+    fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+    return false;
+  }
+  int64_t rest = ranks / known;
+  int single[16], ns = 0;
+  for (int i = 0; i < nu; i++) {
+    if (uses[i] == 1 && !(nu == 1)) {
+      single[ns++] = i;
+      continue;
+    }
+    int64_t v = largest_root(rest, uses[i]);
+    vals[unknown[i]] = v;
+    for (int j = 0; j < uses[i]; j++) rest /= v;
+  }
+  if (ns > 0) {
+    int64_t f[16];
+    dims_create(rest, ns, f);
+    for (int i = 0; i < ns; i++) vals[unknown[single[i]]] = f[i];
+  } else if (rest != 1) {
+    fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+    return false;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = "cpu";
   bool want_main = false, exe = false, slurm = false, check = false, debug = false;
@@ -221,37 +296,30 @@ int main(int argc, char **argv) {
       }
       vals[pi] = v;
     }
-    /* grid params without values: as plan_create would derive them */
-    if (ir->machine >= 0) {
-      const fe_grid *G = &prog->machines[ir->machine].levels[0];
-      int64_t known = 1;
-      int unknown = 0;
-      for (int d = 0; d < G->ndims; d++) {
-        if (!G->dims[d].is_param) known *= G->dims[d].value;
-        else if (vals[G->dims[d].param] > 0) known *= vals[G->dims[d].param];
-        else unknown++;
-      }
-      /* a simple balanced factorization of the rest, for display */
-      int64_t rest = known > 0 && ranks % known == 0 ? ranks / known : 1;
-      for (int d = 0; d < G->ndims; d++) {
-        if (!G->dims[d].is_param || vals[G->dims[d].param] > 0) continue;
-        int64_t best = 1;
-        for (int64_t f = 1; f <= rest; f++) {
-          int64_t pw = 1;
-          for (int q = 0; q < unknown; q++) pw *= f;
-          if (pw <= rest && rest % f == 0) best = f;
-        }
-        vals[G->dims[d].param] = best;
-        for (int e = d + 1; e < G->ndims; e++)
-          if (G->dims[e].is_param && G->dims[e].param == G->dims[d].param) unknown--;
-        rest /= best;
-        unknown--;
-      }
+    /* grid params without values: as plan_create derives them */
+    if (ir->machine >= 0 && !solve_grid(&prog->machines[ir->machine].levels[0], vals, ranks)) {
+      free(vals);
+      goto done;
     }
     lw_print_plan(stdout, lp, vals, ranks);
     free(vals);
     status = 0;
     goto done;
+  }
+  if (want_main || exe) {
+    /* generated executables read params as -NAME: options of the driver are taken */
+    static const char *taken[] = {"fill", "seed", "iters", "warmup", "load", "save", "validate",
+                                  "json", "stats", "verbose", "help", "h", NULL};
+    int bad = 0;
+    for (int i = 0; i < prog->nparams; i++)
+      for (int k = 0; taken[k]; k++)
+        if (!strcmp(prog->params[i].name, taken[k])) {
+          fe_error(src, prog->params[i].loc,
+                   "param '%s' has the name of an option of generated executables (--%s); rename it",
+                   taken[k], taken[k]);
+          bad++;
+        }
+    if (bad) goto done;
   }
   prefix = name ? strdup(name) : stem_of(out && !exe ? out : input);
   cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};

@@ -72,8 +72,13 @@ static void pexpr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr
   case IR_ACCESS: acc(f, s, e, ctx); break;
   case IR_NUM:
     if (t == FE_INT32 || t == FE_INT64) fprintf(f, "(%s)%lld", cg_ctype(t), (long long)e->num);
-    else if (t == FE_FLOAT) fprintf(f, "%.9gf", e->num);
-    else fprintf(f, "%.17g", e->num);
+    else {
+      /* always a floating constant: 1/4 must not be an integer division */
+      char b[64];
+      snprintf(b, sizeof b, "%.17g", e->num);
+      if (!strpbrk(b, ".eEni")) strcat(b, ".0");
+      fprintf(f, "%s%s", b, t == FE_FLOAT ? "f" : "");
+    }
     break;
   case IR_NEG:
     fputs("-", f);

@@ -89,7 +89,9 @@ int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, c
   if (check_user_box(ctx, d, lo, hi) || gather_boxes(ctx, d->order, lo, hi, &boxes)) return 1;
   const size_t es = dtl_type_size(t);
   const int P = ctx->size;
-  dtl_zero(t, local, dtl_box_volume(own));
+  dtl_box held;
+  bool i_hold = dtl_dist_block(ctx, d, ctx->coords, &held);
+  if (i_hold) dtl_zero(t, local, dtl_box_volume(own));
   dtl_box mine = boxes[ctx->rank];
   int64_t *scount = calloc((size_t)P, sizeof *scount), *rcount = calloc((size_t)P, sizeof *rcount);
   dtl_box *qblock = calloc((size_t)P, sizeof *qblock);
@@ -98,9 +100,9 @@ int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, c
     int64_t c[DTL_MAX_DIMS];
     dtl_coords_of(ctx, q, c);
     dtl_box piece;
-    dtl_dist_block(ctx, d, c, &qblock[q]);
-    if (dtl_box_intersect(&mine, &qblock[q], &piece)) scount[q] = dtl_box_volume(&piece);
-    if (dtl_box_intersect(&boxes[q], own, &piece)) rcount[q] = dtl_box_volume(&piece);
+    bool holds = dtl_dist_block(ctx, d, c, &qblock[q]);
+    if (holds && dtl_box_intersect(&mine, &qblock[q], &piece)) scount[q] = dtl_box_volume(&piece);
+    if (i_hold && dtl_box_intersect(&boxes[q], own, &piece)) rcount[q] = dtl_box_volume(&piece);
   }
   char **sbuf = calloc((size_t)P, sizeof *sbuf), **rbuf = calloc((size_t)P, sizeof *rbuf);
   MPI_Request *req = calloc(2 * (size_t)P, sizeof *req);
@@ -126,7 +128,7 @@ int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, c
   }
   if (!err) {
     dtl_box piece;
-    if (dtl_box_intersect(&mine, own, &piece)) dtl_copy_box(t, data, &mine, local, own, &piece, false);
+    if (i_hold && dtl_box_intersect(&mine, own, &piece)) dtl_copy_box(t, data, &mine, local, own, &piece, false);
     MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
     for (int q = 0; q < P; q++)
       if (q != ctx->rank && rcount[q] > 0 && dtl_box_intersect(&boxes[q], own, &piece)) {

@@ -103,15 +103,16 @@ ir_program *ir_build(fe_program *prog) {
   ir_program *ir = ir_alloc(sizeof *ir);
   ir->ast = prog;
   ir->machine = -1;
+  int first = -1;
   for (int t = 0; t < prog->ntensors; t++) {
     const fe_tensor *ft = &prog->tensors[t];
     if (!ft->has_dist) continue;
-    if (ir->machine < 0) ir->machine = ft->dist.machine;
+    if (ir->machine < 0) ir->machine = ft->dist.machine, first = t;
     else if (ft->dist.machine != ir->machine) {
       fe_error(prog->src, ft->dist.loc,
                "tensor '%s' is distributed onto machine '%s' but '%s' uses '%s': a program "
                "runs on one machine",
-               ft->name, prog->machines[ft->dist.machine].name, prog->tensors[0].name,
+               ft->name, prog->machines[ft->dist.machine].name, prog->tensors[first].name,
                prog->machines[ir->machine].name);
       return NULL;
     }

@@ -33,6 +33,9 @@ struct sym {
 
 /* The size of each grid dim, for the range of coordinates (set by the lowering). */
 void sym_set_grid(int ndims, const sym *const *dims);
+/* The largest value a variable takes (a loop counter runs over [0, max]), for proofs. */
+void sym_set_var_max(int id, const sym *max);
+void sym_clear_var_max(void);
 
 const sym *sym_const(int64_t c);
 const sym *sym_param(int id);
@@ -137,6 +140,7 @@ struct cin_node {
   bool distributed;
   int dist_level; /* machine level */
   int dist_dim;   /* grid dim (set by ir_finish_schedule) */
+  fe_loc dist_loc; /* the distribute command */
   ir_par_unit par;
   ir_race race;
   int ncomm;

@@ -160,20 +160,23 @@ static ir_rel *new_rel(sctx *c, ir_rel_kind k) {
   return nr;
 }
 
-static bool annotated(sctx *c, const cin_node *n, fe_loc loc) {
-  const char *v = c->s->vars[n->var].name;
-  if (n->distributed) FAIL(loc, "%s: loop '%s' is already distributed", cname(c), v);
-  if (n->kernel) FAIL(loc, "%s: loop '%s' is substituted by a kernel", cname(c), v);
-  if (n->par) FAIL(loc, "%s: loop '%s' is already parallelized", cname(c), v);
-  return false;
-}
-
 static bool in_kernel(const ir_stmt *s, int var) {
   for (const cin_node *n = s->root; n && n->kind == CIN_FORALL; n = n->body) {
     if (n->kernel) return true;
     if (n->var == var) return false;
   }
   return false;
+}
+
+/* Report (and return true) when a loop carries an annotation that a rewrite would lose. */
+static bool annotated(sctx *c, const cin_node *n, fe_loc loc) {
+  const char *v = c->s->vars[n->var].name;
+  const char *why = n->distributed ? "is already distributed"
+                    : n->kernel || in_kernel(c->s, n->var) ? "is substituted by a kernel"
+                    : n->par ? "is already parallelized" : NULL;
+  if (!why) return false;
+  fe_error(c->src, loc, "%s: loop '%s' %s", cname(c), v, why);
+  return true;
 }
 
 /* ---- divide and split ---------------------------------------------------------------------- */
@@ -387,7 +390,7 @@ static bool mark_distributed(sctx *c, int var, int level, fe_loc loc) {
   if (n->distributed) FAIL(loc, "distribute: loop '%s' is already distributed", c->s->vars[var].name);
   if (in_kernel(c->s, var))
     FAIL(loc, "distribute: loop '%s' is substituted by a kernel", c->s->vars[var].name);
-  n->distributed = true, n->dist_level = level, n->dist_dim = -1;
+  n->distributed = true, n->dist_level = level, n->dist_dim = -1, n->dist_loc = loc;
   return true;
 }
 
@@ -426,7 +429,17 @@ static bool cmd_distribute(sctx *c) {
       sc.cmd = &sub;
       if (!cmd_divide(&sc, false)) return false;
     }
-    if (!hoist(c, ds, nt)) return false;
+    if (level == 0) {
+      if (!hoist(c, ds, nt)) return false;
+    } else {
+      /* an inner level: the outer variables go above the local ones, where they are */
+      fe_arg *order = ir_alloc(2 * nt * sizeof *order);
+      for (int k = 0; k < nt; k++) order[k] = ds[k], order[nt + k] = lc[k];
+      fe_command sub = {.name = "distribute", .loc = c->cmd->loc, .nargs = 2 * nt, .args = order};
+      sctx sc = *c;
+      sc.cmd = &sub;
+      if (!cmd_reorder(&sc)) return false;
+    }
     for (int k = 0; k < nt; k++) {
       int v = ir_var_find(c->s, ds[k].name);
       if (!mark_distributed(c, v, level, ds[k].loc)) return false;
@@ -494,6 +507,7 @@ static bool cmd_rotate(sctx *c) {
   int *rot = ir_alloc((n + 1) * sizeof *rot);
   for (int k = 0; k < n; k++) {
     if (!arg_loop(c, &items[k], &rot[k])) return false;
+    if (rot[k] == t) FAIL(items[k].loc, "rotate: loop '%s' cannot rotate by itself", items[k].name);
     /* I must enclose t */
     bool outer = false;
     for (const cin_node *x = loop_of(s, rot[k]); x && x->kind == CIN_FORALL; x = x->body)
@@ -536,6 +550,7 @@ static bool cmd_parallelize(sctx *c) {
     if (r < 0) FAIL(a[2].loc, "parallelize: race strategy must be no_races, atomics or ignore_races");
   }
   cin_node *n = loop_of(c->s, v);
+  if (in_kernel(c->s, v)) FAIL(a[0].loc, "parallelize: loop '%s' is substituted by a kernel", a[0].name);
   if (n->par) FAIL(a[0].loc, "parallelize: loop '%s' is already parallelized", a[0].name);
   if (n->distributed) FAIL(a[0].loc, "parallelize: loop '%s' is distributed", a[0].name);
   if (r == RACE_NO_RACES && c->s->vars[v].reduction)
@@ -611,6 +626,7 @@ static bool cmd_precompute(sctx *c) {
          a[1].name);
   cin_node **sl = slot_of(&s->root, i);
   cin_node *n = *sl;
+  if (annotated(c, n, a[1].loc)) return false;
   /* the loops below i must end in the assignment */
   cin_node *x = n;
   while (x->kind == CIN_FORALL) x = x->body;
@@ -802,6 +818,10 @@ static bool cmd_substitute(sctx *c) {
     if (!arg_loop(c, &items[q], &vars[q])) return false;
     for (int m = 0; m < q; m++)
       if (vars[m] == vars[q]) FAIL(items[q].loc, "substitute: loop '%s' is listed twice", items[q].name);
+    if (in_kernel(c->s, vars[q]))
+      FAIL(items[q].loc, "substitute: loop '%s' is already substituted by a kernel", items[q].name);
+    if (loop_of(c->s, vars[q])->distributed)
+      FAIL(items[q].loc, "substitute: loop '%s' is distributed", items[q].name);
   }
   /* the listed loops must be the innermost loops, directly nested, above the assignment */
   const cin_node *chain[256];
@@ -814,8 +834,6 @@ static bool cmd_substitute(sctx *c) {
     for (int m = nc - n; m < nc; m++) inner |= chain[m]->var == vars[q];
     if (!inner)
       FAIL(items[q].loc, "substitute: loop '%s' is not among the %d innermost loops", items[q].name, n);
-    if (chain[nc - n + q]->distributed)
-      FAIL(items[q].loc, "substitute: loop '%s' is distributed", c->s->vars[chain[nc - n + q]->var].name);
     orig[q] = contiguous_original(c->s, vars[q]);
     if (orig[q] < 0)
       FAIL(items[q].loc, "substitute: loop '%s' does not walk a contiguous range of one index "
@@ -934,7 +952,7 @@ static bool finish(sctx *c) {
     const fe_grid *g = &p->machines[c->ir->machine].levels[x->dist_level];
     x->dist_dim = count[l]++;
     if (x->dist_dim >= g->ndims)
-      FAIL(s->vars[x->var].loc, "distribute: loop '%s' is the %d%s distributed loop but the machine "
+      FAIL(x->dist_loc, "distribute: loop '%s' is the %d%s distributed loop but the machine "
                                 "level has %d dimension%s",
            s->vars[x->var].name, x->dist_dim + 1, x->dist_dim == 0 ? "st" : x->dist_dim == 1 ? "nd" : x->dist_dim == 2 ? "rd" : "th",
            g->ndims, g->ndims == 1 ? "" : "s");

@@ -53,6 +53,14 @@ void ir_arena_free(void) {
 /* ---- construction ------------------------------------------------------------------------ */
 static int grid_ndims;
 static const sym *grid_dims[16];
+/* inclusive upper bounds of loop counters, where known */
+#define MAX_VAR_BOUNDS 1024
+static const sym *var_max[MAX_VAR_BOUNDS];
+
+void sym_set_var_max(int id, const sym *max) {
+  if (id >= 0 && id < MAX_VAR_BOUNDS) var_max[id] = max;
+}
+void sym_clear_var_max(void) { memset(var_max, 0, sizeof var_max); }
 
 void sym_set_grid(int ndims, const sym *const *dims) {
   grid_ndims = ndims < 16 ? ndims : 16;
@@ -189,11 +197,32 @@ const sym *sym_mul(const sym *a, const sym *b) {
     lin_collect(&l, b, a->c);
     return lin_build(&l);
   }
-  if (sym_compare(a, b) > 0) {
-    const sym *t = a;
-    a = b, b = t;
+  /* a product of atoms: pull the constant factors out, sort the others, fold left */
+  const sym *f[64];
+  int nf = 0;
+  int64_t k = 1;
+  const sym *todo[64] = {a, b};
+  int nt = 2;
+  while (nt) {
+    const sym *x = todo[--nt];
+    if (x->kind == SYM_MUL && nt < 62) {
+      todo[nt++] = x->a, todo[nt++] = x->b;
+    } else if (x->kind == SYM_CONST) {
+      k = wmul(k, x->c);
+    } else if (nf < 64) {
+      f[nf++] = x;
+    }
   }
-  return mk(SYM_MUL, a, b);
+  for (int i = 1; i < nf; i++)
+    for (int j = i; j > 0 && sym_compare(f[j - 1], f[j]) > 0; j--) {
+      const sym *t = f[j];
+      f[j] = f[j - 1], f[j - 1] = t;
+    }
+  const sym *r = f[0];
+  for (int i = 1; i < nf; i++) r = mk(SYM_MUL, r, f[i]);
+  if (k == 0) return sym_const(0);
+  if (k == 1) return r;
+  return mk(SYM_MUL, sym_const(k), r);
 }
 
 /* Numeric lower bound of an expression from the ranges of atoms; false if unknown. */
@@ -260,16 +289,37 @@ static const sym *bound_coords_from_below(const sym *e) {
     const sym *a = l.atom[i];
     if (l.coef[i] < 0 && a->kind == SYM_COORD && a->id < grid_ndims && grid_dims[a->id])
       lin_collect(&r, sym_sub(grid_dims[a->id], sym_const(1)), l.coef[i]);
+    else if (l.coef[i] < 0 && a->kind == SYM_VAR && a->id < MAX_VAR_BOUNDS && var_max[a->id])
+      lin_collect(&r, var_max[a->id], l.coef[i]);
     else lin_push(&r, l.coef[i], a);
   }
   return lin_build(&r);
 }
 
-bool sym_prove_le(const sym *a, const sym *b) {
-  const sym *d = bound_coords_from_below(sym_sub(b, a));
+/* d >= 0?  Atoms with known ranges are bounded; a min or max term is split: for c > 0,
+ * c*min(x, y) >= 0 needs both c*x and c*y, while for c < 0 either bound suffices (and the
+ * mirror for max). */
+static bool prove_nonneg(const sym *d, int depth) {
   int64_t lb;
-  return lower_bound(d, &lb) && lb >= 0;
+  const sym *low = bound_coords_from_below(d);
+  if (lower_bound(low, &lb) && lb >= 0) return true;
+  if (depth > 6) return false;
+  linear l = {0};
+  lin_collect(&l, d, 1);
+  for (int i = 0; i < l.n; i++) {
+    const sym *x = l.atom[i];
+    int64_t c = l.coef[i];
+    if (x->kind != SYM_MIN && x->kind != SYM_MAX) continue;
+    const sym *d1 = sym_add(d, sym_mul(sym_const(c), sym_sub(x->a, x)));
+    const sym *d2 = sym_add(d, sym_mul(sym_const(c), sym_sub(x->b, x)));
+    bool both = (x->kind == SYM_MIN) == (c > 0);
+    if (both) return prove_nonneg(d1, depth + 1) && prove_nonneg(d2, depth + 1);
+    if (prove_nonneg(d1, depth + 1) || prove_nonneg(d2, depth + 1)) return true;
+  }
+  return false;
 }
+
+bool sym_prove_le(const sym *a, const sym *b) { return prove_nonneg(sym_sub(b, a), 0); }
 
 static bool prove_lt(const sym *a, const sym *b) { return sym_prove_le(sym_add(a, sym_const(1)), b); }
 

@@ -137,8 +137,10 @@ static bool box_uses_coord(const lw_comm *c, int g) {
   return false;
 }
 
+/* The box lies in the rank's own block along tensor dim x (proven, or equal). */
 static bool aligned(const lw_comm *c, const lw_owner *o, int x) {
-  return sym_equal(c->lo[x], o->lo[x]) && sym_equal(c->hi[x], o->hi[x]);
+  if (sym_equal(c->lo[x], o->lo[x]) && sym_equal(c->hi[x], o->hi[x])) return true;
+  return sym_prove_le(o->lo[x], c->lo[x]) && sym_prove_le(c->hi[x], o->hi[x]);
 }
 
 static void hull_access(const lw_program *lp, const lw_stmt *ls, lw_comm *c, const int *vars,
@@ -352,8 +354,10 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     return false;
   }
   ls->lidx_var0 = s->nvars;
+  sym_clear_var_max();
   for (int k = 0; k < ls->nloops; k++) {
     const cin_node *n = ls->loops[k];
+    if (!n->distributed) sym_set_var_max(n->var, sym_sub(s->vars[n->var].extent, sym_const(1)));
     if (n->distributed) {
       if (n->dist_level > 0) {
         fe_error(src, s->vars[n->var].loc, "distribution onto inner machine levels is not supported by the MPI code generator yet");
@@ -361,6 +365,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       }
       ls->exec_mask |= 1u << n->dist_dim;
       ls->bs[k] = sym_ceildiv(s->vars[n->var].extent, lp->dims[n->dist_dim]);
+      sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
     }
     if (n->kernel) ls->kernel_depth = k;
     if (n->par >= PAR_GPU_BLOCK) {

@@ -540,12 +540,11 @@ static void test_sym_ceildiv_negative_constant(void **state) {
   assert_int_equal(v, -1);
 }
 
-/* BUG: products are not canonical beyond two atoms: 2*(x*y) prints "2 * v0 * v1" but
+/* Regression (was a bug): products are not canonical beyond two atoms: 2*(x*y) prints "2 * v0 * v1" but
  * x*(2*y) prints "v0 * 2 * v1" and the two compare unequal; (x*y)*z != x*(y*z) too.
  * ir.h promises canonical forms ("products of atoms are ordered"). */
 static void test_sym_product_canonical(void **state) {
   (void)state;
-  KNOWN_BUG();
   const sym *x = sym_var(0), *y = sym_var(1), *z = sym_var(2);
   assert_true(sym_equal(sym_mul(sym_const(2), sym_mul(x, y)), sym_mul(x, sym_mul(sym_const(2), y))));
   assert_true(sym_equal(sym_mul(sym_mul(x, y), z), sym_mul(x, sym_mul(y, z))));
@@ -974,7 +973,7 @@ static const char HIER[] =
     "tensor B(n, n) @ M(xy -> xy; xy -> x);\n"
     "tensor C(n, n) @ M(xy -> xy; xy -> x);\n";
 
-/* BUG: the compound distribute onto an inner machine level hoists its outer variables above
+/* Regression (was a bug): the compound distribute onto an inner machine level hoists its outer variables above
  * every loop, including the loops already distributed onto level 0, so the per-node loop
  * ends up outside the node loops.  For
  *   machine M = [grid(gx, gy), grid(2)];
@@ -983,7 +982,6 @@ static const char HIER[] =
  * the CIN is forall iio [inner level dim 0] / forall io [machine dim 0] / forall jo ... */
 static void test_distribute_inner_level(void **state) {
   (void)state;
-  KNOWN_BUG();
   const char *want =
       "forall io [distributed onto machine dim 0]\n"
       "  forall jo [distributed onto machine dim 1]\n"
@@ -1524,7 +1522,7 @@ static void test_error_too_many_distributed(void **state) {
   free(text);
 }
 
-/* BUG: "more distributed loops than machine dims" is reported at the index variable's first
+/* Regression (was a bug): "more distributed loops than machine dims" is reported at the index variable's first
  * use in the statement's expression (here 14:14, the k of B(i,k)), not at the command, as
  * ir.h promises ("errors are reported at the command").  Input:
  *   A(i,j) = B(i,k)*C(k,j)
@@ -1533,7 +1531,6 @@ static void test_error_too_many_distributed(void **state) {
  *     .distribute(k);        on machine M = grid(gx, gy) */
 static void test_error_too_many_distributed_location(void **state) {
   (void)state;
-  KNOWN_BUG();
   expect_error(MM "\n  .distribute(i)\n  .distribute(j)\n  .distribute(k)", L4, "k)",
                "distribute: loop 'k' is the 3rd distributed loop");
 }
@@ -1562,7 +1559,7 @@ static void test_error_rotate(void **state) {
   expect_error(MM "\n  .rotate(k, {i})", L2, "rotate", "rotate takes 3 arguments, not 2");
 }
 
-/* BUG: rotate accepts the rotated variable itself among the variables it is rotated by
+/* Regression (was a bug): rotate accepts the rotated variable itself among the variables it is rotated by
  * (the enclosure check starts at the target loop): t = (r + t) mod E_t is circular.
  * The lowering then recurses without end (lw_interval) and `distalc --emit plan` dies
  * with SIGSEGV on:
@@ -1570,7 +1567,6 @@ static void test_error_rotate(void **state) {
  *            .communicate({B,C}, r); */
 static void test_error_rotate_by_itself(void **state) {
   (void)state;
-  KNOWN_BUG();
   expect_error(MM "\n  .rotate(k, {i, k}, r)", L2, "k}", "rotate: loop 'k'");
   expect_error(MM "\n  .rotate(k, k, r)", L2, "k, r", "rotate: loop 'k'");
 }
@@ -1636,13 +1632,12 @@ static void test_error_substitute(void **state) {
   expect_error(MM "\n  .substitute({i, j, k})", L2, "substitute", "substitute takes 2 arguments, not 1");
 }
 
-/* BUG: substitute's "loop is distributed" error names the loop at that position of the
+/* Regression (was a bug): substitute's "loop is distributed" error names the loop at that position of the
  * nest but puts the caret under the list item with the same index: for
  *   A(i,j) = B(i,k)*C(k,j).distribute(k).substitute({k, i, j}, gemm)
  * the message says 'k' and the caret points at 'j'. */
 static void test_error_substitute_distributed_caret(void **state) {
   (void)state;
-  KNOWN_BUG();
   expect_error(MM "\n  .distribute(k)\n  .substitute({k, i, j}, gemm)", L3, "k,", "substitute: loop 'k' is distributed");
 }
 
@@ -1700,14 +1695,13 @@ static void test_error_two_machines(void **state) {
   finish(&r);
 }
 
-/* BUG: the one-machine error names the program's first tensor as the user of the other
+/* Regression (was a bug): the one-machine error names the program's first tensor as the user of the other
  * machine even when that tensor has no distribution at all:
  *   machine M = grid(2); machine N = grid(2);
  *   tensor z(4); tensor a(4) @ M(x -> x); tensor b(4) @ N(x -> x);
  * gives "tensor 'b' is distributed onto machine 'N' but 'z' uses 'M'" ('a' uses M). */
 static void test_error_two_machines_names_user(void **state) {
   (void)state;
-  KNOWN_BUG();
   const char *text = "machine M = grid(2);\nmachine N = grid(2);\ntensor z(4);\n"
                      "tensor a(4) @ M(x -> x);\ntensor b(4) @ N(x -> x);\na(i) = b(i);\n";
   run r;
@@ -1726,7 +1720,7 @@ static void test_error_two_machines_names_user(void **state) {
   finish(&r);
 }
 
-/* BUG: a command whose precondition fails in annotated() (the loop is distributed,
+/* Regression (was a bug): a command whose precondition fails in annotated() (the loop is distributed,
  * parallelized or substituted) reports the error but is still applied, enters the s.t.
  * clause, and the schedule goes on with the next command: annotated() returns false after
  * FAIL, which its callers read as "not annotated".  For
@@ -1735,7 +1729,6 @@ static void test_error_two_machines_names_user(void **state) {
  * both distributed) and the second divide reports "'i' was already replaced by divide". */
 static void test_failed_command_not_applied(void **state) {
   (void)state;
-  KNOWN_BUG();
   char *text = cat2(HDR, MM "\n  .distribute(i)\n  .divide(i, io, ii, 4)\n  .divide(i, x, y, 2)");
   run r;
   start(&r, text);
@@ -1757,14 +1750,13 @@ static void test_failed_command_not_applied(void **state) {
   free(text);
 }
 
-/* BUG: once loops are substituted by a kernel, divide/split, fuse, parallelize and a second
+/* Regression (was a bug): once loops are substituted by a kernel, divide/split, fuse, parallelize and a second
  * substitute of the loops inside the kernel are accepted (only the kernel's outermost loop
  * is checked; reorder, rotate and distribute do check), so the kernel's nsubst then counts
  * other loops.  E.g. A(i,j) = B(i,k)*C(k,j).substitute({i,j,k}, gemm).split(k, ko, ki, 4)
  * gives forall i [substitute gemm] / j / ko / ki with no error. */
 static void test_error_inside_kernel(void **state) {
   (void)state;
-  KNOWN_BUG();
   const char *g = MM "\n  .substitute({i, j, k}, gemm)";
   char stmt[256];
   snprintf(stmt, sizeof stmt, "%s\n  .split(k, ko, ki, 4)", g);

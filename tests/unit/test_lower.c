@@ -422,14 +422,13 @@ static void test_cosma(void **state) {
   finish(&r);
 }
 
-/* BUG: COSMA's B and C are exchanged point-to-point although each step's box is one
+/* Regression (was a bug): COSMA's B and C are exchanged point-to-point although each step's box is one
  * owner's sub-box, needed alike by every rank along one grid dim: B(i,k) @ xz -> x0z is a
  * broadcast along dim 1 from y=0, C(k,j) @ zy -> 0yz along dim 0 from x=0 (as in Johnson,
  * which is COSMA with steps = 1).  select_input takes a partitioned dim as local only when
  * the box equals the owner's block, not when it lies inside it. */
 static void test_cosma_broadcasts(void **state) {
   (void)state;
-  KNOWN_BUG();
   run r;
   lower_ok(&r, COSMA);
   const lw_comm *b = R(&r, "B"), *c = R(&r, "C");
@@ -482,7 +481,7 @@ static void test_elementwise_local(void **state) {
   finish(&r);
 }
 
-/* BUG: distribute({i, j}) without a divide assigns each rank a block of the i and j
+/* Regression (was a bug): distribute({i, j}) without a divide assigns each rank a block of the i and j
  * iterations by the formula of the data (LANGUAGE.md section 3), so an element-wise
  * statement over identical layouts needs no communication; the lowering picks
  * point-to-point exchange (and "point-to-point accumulate" for the output) for every
@@ -491,7 +490,6 @@ static void test_elementwise_local(void **state) {
  *   A(i, j) = B(i, j) + C(i, j).distribute({i, j});   all tensors @ M(xy -> xy) */
 static void test_elementwise_plain_distribute_local(void **state) {
   (void)state;
-  KNOWN_BUG();
   run r;
   lower_ok(&r, "param n = 8;\n"
                "machine M = grid(gx, gy);\n"

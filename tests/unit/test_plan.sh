@@ -160,21 +160,14 @@ johnson 2 8
 johnson 3 9
 johnson 2 16
 
-# ---- known bugs (reported; they fail only with DISTAL_UNIT_BUGS=1)
-# BUG: for display, distalc derives unset grid params from --ranks but divides the rest
-# by a param used several times only once: solomonik.dtl's grid(q, q, c) with --ranks 8
-# prints "grid: 2 2 4 (8 ranks)" (16 processors) instead of 2 2 2.
+# grid(q, q, c): the repeated param takes the largest value whose square divides the ranks
 if run_plan solomonik --ranks 8; then
   checks=$((checks + 1))
   case "$plan" in
   *"grid: 2 2 2 (8 ranks)"*) ;;
   *)
-    if [ -n "${DISTAL_UNIT_BUGS:-}" ]; then
-      fail "expected 'grid: 2 2 2 (8 ranks)' for grid(q, q, c)"
-      printf '%s\n' "$plan" | head -1 >&2
-    else
-      echo "KNOWN BUG (skipped): $label derives $(printf '%s\n' "$plan" | head -1), not 2 2 2" >&2
-    fi
+    fail "expected 'grid: 2 2 2 (8 ranks)' for grid(q, q, c)"
+    printf '%s\n' "$plan" | head -1 >&2
     ;;
   esac
 fi
