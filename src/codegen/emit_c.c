@@ -311,6 +311,23 @@ static void reserve(st *g, const char *n, int slot, const char *vol, fe_type t) 
 
 static void emit_view(st *g, const lw_comm *c);
 
+/* Communication for the next iteration of a sequential communicate loop goes out while the
+ * current one computes: broadcasts and shifts, double-buffered. */
+static bool overlapped(const lw_stmt *ls, const lw_comm *c) {
+  return !c->output && !c->alt && c->depth >= 0 && !ls->loops[c->depth]->distributed &&
+         (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT);
+}
+
+/* The comm's box one iteration of its loop later. */
+static lw_comm next_box(const lw_stmt *ls, const lw_comm *c) {
+  lw_comm n = *c;
+  int v = ls->loops[c->depth]->var;
+  const sym *next = sym_add(sym_var(v), sym_const(1));
+  for (int x = 0; x < c->order; x++)
+    n.lo[x] = sym_subst(c->lo[x], SYM_VAR, v, next), n.hi[x] = sym_subst(c->hi[x], SYM_VAR, v, next);
+  return n;
+}
+
 /* Communication at the top of an iteration of the loop at c->depth. */
 static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   int t = c->tensor;
@@ -330,6 +347,75 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
        lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
   char box[300];
   snprintf(box, sizeof box, "dtl_%s_box", nm);
+  if (overlapped(g->ls, c) && !alt) {
+    const char *rv = vname(g, g->ls->loops[c->depth]->var);
+    nctx nc = {g->lp, g->ls, false};
+    char ext[1024], nbox[300];
+    FILE *m = fmemopen(ext, sizeof ext, "w");
+    psym(m, g->ls->s->vars[g->ls->loops[c->depth]->var].extent, &nc);
+    fclose(m);
+    snprintf(nbox, sizeof nbox, "dtl_%s_nbox", nm);
+    lw_comm nx = next_box(g->ls, c);
+    if (c->pattern == PAT_BCAST) {
+      line(g, "/* (the next step's broadcast is posted before this step computes) */");
+      line(g, "if (%s == 0) {", rv);
+      g->ind += 2;
+      emit_box(g, c, nbox, false);
+      line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
+      line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
+      line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+      line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
+           c->mask, t, cg_dtltype(ty), localptr, t, nbox, nm, nm);
+      g->ind -= 2;
+      line(g, "}");
+      line(g, "if (dtl_wait(dtl_ctx, &dtl_%s_req)) return 1;", nm);
+      line(g, "dtl_%s = dtl_%s_nbuf, dtl_%s_box = %s, dtl_%s_vol = dtl_%s_nvol;", nm, nm, nm, nbox, nm, nm);
+      line(g, "dtl_%s_cur ^= 1;", nm);
+      set_layout(g, nm, box);
+      line(g, "if (%s + 1 < %s) {", rv, ext);
+      g->ind += 2;
+      emit_box(g, &nx, nbox, false);
+      line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
+      line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
+      line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+      line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
+           c->mask, t, cg_dtltype(ty), localptr, t, nbox, nm, nm);
+      g->ind -= 2;
+      line(g, "}");
+      return;
+    }
+    /* shift: align at the first step, then each step's data arrives during the previous */
+    line(g, "if (%s == 0) { /* first step: align by exchange */", rv);
+    g->ind += 2;
+    emit_box(g, c, box, false);
+    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+    line(g, "dtl_%s_cur = 0;", nm);
+    line(g, "dtl_%s = dtl_reserve_(dtl_plan, %d, (size_t)dtl_%s_vol * sizeof(%s));", nm, slot, nm, ct);
+    line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+    args_fill(g, c->depth);
+    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
+    g->ind -= 2;
+    line(g, "} else { /* rotate: the neighbour's box along grid dim %d, received during the last step */", c->shift_dim);
+    g->ind += 2;
+    line(g, "if (dtl_wait(dtl_ctx, &dtl_%s_req)) return 1;", nm);
+    line(g, "dtl_%s = dtl_%s_nbuf, dtl_%s_box = %s, dtl_%s_vol = dtl_%s_nvol;", nm, nm, nm, nbox, nm, nm);
+    line(g, "dtl_%s_cur ^= 1;", nm);
+    g->ind -= 2;
+    line(g, "}");
+    set_layout(g, nm, box);
+    line(g, "if (%s + 1 < %s) {", rv, ext);
+    g->ind += 2;
+    emit_box(g, &nx, nbox, false);
+    line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
+    line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + (dtl_%s_cur ^ 1), (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
+    line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+    line(g, "if (dtl_shift_begin(dtl_ctx, %d, %s, dtl_%s, dtl_%s_vol, dtl_%s_nbuf, dtl_%s_nvol, &dtl_%s_req)) return 1;",
+         c->shift_dim, cg_dtltype(ty), nm, nm, nm, nm, nm);
+    g->ind -= 2;
+    line(g, "}");
+    return;
+  }
   if (c->pattern == PAT_SHIFT) {
     const char *rv = vname(g, g->ls->loops[c->depth]->var);
     line(g, "if (%s == 0) { /* first step: align by exchange */", rv);
@@ -901,13 +987,19 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
     const char *ct = cg_ctype(p->tensors[t].type);
     g.comm_slot[q] = (*slot);
-    *slot += c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT) ? 2 : 1;
+    *slot += 2;
     line(&g, "%s *dtl_%s = NULL;", ct, nm);
     line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_st[%d] = {0}, dtl_%s_vol = 0;", nm, c->order + 1, nm, c->order + 1, nm);
     line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];", nm, t);
     line(&g, "(void)dtl_%s_lo, (void)dtl_%s_st, (void)dtl_%s_vol, (void)dtl_%s_box;", nm, nm, nm, nm);
-    if (c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT))
+    if (c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT) || overlapped(ls, c))
       line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
+    if (overlapped(ls, c)) {
+      line(&g, "dtl_request *dtl_%s_req = NULL; /* the next step's data, in flight */", nm);
+      line(&g, "dtl_box dtl_%s_nbox = dtl_%s_box;", nm, nm);
+      line(&g, "int64_t dtl_%s_nvol = 0;", nm);
+      line(&g, "%s *dtl_%s_nbuf = NULL;", ct, nm);
+    }
   }
   if (ls->lhs_on_rhs) {
     const char *n = cg_ident(p->tensors[asg->lhs_tensor].name);

@@ -457,8 +457,27 @@ static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
 /* Members of the sub-communicator share their coordinates on the dims outside mask, so
  * along those dims the data must come from their own coordinate; STAR dims of the mask
  * are dropped, since every member holds that replica itself. */
-int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, const void *local,
-                    const dtl_box *own, const dtl_box *need, void *buf) {
+/* A broadcast in flight: what dtl_wait needs to finish it. */
+struct dtl_request {
+  int kind; /* 0: broadcast, 1: shift */
+  dtl_type t;
+  void *buf;
+  dtl_box need;
+  MPI_Comm group;
+  int n, nreq, members, err;
+  root_acc acc;
+  char *tmp;
+  MPI_Request *req;
+  MPI_Datatype *types;
+  char **where;
+};
+
+static int bcast_finish(dtl_ctx *ctx, struct dtl_request *q);
+
+int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
+                          const void *local, const dtl_box *own, const dtl_box *need, void *buf,
+                          dtl_request **out) {
+  *out = NULL;
   const size_t es = dtl_type_size(t);
   mask &= (1u << ctx->ndims) - 1u;
   MPI_Comm group = dtl_subcomm(ctx, mask);
@@ -590,16 +609,21 @@ int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, 
     else
       count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
   }
-  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < nreq; i++)
-    dtl_count_free(&types[i]);
-  if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
-    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "broadcast");
-    goto done;
+  {
+    struct dtl_request *q = calloc(1, sizeof *q);
+    if (!q) {
+      MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+      err = dtl_fail(ctx, "out of memory");
+      goto done;
+    }
+    q->kind = 0, q->t = t, q->buf = buf, q->need = *need, q->group = group;
+    q->n = n, q->nreq = nreq, q->members = members, q->acc = acc, q->tmp = tmp;
+    q->req = req, q->types = types, q->where = where, q->err = err;
+    if (rc != MPI_SUCCESS) q->err = dtl_mpi_fail(ctx, rc, "broadcast");
+    (void)own;
+    *out = q;
+    return 0;
   }
-  for (int i = 0; i < n && members > 1; i++)
-    if (where[i] && acc.roots.v[i].peer != ctx->rank)
-      dtl_copy_box(t, where[i], &acc.roots.v[i].box, buf, need, &acc.roots.v[i].box, false);
 done:
   if (ctx->debug) {
     int any = 0, mine_err = err != 0;
@@ -613,6 +637,93 @@ done:
   free(req);
   free(types);
   free(where);
+  return err;
+}
+
+static int bcast_finish(dtl_ctx *ctx, struct dtl_request *q) {
+  int err = q->err;
+  int wrc = MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < q->nreq; i++)
+    dtl_count_free(&q->types[i]);
+  if (!err && wrc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, wrc, "broadcast");
+  for (int i = 0; i < q->n && q->members > 1 && !err; i++)
+    if (q->where[i] && q->acc.roots.v[i].peer != ctx->rank)
+      dtl_copy_box(q->t, q->where[i], &q->acc.roots.v[i].box, q->buf, &q->need,
+                   &q->acc.roots.v[i].box, false);
+  if (ctx->debug) {
+    int any = 0, mine_err = err != 0;
+    MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, q->group);
+    if (any && !err)
+      err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
+  }
+  free(q->acc.roots.v);
+  free(q->tmp);
+  free(q->req);
+  free(q->types);
+  free(q->where);
+  return err;
+}
+
+int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, const void *local,
+                    const dtl_box *own, const dtl_box *need, void *buf) {
+  dtl_request *q;
+  int err = dtl_bcast_fetch_begin(ctx, mask, d, t, local, own, need, buf, &q);
+  if (err) return err;
+  return dtl_wait(ctx, &q);
+}
+
+/* A shift in flight: the Isend/Irecv pair of dtl_shift_begin. */
+int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
+                    void *recvbuf, int64_t recvcount, dtl_request **out) {
+  *out = NULL;
+  const size_t es = dtl_type_size(t);
+  if (dim < 0 || dim >= ctx->ndims)
+    return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
+  if (ctx->dims[dim] == 1) {
+    if (recvcount != sendcount) return dtl_fail(ctx, "shift: a 1-wide grid dim sends %lld elements to itself but expects %lld", (long long)sendcount, (long long)recvcount);
+    if (recvbuf != sendbuf && recvcount) memcpy(recvbuf, sendbuf, (size_t)recvcount * es);
+    return 0;
+  }
+  struct dtl_request *q = calloc(1, sizeof *q);
+  MPI_Request *req = malloc(2 * sizeof *req);
+  MPI_Datatype *types = malloc(2 * sizeof *types);
+  if (!q || !req || !types) {
+    free(q), free(req), free(types);
+    return dtl_fail(ctx, "out of memory");
+  }
+  int src, dst, sc, rcn, rc;
+  MPI_Cart_shift(ctx->cart, dim, -1, &src, &dst); /* receive from c+1, send to c-1 */
+  q->kind = 1, q->req = req, q->types = types;
+  if ((rc = dtl_count_type(t, recvcount, &rcn, &types[0])) == MPI_SUCCESS &&
+      (rc = MPI_Irecv(recvbuf, rcn, types[0], src, 91, ctx->cart, &req[0])) == MPI_SUCCESS &&
+      (rc = dtl_count_type(t, sendcount, &sc, &types[1])) == MPI_SUCCESS &&
+      (rc = MPI_Isend(sendbuf, sc, types[1], dst, 91, ctx->cart, &req[1])) == MPI_SUCCESS) {
+    q->nreq = 2;
+    count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
+    count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
+    *out = q;
+    return 0;
+  }
+  free(q), free(req), free(types);
+  return dtl_mpi_fail(ctx, rc, "shift");
+}
+
+int dtl_wait(dtl_ctx *ctx, dtl_request **req) {
+  if (!req || !*req) return 0;
+  struct dtl_request *q = *req;
+  *req = NULL;
+  int err;
+  if (q->kind == 0) {
+    err = bcast_finish(ctx, q);
+  } else {
+    err = 0;
+    int rc = MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < q->nreq; i++) dtl_count_free(&q->types[i]);
+    if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "shift");
+    free(q->req), free(q->types);
+  }
+  free(q);
   return err;
 }
 

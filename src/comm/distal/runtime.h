@@ -169,6 +169,18 @@ int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, con
 int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
                     const void *local, const dtl_box *own, const dtl_box *need, void *buf);
 
+/* Split-phase versions, so that communication for the next step is in flight while the
+ * current step computes: _begin starts it (MPI_Ibcast / MPI_Isend + MPI_Irecv) and
+ * dtl_wait completes it and unpacks.  Started operations must be completed in order; the
+ * buffers stay untouched in between.  A NULL request (nothing to do) waits trivially. */
+typedef struct dtl_request dtl_request;
+int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
+                          const void *local, const dtl_box *own, const dtl_box *need, void *buf,
+                          dtl_request **req);
+int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
+                    void *recvbuf, int64_t recvcount, dtl_request **req);
+int dtl_wait(dtl_ctx *ctx, dtl_request **req);
+
 /* Collective over ctx->cart: MPI_Sendrecv along grid dim `dim` (periodic): send sendcount
  * elements of sendbuf to the neighbour at coordinate c - 1 and receive recvcount elements
  * into recvbuf from the neighbour at c + 1.  Counted as DTL_OP_SHIFT. */

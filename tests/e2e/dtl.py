@@ -1,0 +1,728 @@
+"""dtl.py -- the NumPy oracle of the end-to-end tests.
+
+Parses the declarations and statements of a .dtl program (LANGUAGE.md) and evaluates
+the statements in order with NumPy.  Schedules are skipped: a schedule changes
+performance only, never the result, so the oracle never needs to understand one.
+
+Semantics (those that the compiler implements):
+  - `=` assigns, `+=` accumulates into the tensor's current value; the right side is
+    evaluated from the values before the statement.
+  - A variable that appears only on the right is summed over.  Its summation is
+    placed around the smallest subexpression that contains all of its occurrences
+    (TACO's rule): `A(i) = B(i,j)*c(j) + d(i)` is (sum_j B(i,j)*c(j)) + d(i), while
+    `A(i) = B(i,j)*(c(j) + d(i))` sums the whole product.  A variable that appears
+    only on the left broadcasts.
+  - Arithmetic is done in the tensors' own types: int32/int64 as integers (`/`
+    truncates toward zero, as in C), float and double in their own precision.  The
+    value stored into an integer tensor is truncated toward zero.
+  - Scalars are 0-d arrays.
+
+Next to every value the oracle computes a magnitude: the same expression evaluated on
+absolute values with every sign turned into `+`.  Floating-point results are compared
+against the oracle relative to that magnitude (see `compare`), so the tolerance grows
+with the length of the reductions and cancellation does not cause false failures.
+"""
+
+import re
+import numpy as np
+
+DTYPES = {
+    "double": np.dtype("float64"),
+    "float": np.dtype("float32"),
+    "int32": np.dtype("int32"),
+    "int64": np.dtype("int64"),
+}
+FORMAT_WORDS = ("dense", "compressed", "csr", "csf")
+KEYWORDS = {"param", "machine", "tensor", "grid", "Grid"}
+
+# Relative tolerances, applied to the magnitude (sum of absolute values of the terms).
+RTOL = {"double": 1e-9, "float": 1e-3, "int32": 0.0, "int64": 0.0}
+
+
+class DtlError(Exception):
+    """A syntax or semantic error in a .dtl program, or a bad evaluation request."""
+
+
+# ---- lexer ---------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+)
+  | (?P<comment>(?:\#|//)[^\n]*)
+  | (?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>->|\+=|[-+*/()\[\]{},;=.@:])
+    """,
+    re.VERBOSE,
+)
+
+
+class Token:
+    __slots__ = ("kind", "text", "line", "col")
+
+    def __init__(self, kind, text, line, col):
+        self.kind, self.text, self.line, self.col = kind, text, line, col
+
+    def __repr__(self):
+        return "%s:%r@%d:%d" % (self.kind, self.text, self.line, self.col)
+
+
+def tokenize(text, path="<string>"):
+    toks = []
+    pos, line, linestart = 0, 1, 0
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if not m:
+            raise DtlError("%s:%d:%d: unexpected character %r" % (path, line, pos - linestart + 1, text[pos]))
+        kind = m.lastgroup
+        s = m.group()
+        if kind in ("num", "id", "op"):
+            toks.append(Token(kind, s, line, pos - linestart + 1))
+        nl = s.count("\n")
+        if nl:
+            line += nl
+            linestart = pos + s.rfind("\n") + 1
+        pos = m.end()
+    toks.append(Token("eof", "", line, pos - linestart + 1))
+    return toks
+
+
+# ---- AST -------------------------------------------------------------------------------
+#
+# Sizes are ints or param names (str).  Expressions are tuples:
+#   ("acc", tensor, (vars...))   ("num", value, is_int)   ("neg", e)
+#   ("+" | "-" | "*" | "/", a, b)
+
+
+class Param:
+    def __init__(self, name, default=None, is_grid=False):
+        self.name, self.default, self.is_grid = name, default, is_grid
+
+
+class Machine:
+    def __init__(self, name, levels):
+        self.name = name
+        self.levels = levels  # list of lists of sizes (int or param name)
+
+    @property
+    def dims(self):
+        return [d for lvl in self.levels for d in lvl]
+
+
+class Tensor:
+    def __init__(self, name, dims, type_, dist_text, fmt):
+        self.name, self.dims, self.type, self.dist_text, self.format = name, dims, type_, dist_text, fmt
+
+    @property
+    def order(self):
+        return len(self.dims)
+
+    @property
+    def dtype(self):
+        return DTYPES[self.type]
+
+
+class Stmt:
+    def __init__(self, lhs, lhs_vars, accumulate, rhs, schedule_text, line):
+        self.lhs, self.lhs_vars, self.accumulate, self.rhs = lhs, tuple(lhs_vars), accumulate, rhs
+        self.schedule_text, self.line = schedule_text, line
+
+    def text(self):
+        lhs = self.lhs + ("(%s)" % ", ".join(self.lhs_vars) if self.lhs_vars else "")
+        return "%s %s %s" % (lhs, "+=" if self.accumulate else "=", expr_str(self.rhs))
+
+
+class Program:
+    def __init__(self, path):
+        self.path = path
+        self.params = {}  # name -> Param, in declaration order
+        self.machines = {}
+        self.tensors = {}
+        self.stmts = []
+
+    # Names of tensors that some statement writes / reads.
+    def written(self):
+        out = []
+        for s in self.stmts:
+            if s.lhs not in out:
+                out.append(s.lhs)
+        return out
+
+    def read(self):
+        """Tensors whose values before the program matter: read before being assigned
+        with `=`, or updated with `+=` before that."""
+        assigned, out = set(), []
+        for s in self.stmts:
+            used = [a[1] for a in accesses(s.rhs)]
+            if s.accumulate:
+                used.append(s.lhs)
+            for t in used:
+                if t not in assigned and t not in out:
+                    out.append(t)
+            if not s.accumulate:
+                assigned.add(s.lhs)
+        return out
+
+    def grid_params(self):
+        return [p.name for p in self.params.values() if p.is_grid]
+
+    def size(self, s, params):
+        if isinstance(s, int):
+            return s
+        if s not in params or params[s] is None:
+            raise DtlError("%s: param %s has no value" % (self.path, s))
+        return int(params[s])
+
+    def shape(self, tname, params):
+        return tuple(self.size(d, params) for d in self.tensors[tname].dims)
+
+    def param_values(self, overrides=None, grid=None):
+        """Defaults, then overrides, then grid values.  Params left without a value map
+        to None."""
+        vals = {n: p.default for n, p in self.params.items()}
+        for src in (overrides or {}), (grid or {}):
+            for k, v in src.items():
+                if k not in vals:
+                    raise DtlError("%s: no param named %s" % (self.path, k))
+                vals[k] = int(v)
+        return vals
+
+
+def accesses(e):
+    """All access nodes of an expression, left to right."""
+    if e[0] == "acc":
+        return [e]
+    if e[0] == "num":
+        return []
+    if e[0] == "neg":
+        return accesses(e[1])
+    return accesses(e[1]) + accesses(e[2])
+
+
+def expr_str(e, prec=0):
+    k = e[0]
+    if k == "acc":
+        return e[1] + ("(%s)" % ", ".join(e[2]) if e[2] else "")
+    if k == "num":
+        return repr(e[1]) if not e[2] else str(e[1])
+    if k == "neg":
+        return "-" + expr_str(e[1], 3)
+    p = 1 if k in "+-" else 2
+    s = "%s %s %s" % (expr_str(e[1], p), k, expr_str(e[2], p + 1))
+    return "(%s)" % s if p < prec else s
+
+
+# ---- parser ----------------------------------------------------------------------------
+
+
+class _Parser:
+    def __init__(self, text, path):
+        self.toks = tokenize(text, path)
+        self.i = 0
+        self.path = path
+        self.prog = Program(path)
+
+    def peek(self, k=0):
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def next(self):
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def error(self, tok, msg):
+        raise DtlError("%s:%d:%d: %s (at %r)" % (self.path, tok.line, tok.col, msg, tok.text))
+
+    def accept(self, text):
+        if self.peek().text == text and self.peek().kind in ("op", "id"):
+            return self.next()
+        return None
+
+    def expect(self, text):
+        t = self.next()
+        if t.text != text:
+            self.error(t, "expected %r" % text)
+        return t
+
+    def ident(self):
+        t = self.next()
+        if t.kind != "id":
+            self.error(t, "expected an identifier")
+        return t.text
+
+    def integer(self):
+        t = self.next()
+        if t.kind != "num" or not t.text.isdigit():
+            self.error(t, "expected an integer")
+        return int(t.text)
+
+    def size(self):
+        t = self.next()
+        if t.kind == "num" and t.text.isdigit():
+            return int(t.text)
+        if t.kind == "id":
+            return t.text
+        self.error(t, "expected an integer or a param")
+
+    def parse(self):
+        while self.peek().kind != "eof":
+            t = self.peek()
+            if t.kind == "id" and t.text == "param":
+                self.param_decl()
+            elif t.kind == "id" and t.text == "machine":
+                self.machine_decl()
+            elif t.kind == "id" and t.text == "tensor":
+                self.tensor_decl()
+            else:
+                self.statement()
+        self.check()
+        return self.prog
+
+    # param NAME [= INT] ;
+    def param_decl(self):
+        self.expect("param")
+        name = self.ident()
+        default = None
+        if self.accept("="):
+            default = self.integer()
+        self.expect(";")
+        if name in self.prog.params and not self.prog.params[name].is_grid:
+            raise DtlError("%s: param %s declared twice" % (self.path, name))
+        if name in self.prog.params:
+            self.prog.params[name].default = default
+        else:
+            self.prog.params[name] = Param(name, default)
+
+    # grid = (grid|Grid) ( SIZE, ... ) [: KIND]
+    def grid(self):
+        t = self.next()
+        if t.text not in ("grid", "Grid"):
+            self.error(t, "expected grid(...)")
+        self.expect("(")
+        dims = [self.size()]
+        while self.accept(","):
+            dims.append(self.size())
+        self.expect(")")
+        if self.accept(":"):
+            self.ident()
+        for d in dims:
+            if isinstance(d, str):
+                if d not in self.prog.params:
+                    self.prog.params[d] = Param(d, None, True)
+                else:
+                    self.prog.params[d].is_grid = True
+        return dims
+
+    # machine M = grid | [ grid, ... ] ;
+    def machine_decl(self):
+        self.expect("machine")
+        name = self.ident()
+        self.expect("=")
+        if self.accept("["):
+            levels = [self.grid()]
+            while self.accept(","):
+                levels.append(self.grid())
+            self.expect("]")
+        else:
+            levels = [self.grid()]
+        self.expect(";")
+        self.prog.machines[name] = Machine(name, levels)
+
+    # tensor NAME [( SIZE, ... )] [TYPE] [FORMAT] [@ DIST] ;
+    def tensor_decl(self):
+        self.expect("tensor")
+        name = self.ident()
+        dims = []
+        if self.accept("("):
+            dims.append(self.size())
+            while self.accept(","):
+                dims.append(self.size())
+            self.expect(")")
+        type_ = "double"
+        if self.peek().text in DTYPES:
+            type_ = self.next().text
+        fmt = None
+        if self.peek().text in FORMAT_WORDS:
+            fmt = self.next().text
+        elif self.peek().text == "{":
+            self.next()
+            fmt = [self.ident()]
+            while self.accept(","):
+                fmt.append(self.ident())
+            self.expect("}")
+        dist = None
+        if self.accept("@"):
+            start = self.peek()
+            parts = []
+            while self.peek().text != ";" and self.peek().kind != "eof":
+                parts.append(self.next().text)
+            dist = " ".join(parts)
+            if not parts:
+                self.error(start, "expected a distribution")
+        self.expect(";")
+        if name in self.prog.tensors:
+            raise DtlError("%s: tensor %s declared twice" % (self.path, name))
+        self.prog.tensors[name] = Tensor(name, dims, type_, dist, fmt)
+
+    # access = NAME [( [VAR, ...] )]
+    def access(self):
+        name = self.ident()
+        vars_ = []
+        if self.peek().text == "(":
+            self.next()
+            if not self.accept(")"):
+                vars_.append(self.ident())
+                while self.accept(","):
+                    vars_.append(self.ident())
+                self.expect(")")
+        return name, vars_
+
+    # stmt = access (= | +=) expr { . NAME ( balanced ) } ;
+    def statement(self):
+        line = self.peek().line
+        lhs, lhs_vars = self.access()
+        t = self.next()
+        if t.text not in ("=", "+="):
+            self.error(t, "expected '=' or '+='")
+        rhs = self.expr()
+        sched = []
+        while self.peek().text == ".":
+            self.next()
+            cmd = self.ident()
+            self.expect("(")
+            depth, args = 1, []
+            while depth:
+                a = self.next()
+                if a.kind == "eof":
+                    self.error(a, "unbalanced parentheses in schedule")
+                depth += {"(": 1, ")": -1}.get(a.text, 0) if a.kind == "op" else 0
+                if depth:
+                    args.append(a.text)
+            sched.append("%s(%s)" % (cmd, " ".join(args)))
+        self.expect(";")
+        self.prog.stmts.append(Stmt(lhs, lhs_vars, t.text == "+=", rhs, ".".join(sched), line))
+
+    # expr = term { (+|-) term }
+    def expr(self):
+        e = self.term()
+        while self.peek().kind == "op" and self.peek().text in ("+", "-"):
+            op = self.next().text
+            e = (op, e, self.term())
+        return e
+
+    # term = unary { (*|/) unary }
+    def term(self):
+        e = self.unary()
+        while self.peek().kind == "op" and self.peek().text in ("*", "/"):
+            op = self.next().text
+            e = (op, e, self.unary())
+        return e
+
+    # unary = - unary | primary
+    def unary(self):
+        if self.peek().kind == "op" and self.peek().text == "-":
+            self.next()
+            return ("neg", self.unary())
+        return self.primary()
+
+    # primary = NUM | access | ( expr )
+    def primary(self):
+        t = self.peek()
+        if t.kind == "num":
+            self.next()
+            if re.fullmatch(r"[0-9]+", t.text):
+                return ("num", int(t.text), True)
+            return ("num", float(t.text), False)
+        if t.kind == "op" and t.text == "(":
+            self.next()
+            e = self.expr()
+            self.expect(")")
+            return e
+        if t.kind == "id":
+            name, vars_ = self.access()
+            return ("acc", name, tuple(vars_))
+        self.error(t, "expected an expression")
+
+    def check(self):
+        prog = self.prog
+        for t in prog.tensors.values():
+            for d in t.dims:
+                if isinstance(d, str) and d not in prog.params:
+                    raise DtlError("%s: tensor %s: unknown param %s" % (self.path, t.name, d))
+        for s in prog.stmts:
+            for name, vars_ in [(s.lhs, s.lhs_vars)] + [(a[1], a[2]) for a in accesses(s.rhs)]:
+                if name not in prog.tensors:
+                    raise DtlError("%s:%d: unknown tensor %s" % (self.path, s.line, name))
+                if len(vars_) != prog.tensors[name].order:
+                    raise DtlError("%s:%d: %s has order %d, accessed with %d indices"
+                                   % (self.path, s.line, name, prog.tensors[name].order, len(vars_)))
+            if len(set(s.lhs_vars)) != len(s.lhs_vars):
+                raise DtlError("%s:%d: repeated index variable on the left" % (self.path, s.line))
+
+
+def parse(text, path="<string>"):
+    return _Parser(text, path).parse()
+
+
+def parse_file(path):
+    with open(path) as f:
+        return parse(f.read(), path)
+
+
+# ---- distributions -------------------------------------------------------------------
+
+
+def _dist_side(tokens):
+    """Entries of one side of `X -> Y`: compact (each character one entry) or with
+    commas.  Entries are names, ints (fixed coordinates) or '*'."""
+    if "," in tokens:
+        items, cur = [], ""
+        for t in tokens + [","]:
+            if t == ",":
+                items.append(cur)
+                cur = ""
+            else:
+                cur += t
+    else:
+        items = list("".join(tokens))
+    return [int(x) if x.isdigit() else x for x in items]
+
+
+def dist_levels(tensor):
+    """(machine name, [(X entries, Y entries) per level]) of a tensor's distribution, or
+    None when it has none."""
+    if tensor.dist_text is None:
+        return None
+    toks = tensor.dist_text.split(" ")
+    if len(toks) < 4 or toks[1] != "(" or toks[-1] != ")":
+        raise DtlError("tensor %s: bad distribution %r" % (tensor.name, tensor.dist_text))
+    levels = []
+    body = toks[2:-1]
+    while body:
+        n = body.index(";") if ";" in body else len(body)
+        lvl, body = body[:n], body[n + 1:]
+        if lvl.count("->") != 1:
+            raise DtlError("tensor %s: a level needs one '->'" % tensor.name)
+        a = lvl.index("->")
+        levels.append((_dist_side(lvl[:a]), _dist_side(lvl[a + 1:])))
+    return toks[0], levels
+
+
+def check_distributions(prog, params=None):
+    """The rules of LANGUAGE.md section 3 for every distribution; raises DtlError."""
+    for t in prog.tensors.values():
+        d = dist_levels(t)
+        if d is None:
+            continue
+        mname, levels = d
+        if mname not in prog.machines:
+            raise DtlError("tensor %s: no machine named %s" % (t.name, mname))
+        m = prog.machines[mname]
+        if len(levels) > len(m.levels):
+            raise DtlError("tensor %s: more levels than machine %s has" % (t.name, mname))
+        for n, (x, y) in enumerate(levels):
+            if n == 0 and len(x) != t.order:
+                raise DtlError("tensor %s: |X| = %d, order %d" % (t.name, len(x), t.order))
+            if len(y) != len(m.levels[n]):
+                raise DtlError("tensor %s: |Y| = %d, machine level has %d dims"
+                               % (t.name, len(y), len(m.levels[n])))
+            if any(not isinstance(e, str) for e in x) or len(set(x)) != len(x):
+                raise DtlError("tensor %s: X must be distinct names" % t.name)
+            names = [e for e in y if isinstance(e, str) and e != "*"]
+            if len(set(names)) != len(names) or not set(names) <= set(x):
+                raise DtlError("tensor %s: Y names must be distinct names of X" % t.name)
+            for e, dim in zip(y, m.levels[n]):
+                if isinstance(e, int) and params is not None:
+                    size = prog.size(dim, params) if isinstance(dim, int) or params.get(dim) else None
+                    if size is not None and e >= size:
+                        raise DtlError("tensor %s: coordinate %d outside a machine dim of %d"
+                                       % (t.name, e, size))
+
+
+# ---- evaluation ----------------------------------------------------------------------
+
+
+def _align(arr, vars_, union, extents):
+    """View arr (axes named by the distinct vars_) with axes in the order of union,
+    size-1 axes for the vars it lacks."""
+    perm = sorted(range(len(vars_)), key=lambda a: union.index(vars_[a]))
+    arr = np.transpose(arr, perm) if perm != list(range(len(vars_))) else arr
+    present = set(vars_)
+    return np.reshape(arr, tuple(extents[v] if v in present else 1 for v in union))
+
+
+def _c_div(a, b):
+    """Division of the C language: integers truncate toward zero."""
+    if np.issubdtype(np.result_type(a, b), np.integer):
+        a, b = np.asarray(a), np.asarray(b)
+        if np.any(b == 0):
+            raise DtlError("integer division by zero")
+        q = np.abs(a) // np.abs(b)
+        return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(a, b)
+
+
+def _store_cast(x, dtype):
+    x = np.asarray(x)
+    if np.issubdtype(dtype, np.integer) and not np.issubdtype(x.dtype, np.integer):
+        x = np.trunc(x)
+    return x.astype(dtype)
+
+
+def var_extents(prog, stmt, params):
+    """Extent of every index variable of a statement; conflicting extents are an error."""
+    ext = {}
+    for name, vars_ in [(stmt.lhs, stmt.lhs_vars)] + [(a[1], a[2]) for a in accesses(stmt.rhs)]:
+        for v, n in zip(vars_, prog.shape(name, params)):
+            if ext.setdefault(v, n) != n:
+                raise DtlError("%s:%d: index variable %s has conflicting extents %d and %d"
+                               % (prog.path, stmt.line, v, ext[v], n))
+    return ext
+
+
+def summed_vars(stmt):
+    """Variables that appear only on the right side, in order of first appearance."""
+    out = []
+    for a in accesses(stmt.rhs):
+        for v in a[2]:
+            if v not in stmt.lhs_vars and v not in out:
+                out.append(v)
+    return out
+
+
+def _count(e, counts):
+    for a in accesses(e):
+        for v in a[2]:
+            counts[v] = counts.get(v, 0) + 1
+    return counts
+
+
+def eval_expr(e, env, mags, extents, summed, totals):
+    """Evaluate e.  Returns (value, magnitude, vars): arrays whose axes are the distinct
+    free variables vars.  A summed variable is reduced at the first (smallest) node
+    whose subtree holds all of its occurrences."""
+    k = e[0]
+    if k == "acc":
+        arr, mag = env[e[1]], mags[e[1]]
+        vars_ = list(e[2])
+        uniq = list(dict.fromkeys(vars_))
+        if len(uniq) != len(vars_):  # repeated variable: a diagonal
+            letters = {v: chr(ord("a") + n) for n, v in enumerate(uniq)}
+            sub = "".join(letters[v] for v in vars_) + "->" + "".join(letters[v] for v in uniq)
+            arr, mag = np.einsum(sub, arr), np.einsum(sub, mag)
+        val, mag, vars_ = np.asarray(arr), np.asarray(mag), uniq
+    elif k == "num":
+        val, mag, vars_ = e[1], np.float64(abs(e[1])), []
+    elif k == "neg":
+        v, m, vars_ = eval_expr(e[1], env, mags, extents, summed, totals)
+        val, mag = -v, m
+    else:
+        va, ma, xa = eval_expr(e[1], env, mags, extents, summed, totals)
+        vb, mb, xb = eval_expr(e[2], env, mags, extents, summed, totals)
+        vars_ = xa + [v for v in xb if v not in xa]
+        if isinstance(va, np.ndarray):
+            va, ma = _align(va, xa, vars_, extents), _align(ma, xa, vars_, extents)
+        if isinstance(vb, np.ndarray):
+            vb, mb = _align(vb, xb, vars_, extents), _align(mb, xb, vars_, extents)
+        if k == "+":
+            val, mag = va + vb, ma + mb
+        elif k == "-":
+            val, mag = va - vb, ma + mb
+        elif k == "*":
+            val, mag = va * vb, ma * mb
+        else:
+            val = _c_div(va, vb)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                absb = np.abs(np.asarray(vb, dtype=np.float64))
+                mag = (ma + np.abs(np.asarray(val, dtype=np.float64)) * mb) / absb
+        if isinstance(val, np.ndarray) and val.ndim:
+            shape = tuple(extents[v] for v in vars_)
+            val, mag = np.broadcast_to(val, shape), np.broadcast_to(mag, shape)
+    here = _count(e, {})
+    red = [v for v in vars_ if v in summed and here.get(v, 0) == totals[v]]
+    if red:
+        axes = tuple(vars_.index(v) for v in red)
+        val = np.asarray(val)
+        dt = val.dtype
+        val = val.sum(axis=axes, dtype=dt)
+        mag = np.asarray(mag).sum(axis=axes, dtype=np.float64)
+        vars_ = [v for v in vars_ if v not in red]
+    return val, mag, vars_
+
+
+def run_stmt(prog, stmt, params, env, mags):
+    """Execute one statement on env (tensor values) and mags (their magnitudes)."""
+    extents = var_extents(prog, stmt, params)
+    summed = summed_vars(stmt)
+    totals = _count(stmt.rhs, {})
+    t = prog.tensors[stmt.lhs]
+    val, mag, vars_ = eval_expr(stmt.rhs, env, mags, extents, summed, totals)
+    shape = tuple(extents[v] for v in stmt.lhs_vars)
+    lhs = list(stmt.lhs_vars)
+    val = np.broadcast_to(_align(np.asarray(val), vars_, lhs, extents), shape)
+    mag = np.broadcast_to(_align(np.asarray(mag, dtype=np.float64), vars_, lhs, extents), shape)
+    if stmt.accumulate:
+        env[t.name] = _store_cast(env[t.name] + val, t.dtype)
+        mags[t.name] = mags[t.name] + mag
+    else:
+        env[t.name] = _store_cast(val, t.dtype)
+        mags[t.name] = np.array(mag, dtype=np.float64)
+
+
+def evaluate(prog, params, inputs):
+    """Run the program.  params: param values (see Program.param_values); inputs:
+    tensor name -> array (tensors not given start as zeros).  Returns (values,
+    magnitudes), dicts of arrays for every tensor."""
+    env, mags = {}, {}
+    for name, t in prog.tensors.items():
+        shape = prog.shape(name, params)
+        if name in inputs:
+            a = np.asarray(inputs[name])
+            if a.shape != shape:
+                raise DtlError("input %s has shape %s, expected %s" % (name, a.shape, shape))
+            env[name] = a.astype(t.dtype, copy=True)
+        else:
+            env[name] = np.zeros(shape, t.dtype)
+        mags[name] = np.abs(env[name].astype(np.float64))
+    for s in prog.stmts:
+        run_stmt(prog, s, params, env, mags)
+    return env, mags
+
+
+def random_inputs(prog, params, rng, names=None):
+    """Random arrays for tensors: float uniform in [-1, 1), integers in [-4, 4]."""
+    out = {}
+    for name in names if names is not None else prog.tensors:
+        t = prog.tensors[name]
+        shape = prog.shape(name, params)
+        if np.issubdtype(t.dtype, np.integer):
+            a = rng.integers(-4, 5, size=shape).astype(t.dtype)
+        else:
+            a = rng.uniform(-1.0, 1.0, size=shape).astype(t.dtype)
+        out[name] = np.asarray(a)
+    return out
+
+
+def compare(tensor, got, want, mag):
+    """Check got against the oracle.  Returns None when it matches, else a message."""
+    got = np.asarray(got)
+    if got.dtype != tensor.dtype:
+        return "%s: dtype %s, expected %s" % (tensor.name, got.dtype, tensor.dtype)
+    if got.shape != want.shape:
+        return "%s: shape %s, expected %s" % (tensor.name, got.shape, want.shape)
+    if np.issubdtype(tensor.dtype, np.integer):
+        bad = got != want
+        tol = np.zeros(want.shape)
+    else:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        tol = RTOL[tensor.type] * np.asarray(mag) + 1e-300
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(g - w) <= tol)
+    nbad = int(np.count_nonzero(bad))
+    if not nbad:
+        return None
+    idx = tuple(int(x) for x in np.argwhere(bad)[0]) if got.ndim else ()
+    return "%s: %d of %d elements differ; first at %s: got %r, expected %r (tolerance %.3g)" % (
+        tensor.name, nbad, max(1, want.size), list(idx), got[idx].item(), want[idx].item(),
+        float(np.asarray(tol)[idx]))

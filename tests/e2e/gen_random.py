@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""gen_random.py -- random valid .dtl programs, compiled, run and checked with the oracle.
+
+Each program has 1 to 4 input tensors of orders 0 to 4 (at most 5 distinct index
+variables, extents 1..9 through params or literals), an output of order 0 to 3, an
+expression of sums and products (and negations, constants, and divisions by constants
+for floating types), a random element type (mostly double), a 1-D to 3-D machine, a
+random distribution (or none) for every tensor, and a random valid schedule built by
+simulating the loop nest command by command (LANGUAGE.md section 5):
+  - the initial loop order is the order of first appearance of the index variables,
+    reading the left side first, then the right side;
+  - divide/split (fresh names), reorder (a permutation of directly nested loops),
+    fuse/collapse (two directly nested loops);
+  - distribute: a group of directly nested loops (the k-th onto grid dimension k),
+    moved outermost first or left under sequential loops, or the compound
+    distribute({..}, {..}, {..}, M) with M a machine, an inline grid or a tensor;
+  - more divide/split/reorder/fuse below the distributed loops;
+  - rotate(t, {distributed loops}, r) of a loop nested under the distributed ones;
+  - communicate(T, v) at distributed loops or loops nested under them.
+Each program is run at a random rank count that fits its machine and compared with the
+oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it.
+
+usage: gen_random.py [--count N] [--seed S] [--long] [-j N] [--keep] [--print]
+"""
+
+import argparse
+import os
+import random
+import sys
+import time
+import shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+import dtl  # noqa: E402
+import run_e2e  # noqa: E402
+from run_e2e import Run, Runner, grid_fit  # noqa: E402
+
+VARS = ["i", "j", "k", "l", "m"]
+TYPES = ["double"] * 12 + ["float"] * 3 + ["int32"] * 2 + ["int64"] * 2
+
+
+class Nest:
+    """The loop nest of a statement while its schedule is built: loop names outermost
+    first, their extents, the distributed group, and the original variables each loop
+    derives from."""
+
+    def __init__(self, order, extents):
+        self.loops = list(order)
+        self.ext = dict(extents)
+        self.origin = {v: {v} for v in order}
+        self.dist = []  # the distributed loops, in grid-dimension order
+        self.cmds = []
+        self.counter = 0
+
+    def fresh(self, base):
+        self.counter += 1
+        return "%s%d" % (base, self.counter)
+
+    def below_group(self):
+        """Index of the first loop that may be transformed: below the distributed group."""
+        if not self.dist:
+            return 0
+        return max(self.loops.index(v) for v in self.dist) + 1
+
+    def divide(self, v, n, split=False, factor_text=None):
+        o, i = self.fresh(v + "o"), self.fresh(v + "i")
+        e = self.ext[v]
+        if split:
+            self.ext[o], self.ext[i] = -(-e // n), n
+        else:
+            self.ext[o], self.ext[i] = n, -(-e // n)
+        k = self.loops.index(v)
+        self.loops[k:k + 1] = [o, i]
+        self.origin[o] = self.origin[i] = self.origin[v]
+        self.cmds.append("%s(%s, %s, %s, %s)" % ("split" if split else "divide", v, o, i,
+                                                 factor_text or n))
+        return o, i
+
+    def reorder(self, start, perm):
+        window = self.loops[start:start + len(perm)]
+        new = [window[p] for p in perm]
+        self.loops[start:start + len(perm)] = new
+        self.cmds.append("reorder({%s})" % ", ".join(new))
+
+    def fuse(self, k, word="fuse"):
+        a, b = self.loops[k], self.loops[k + 1]
+        f = self.fresh("f")
+        self.ext[f] = self.ext[a] * self.ext[b]
+        self.origin[f] = self.origin[a] | self.origin[b]
+        self.loops[k:k + 2] = [f]
+        self.cmds.append("%s(%s, %s, %s)" % (word, a, b, f))
+
+    def distribute(self, group):
+        self.dist = list(group)
+        self.cmds.append("distribute(%s)" % (group[0] if len(group) == 1 and self.counter % 2
+                                             else "{%s}" % ", ".join(group)))
+
+    def distribute_compound(self, targets, gdims, mtext):
+        outs, ins = [], []
+        for t, g in zip(targets, gdims):
+            o, i = self.fresh(t + "o"), self.fresh(t + "i")
+            self.ext[o], self.ext[i] = g, -(-self.ext[t] // g)
+            self.origin[o] = self.origin[i] = self.origin[t]
+            outs.append(o)
+            ins.append(i)
+        rest = [ins[targets.index(v)] if v in targets else v for v in self.loops]
+        self.loops = outs + rest
+        self.dist = outs
+        self.cmds.append("distribute({%s}, {%s}, {%s}, %s)" % (
+            ", ".join(targets), ", ".join(outs), ", ".join(ins), mtext))
+
+    def rotate(self, t, group):
+        r = self.fresh(t + "r")
+        k = self.loops.index(t)
+        self.loops[k] = r
+        self.ext[r] = self.ext[t]
+        self.origin[r] = self.origin[t]
+        self.cmds.append("rotate(%s, {%s}, %s)" % (t, ", ".join(group), r))
+
+    def communicate(self, tensors, v):
+        self.cmds.append("communicate(%s, %s)" % (
+            tensors[0] if len(tensors) == 1 else "{%s}" % ", ".join(tensors), v))
+
+
+def _parse_stmt(names, tvars, text):
+    """The statement as the oracle's parser reads it (shapes do not matter here)."""
+    decls = "".join("tensor %s%s;\n" % (n, "(%s)" % ", ".join("1" for _ in tvars[n]) if tvars[n] else "")
+                    for n in names)
+    return dtl.parse(decls + text + ";", "stmt").stmts[0]
+
+
+def _placement(e, path, out):
+    k = e[0]
+    if k == "acc":
+        for v in e[2]:
+            out.setdefault(v, []).append(path)
+    elif k == "neg":
+        _placement(e[1], path + (0,), out)
+    elif k != "num":
+        _placement(e[1], path + (0,), out)
+        _placement(e[2], path + (1,), out)
+    return out
+
+
+def _node(e, path):
+    for p in path:
+        e = e[1 + p]
+    return e
+
+
+def loop_order(stmt):
+    """The loops a schedule may name, in their initial order: the left side's variables,
+    then the summed variables in order of first appearance on the right, except those
+    whose summation sits under a sum, a difference, a negation or a division (it is
+    placed around the smallest subexpression holding all their occurrences, and only
+    products let it move out to the whole statement)."""
+    occ = _placement(stmt.rhs, (), {})
+    order = list(stmt.lhs_vars)
+    for a in dtl.accesses(stmt.rhs):
+        for v in a[2]:
+            if v in order:
+                continue
+            paths = occ[v]
+            lca = paths[0]
+            for q in paths[1:]:
+                n = 0
+                while n < min(len(lca), len(q)) and lca[n] == q[n]:
+                    n += 1
+                lca = lca[:n]
+            if all(_node(stmt.rhs, lca[:d])[0] == "*" for d in range(len(lca))):
+                order.append(v)
+    return order
+
+
+def structural(rng, nest, start, count, params_decl):
+    """count random divide/split/reorder/fuse commands on the loops from index start."""
+    for _ in range(count):
+        region = nest.loops[start:]
+        if not region:
+            return
+        c = rng.random()
+        if c < 0.45:
+            v = rng.choice(region)
+            n = rng.randint(1, 4)
+            text = None
+            if rng.random() < 0.15:  # a param as the factor
+                name = "s%d" % len(params_decl)
+                params_decl.append((name, n))
+                text = name
+            nest.divide(v, n, split=rng.random() < 0.5, factor_text=text)
+        elif c < 0.8 and len(region) >= 2:
+            w = rng.randint(2, min(4, len(region)))
+            s = start + rng.randint(0, len(region) - w)
+            perm = list(range(w))
+            while perm == sorted(perm):
+                rng.shuffle(perm)
+            nest.reorder(s, perm)
+        elif len(region) >= 2:
+            k = start + rng.randint(0, len(region) - 2)
+            nest.fuse(k, "fuse" if rng.random() < 0.7 else "collapse")
+
+
+def gen_program(seed, max_ranks=6):
+    """(text, runtime param overrides, rank count) of a random program."""
+    rng = random.Random(seed)
+    type_ = rng.choice(TYPES)
+    is_int = type_.startswith("int")
+
+    # index variables and their extents
+    nvars = rng.choice([1, 2, 2, 3, 3, 3, 4, 4, 5])
+    vars_ = VARS[:nvars]
+    ext = {v: rng.randint(1, 9) for v in vars_}
+    params_decl = []  # (name, default)
+    overrides = {}
+    size_text = {}
+    for v in vars_:
+        if rng.random() < 0.75:
+            name = "n" + v
+            default = ext[v] if rng.random() < 0.6 else rng.randint(1, 9)
+            params_decl.append((name, default))
+            if default != ext[v]:
+                overrides[name] = ext[v]
+            size_text[v] = name
+        else:
+            size_text[v] = str(ext[v])
+
+    # tensors: the output, then the inputs; every variable used somewhere
+    out_order = rng.choice([0, 1, 1, 2, 2, 2, 3])
+    out_vars = rng.sample(vars_, min(out_order, nvars))
+    inputs = []
+    for _ in range(rng.choice([1, 2, 2, 2, 3, 3, 4])):
+        order = rng.choice([0, 1, 1, 2, 2, 2, 3, 3, 4])
+        inputs.append(rng.sample(vars_, min(order, nvars)))
+    for v in vars_:
+        used_rhs = any(v in t for t in inputs)
+        if not used_rhs and (v not in out_vars or rng.random() < 0.85):
+            cands = [t for t in inputs if len(t) < 4]
+            if cands:
+                rng.choice(cands).append(v)
+    used = set(out_vars) | {v for t in inputs for v in t}
+    vars_ = [v for v in vars_ if v in used]
+
+    names = ["A"] + ["B", "C", "D", "E"][:len(inputs)]
+    tvars = {"A": out_vars}
+    tvars.update({n: t for n, t in zip(names[1:], inputs)})
+
+    # the expression: every input once, combined at random
+    def literal():
+        if is_int or rng.random() < 0.5:
+            return str(rng.randint(1, 3))
+        return rng.choice(["0.5", "1.5", "2.0", "0.25", "1e-1"])
+
+    def acc(n):
+        return "%s(%s)" % (n, ", ".join(tvars[n])) if tvars[n] else n
+
+    terms = [acc(n) for n in names[1:]]
+    rng.shuffle(terms)
+    while len(terms) > 1:
+        a, b = terms.pop(), terms.pop()
+        op = rng.choice(["*"] * 6 + ["+"] * 3 + ["-"] * 2)
+        e = "%s %s %s" % (a, op, b)
+        if rng.random() < 0.5 or op != "*":
+            e = "(%s)" % e
+        terms.insert(rng.randint(0, len(terms)), e)
+    expr = terms[0]
+    r = rng.random()
+    if r < 0.1:
+        expr = "-" + expr if expr.startswith("(") else "-(%s)" % expr
+    elif r < 0.2:
+        expr = "%s * %s" % (literal(), expr)
+    elif r < 0.3:
+        expr = "%s + %s" % (expr, literal())
+    elif r < 0.35 and not is_int:
+        expr = "%s / %s" % (expr, rng.choice(["2", "4.0", "0.5"]))
+
+    # the machine
+    ndims = rng.choice([1, 2, 2, 3])
+    while True:
+        gdims = []
+        if ndims >= 2 and rng.random() < 0.12:
+            gdims = ["q"] * ndims if rng.random() < 0.5 else ["q", "q"] + ["gc"] * (ndims - 2)
+        else:
+            for d in range(ndims):
+                gdims.append(str(rng.randint(1, 3)) if rng.random() < 0.2 else "g%d" % d)
+        text_dims = ", ".join(gdims)
+        probe = dtl.parse("machine M = grid(%s);" % text_dims)
+        fits = [p for p in range(1, max_ranks + 1) if grid_fit(probe, p, probe.param_values())]
+        if fits:
+            break
+    nranks = rng.choice(fits)
+    _, gvals = grid_fit(probe, nranks, probe.param_values())
+    gsize = [int(d) if d.isdigit() else gvals[d] for d in gdims]
+
+    # distributions
+    decls = []
+    dist_of = {}
+    for n in names:
+        vs = tvars[n]
+        dims_text = "(%s)" % ", ".join(size_text[v] for v in vs) if vs else ""
+        dist = ""
+        if vs and rng.random() < 0.8:
+            # names longer than a character need the comma form, which needs two
+            # entries on each side (one entry is always read compactly)
+            long_names = len(vs) >= 2 and ndims >= 2 and rng.random() < 0.3
+            xnames = ["d%d" % q for q in range(len(vs))] if long_names else ["a", "b", "c", "d"][:len(vs)]
+            free = list(xnames)
+            y = []
+            for g, gs in zip(gdims, gsize):
+                c = rng.random()
+                if c < 0.55 and free:
+                    y.append(free.pop(rng.randrange(len(free))))
+                elif c < 0.75:
+                    y.append(str(rng.randrange(int(g))) if g.isdigit() else "0")
+                else:
+                    y.append("*")
+            compact = all(len(x) == 1 for x in xnames) and rng.random() < 0.8
+            sep = "" if compact else ","
+            dist = " @ M(%s -> %s)" % (sep.join(xnames), sep.join(y))
+            dist_of[n] = True
+        decls.append("tensor %s%s%s%s;" % (n, dims_text, "" if type_ == "double" and rng.random() < 0.5
+                                           else " " + type_, dist))
+
+    # the schedule, by simulating the loop nest
+    accumulate = rng.random() < 0.2
+    stmt_text = "%s %s %s" % (acc("A"), "+=" if accumulate else "=", expr)
+    nest = Nest(loop_order(_parse_stmt(names, tvars, stmt_text)), ext)
+    structural(rng, nest, 0, rng.choice([0, 0, 1, 1, 2]), params_decl)
+    r = rng.random()
+    if r < 0.45:  # plain distribute
+        k = rng.randint(1, min(ndims, len(nest.loops))) if nest.loops else 0
+        if k:
+            if rng.random() < 0.8 or len(nest.loops) == k:
+                group = rng.sample(nest.loops, k)
+                pos = max(nest.loops.index(v) for v in group)
+                window = nest.loops[:pos + 1]
+                new = group + [v for v in window if v not in group]
+                if new != window:
+                    nest.reorder(0, [window.index(v) for v in new])
+                nest.distribute(group)
+            else:  # a group left under sequential loops
+                s = rng.randint(1, len(nest.loops) - k)
+                nest.distribute(nest.loops[s:s + k])
+    elif r < 0.85 and nest.loops:  # compound distribute
+        k = min(len(nest.loops), ndims if rng.random() < 0.7 else rng.randint(1, ndims))
+        targets = rng.sample(nest.loops, k)
+        c = rng.random()
+        if c < 0.6:
+            mtext = "M"
+        elif c < 0.8:
+            mtext = "%s(%s)" % (rng.choice(["grid", "Grid"]), text_dims)
+        else:
+            cands = [n for n in names if n in dist_of]
+            mtext = rng.choice(cands) if cands else "M"
+        nest.distribute_compound(targets, gsize[:k], mtext)
+    structural(rng, nest, nest.below_group(), rng.choice([0, 1, 1, 2]), params_decl)
+    start = nest.below_group()
+    if nest.dist and start < len(nest.loops) and rng.random() < 0.3:
+        t = rng.choice(nest.loops[start:])
+        group = rng.sample(nest.dist, rng.randint(1, len(nest.dist)))
+        nest.rotate(t, group)
+    if nest.loops:
+        comm_loops = nest.loops[nest.loops.index(nest.dist[0]):] if nest.dist else nest.loops
+        pending = [n for n in names if rng.random() < 0.45]
+        while pending:
+            grp = pending[:rng.randint(1, len(pending))]
+            pending = pending[len(grp):]
+            nest.communicate(grp, rng.choice(comm_loops))
+    if rng.random() < 0.1 and out_vars:
+        cands = [v for v in nest.loops[nest.below_group():] if nest.origin[v] <= set(out_vars)]
+        if cands:
+            nest.cmds.append("parallelize(%s, cpu_thread)" % rng.choice(cands))
+
+    lines = ["# random program: gen_random.py --seed %d --count 1" % seed]
+    for name, default in params_decl:
+        lines.append("param %s = %d;" % (name, default))
+    lines.append("machine M = grid(%s);" % text_dims)
+    lines += decls
+    stmt = stmt_text
+    for c in nest.cmds:
+        stmt += "\n  .%s" % c
+    lines.append(stmt + ";")
+    return "\n".join(lines) + "\n", overrides, nranks
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--count", type=int, default=None, help="programs (default 200, --long 3000)")
+    ap.add_argument("--seed", type=int, default=None, help="first seed (default: random)")
+    ap.add_argument("--long", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("E2E_JOBS", "2")))
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--print", action="store_true", help="print the programs, run nothing")
+    ap.add_argument("--timeout", type=int, default=run_e2e.RUN_TIMEOUT)
+    ap.add_argument("--max-ranks", type=int, default=None, help="default 6, --long 8")
+    args = ap.parse_args(argv)
+    count = args.count if args.count is not None else (3000 if args.long else 200)
+    max_ranks = args.max_ranks or (8 if args.long else 6)
+    seed0 = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
+    programs = []
+    for s in range(seed0, seed0 + count):
+        text, overrides, nranks = gen_program(s, max_ranks)
+        programs.append((s, text, overrides, nranks))
+    if args.print:
+        for s, text, overrides, nranks in programs:
+            print("%s# run with: -np %d %s\n" % (text, nranks, " ".join(
+                "-%s %d" % kv for kv in overrides.items())))
+        return 0
+    run_e2e.setup_environment()
+    missing = run_e2e.distalc_missing()
+    if missing:
+        print("FAIL  all %d random programs: %s" % (count, missing))
+        print("0 passed, %d failed" % count)
+        return 1
+    workdir = run_e2e.make_workdir(args.keep)
+    runs = []
+    t0 = time.time()
+    runner = Runner(workdir, timeout=args.timeout, jobs=args.jobs)
+    try:
+        os.makedirs(os.path.join(workdir, "src"))
+        for s, text, overrides, nranks in programs:
+            path = os.path.join(workdir, "src", "random_%d.dtl" % s)
+            with open(path, "w") as f:
+                f.write(text)
+            prog = dtl.parse_file(path)  # the generator's own sanity checks
+            dtl.check_distributions(prog)
+            values = prog.param_values(overrides)
+            for st in prog.stmts:
+                dtl.var_extents(prog, st, values)
+            r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s)
+            r.seed_value = s
+            r.text = text
+            runs.append(r)
+
+        def reproduce(run):
+            return "%s %s --seed %d --count 1 --keep\n      program:\n%s" % (
+                run_e2e.PYTHON, os.path.join(HERE, "gen_random.py"), run.seed_value,
+                "\n".join("        " + l for l in run.text.rstrip().splitlines()))
+
+        print("distalc: %s\nmpirun: %s\n%d random programs from seed %d, %d at a time"
+              % (run_e2e.DISTALC, run_e2e.MPIRUN, count, seed0, args.jobs))
+        runner.reproduce = reproduce
+        runner.run_all(runs)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("(%.0f s; seeds %d..%d)" % (time.time() - t0, seed0, seed0 + count - 1))
+    print("%d passed, %d failed" % (runner.passed, runner.failed))
+    return 1 if runner.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

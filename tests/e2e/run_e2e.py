@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""run_e2e.py -- end-to-end tests: compile .dtl programs, run them under mpirun, compare.
+
+Each test case names a .dtl program, param values and a rank count.  The program is
+compiled once with `$DISTALC FILE.dtl --exe -o DIR/prog`; random inputs are written as
+.npy files; the executable runs as
+    $MPIRUN -np P --oversubscribe DIR/prog -PARAM V ... --load T=T.npy ... --save T=OUT.npy
+with a time limit (a hang is a failure), and every saved tensor is compared with the
+NumPy oracle (dtl.py): written tensors with the oracle's result, the others with their
+inputs, which a run must leave unchanged.  Some runs add --validate and must exit 0;
+some are expected to fail cleanly (a rank count that does not fit the machine, a
+missing param, a bad input file): they must exit nonzero, with a message, in time.
+
+usage: run_e2e.py [--suite examples|programs|all] [--long] [-j N] [--only TEXT]
+                  [--keep] [--list] [--timeout S]
+
+Environment (make check sets all of them): DISTALC, MPIRUN, PYTHON, top_srcdir,
+top_builddir, DISTAL_CFLAGS, DISTAL_LIBS.  Prints one PASS/FAIL line per run, the
+commands that reproduce each failure, and last the line `N passed, M failed`; exits 1
+if anything failed.
+"""
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+import dtl  # noqa: E402
+
+TOP_SRCDIR = os.path.abspath(os.environ.get("top_srcdir") or os.path.join(HERE, "..", ".."))
+TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir") or TOP_SRCDIR)
+DISTALC = os.environ.get("DISTALC") or os.path.join(TOP_BUILDDIR, "distalc")
+MPIRUN = os.environ.get("MPIRUN") or "mpirun"
+PYTHON = os.environ.get("PYTHON") or sys.executable
+
+RUN_TIMEOUT = 120
+COMPILE_TIMEOUT = 300
+
+
+def setup_environment():
+    """Defaults for running outside `make check` (which exports all of these)."""
+    env = os.environ
+    for k, v in (("OMPI_ALLOW_RUN_AS_ROOT", "1"), ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                 ("OMPI_MCA_rmaps_base_oversubscribe", "1"), ("OPENBLAS_NUM_THREADS", "1"),
+                 ("OMP_NUM_THREADS", "1")):
+        env.setdefault(k, v)
+    env.setdefault("DISTAL_CFLAGS", "-I%s" % os.path.join(TOP_SRCDIR, "src", "comm"))
+    if "DISTAL_LIBS" not in env:
+        libs = os.path.join(TOP_BUILDDIR, ".libs")
+        env["DISTAL_LIBS"] = "-L%s -Wl,-rpath,%s -ldistal -lopenblas -lm" % (libs, libs)
+
+
+# ---- grids: which rank counts fit a machine ----------------------------------------------
+
+
+def dims_create(n, nd):
+    """MPI_Dims_create(n, nd) as Open MPI computes it: the prime factors of n, largest
+    first, each given to the dimension with the smallest product so far; the result in
+    non-increasing order."""
+    primes, f, m = [], 2, n
+    while f * f <= m:
+        while m % f == 0:
+            primes.append(f)
+            m //= f
+        f += 1
+    if m > 1:
+        primes.append(m)
+    dims = [1] * nd
+    for p in sorted(primes, reverse=True):
+        k = dims.index(min(dims))
+        dims[k] *= p
+    return sorted(dims, reverse=True)
+
+
+def _assignments(names, counts, rest):
+    """Values for the distinct names with prod(v[name]**count) == rest, most balanced first."""
+    out = []
+
+    def rec(k, left, cur):
+        if k == len(names):
+            if left == 1:
+                out.append(dict(cur))
+            return
+        for v in range(1, left + 1):
+            if left % (v ** counts[names[k]]) == 0:
+                cur[names[k]] = v
+                rec(k + 1, left // (v ** counts[names[k]]), cur)
+                del cur[names[k]]
+
+    rec(0, rest, {})
+    out.sort(key=lambda a: (max(a.values()) - min(a.values()), [-a[n] for n in names]))
+    return out
+
+
+def grid_fit(prog, nranks, params):
+    """Whether nranks fits every machine of prog, given param values (None: no value).
+    Returns (explicit, values) or None: explicit are the grid params the run must pass
+    (a param used several times whose value MPI_Dims_create would not produce),
+    values every grid param's value, for the oracle."""
+    values = {k: v for k, v in params.items() if k in prog.grid_params() and v is not None}
+    explicit = {}
+    for m in prog.machines.values():
+        dims = m.dims
+        known, free = 1, []
+        for d in dims:
+            if isinstance(d, int):
+                known *= d
+            elif values.get(d) is not None:
+                known *= values[d]
+            else:
+                free.append(d)
+        if not free:
+            if known != nranks:
+                return None
+            continue
+        if nranks % known:
+            return None
+        rest = nranks // known
+        names = list(dict.fromkeys(free))
+        counts = {n: free.count(n) for n in names}
+        derived = dims_create(rest, len(free))
+        got = {}
+        consistent = True
+        for n, v in zip(free, derived):
+            if got.setdefault(n, v) != v:
+                consistent = False
+        if consistent:
+            values.update(got)
+            continue
+        options = _assignments(names, counts, rest)
+        if not options:
+            return None
+        values.update(options[0])
+        explicit.update(options[0])
+    return explicit, values
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+ERRORS = ("ranks", "param", "shape", "dtype", "option")
+# Output of an mpirun that could not start the job at all.
+MPIRUN_STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
+
+
+class Run:
+    """One execution of one program.
+
+    file: path relative to top_srcdir; nranks: P; params: param values to pass; grid:
+    grid params to pass (None: work them out with grid_fit); validate: add --validate;
+    error: None, or the kind of clean failure expected (ERRORS); fill: instead of
+    --load, use --fill random --seed N and run at every rank count in fill_ranks,
+    checking that all see the same tensors."""
+
+    def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
+                 fill_ranks=None, omit=(), label=""):
+        self.suite, self.file, self.nranks = suite, file, nranks
+        self.params = dict(params or {})
+        self.grid = grid
+        self.validate, self.error, self.fill_ranks = validate, error, fill_ranks
+        self.omit = tuple(omit)  # params not to pass (to test a missing param)
+        self.label = label
+        self.path = file if os.path.isabs(file) else os.path.join(TOP_SRCDIR, file)
+
+    @property
+    def id(self):
+        name = os.path.basename(self.file) if os.path.isabs(self.file) else self.file
+        parts = [name, "np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks
+                                       else self.nranks)]
+        parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
+        parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
+        if self.validate:
+            parts.append("validate")
+        if self.fill_ranks:
+            parts.append("fill")
+        if self.error:
+            parts.append("expect-error-" + self.error)
+        if self.label:
+            parts.append(self.label)
+        return " ".join(parts)
+
+    def seed(self):
+        return zlib.crc32(self.id.encode()) & 0x7FFFFFFF
+
+
+def param_args(name, value, style):
+    """The three spellings LANGUAGE.md allows: -NAME V, --NAME V, --NAME=V."""
+    if style == 0:
+        return ["-" + name, str(value)]
+    if style == 1:
+        return ["--" + name, str(value)]
+    return ["--%s=%s" % (name, value)]
+
+
+class Result:
+    def __init__(self, run):
+        self.run = run
+        self.ok = False
+        self.reason = ""
+        self.details = []  # lines: commands, output tails
+        self.seconds = 0.0
+
+
+class Runner:
+    def __init__(self, workdir, timeout=RUN_TIMEOUT, jobs=2, reproduce=None, verbose=False):
+        self.workdir = workdir
+        self.timeout = timeout
+        self.jobs = jobs
+        self.reproduce = reproduce  # run -> command line that reruns it
+        self.verbose = verbose
+        self.compiled = {}  # path -> (exe or None, message, command)
+        self.compile_locks = {}
+        self.lock = threading.Lock()
+        self.counter = 0
+        self.passed = self.failed = 0
+
+    # -- processes --
+    def execute(self, cmd, cwd, timeout):
+        """Run cmd in its own process group; returns (rc or None on timeout, output)."""
+        # Each run gets its own TMPDIR: mpiruns started at the same moment otherwise race
+        # to create the same Open MPI session directory under /tmp.
+        env = dict(os.environ, TMPDIR=cwd)
+        try:
+            p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+        except OSError as e:
+            return 127, "cannot start %s: %s" % (cmd[0], e)
+        try:
+            out, _ = p.communicate(timeout=timeout)
+            return p.returncode, out.decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    out, _ = p.communicate(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    out = b""
+            else:
+                out = b""
+            return None, (out or b"").decode(errors="replace")
+
+    def compile(self, path):
+        with self.lock:
+            lk = self.compile_locks.setdefault(path, threading.Lock())
+        with lk:
+            if path in self.compiled:
+                return self.compiled[path]
+            with self.lock:
+                self.counter += 1
+                n = self.counter
+            d = os.path.join(self.workdir, "bin%d" % n)
+            os.makedirs(d)
+            exe = os.path.join(d, "prog")
+            cmd = [DISTALC, path, "--exe", "-o", exe]
+            if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
+                res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
+            else:
+                rc, out = self.execute(cmd, d, COMPILE_TIMEOUT)
+                if rc is None:
+                    res = (None, "distalc timed out after %d s\n%s" % (COMPILE_TIMEOUT, out), cmd)
+                elif rc != 0:
+                    res = (None, "distalc exited with %d\n%s" % (rc, out), cmd)
+                elif not os.path.isfile(exe):
+                    res = (None, "distalc exited 0 but wrote no executable %s\n%s" % (exe, out), cmd)
+                else:
+                    res = (exe, out, cmd)
+            self.compiled[path] = res
+            return res
+
+    # -- one run --
+    def run_one(self, run):
+        res = Result(run)
+        t0 = time.time()
+        try:
+            self._run(run, res)
+        except dtl.DtlError as e:
+            res.ok, res.reason = False, "oracle: %s" % e
+        except Exception as e:  # a bug in the test itself must show, not crash the suite
+            import traceback
+            res.ok, res.reason = False, "test harness error: %r" % e
+            res.details.append(traceback.format_exc())
+        res.seconds = time.time() - t0
+        self.report(res)
+        return res
+
+    def _run(self, run, res):
+        prog = dtl.parse_file(run.path)
+        exe, msg, ccmd = self.compile(run.path)
+        res.details.append("compile: " + shlex.join(ccmd))
+        if exe is None:
+            lines = msg.strip().splitlines() or ["(no output)"]
+            first = next((l for l in lines if "error" in l), lines[0])
+            res.reason = "compile failed: " + first.strip()
+            res.details.append(tail(msg))
+            return
+        with self.lock:
+            self.counter += 1
+            d = os.path.join(self.workdir, "run%d" % self.counter)
+        os.makedirs(d)
+        params = prog.param_values({k: v for k, v in run.params.items()}, run.grid or {})
+        if run.fill_ranks:
+            return self._run_fill(run, res, prog, exe, params, d)
+        fit = grid_fit(prog, run.nranks, params)
+        if fit is None and run.error != "ranks":
+            raise dtl.DtlError("%d ranks do not fit the machine of %s" % (run.nranks, run.file))
+        explicit, gvals = fit if fit else ({}, {})
+        pass_params = dict(run.params)
+        pass_params.update(run.grid if run.grid is not None else explicit)
+        for k in run.omit:
+            pass_params.pop(k, None)
+        values = dict(params)
+        values.update(gvals)
+        rng = np.random.default_rng(run.seed())
+        try:
+            inputs = dtl.random_inputs(prog, values, rng)
+        except dtl.DtlError:
+            if run.error != "param":
+                raise
+            inputs = {}
+        cmd = [MPIRUN, "-np", str(run.nranks), "--oversubscribe", exe]
+        style = run.seed() % 3
+        for k, v in pass_params.items():
+            cmd += param_args(k, v, style)
+        outs = {}
+        bad = (prog.read() or list(inputs))[0] if inputs else None  # the file to spoil
+        for name, arr in inputs.items():
+            f = os.path.join(d, "in_%s.npy" % name)
+            if run.error == "shape" and name == bad:
+                arr = np.zeros(tuple(s + 1 for s in arr.shape) or (2,), arr.dtype)
+            if run.error == "dtype" and name == bad:
+                arr = arr.astype(np.int16)
+            np.save(f, np.array(arr, order="C"))  # ascontiguousarray would make 0-d 1-d
+            cmd += ["--load", "%s=%s" % (name, f)]
+        for name in prog.tensors:
+            outs[name] = os.path.join(d, "out_%s.npy" % name)
+            cmd += ["--save", "%s=%s" % (name, outs[name])]
+        if run.validate:
+            cmd.append("--validate")
+        if run.error == "option":
+            cmd.append("--no-such-option")
+        res.details.append("run:     " + shlex.join(cmd))
+        rc, out = self.execute(cmd, d, self.timeout)
+        if rc is None:
+            res.reason = "timed out after %d s (a hang?)" % self.timeout
+            res.details.append(tail(out))
+            return
+        if run.error:
+            if any(p in out for p in MPIRUN_STARTUP_FAILURES):
+                res.reason = "mpirun itself failed to start the job, so the expected failure is untested"
+                res.details.append(tail(out))
+            elif rc == 0:
+                res.reason = "expected a clean failure (%s), but the run exited 0" % run.error
+                res.details.append(tail(out))
+            else:
+                msgs = program_lines(out)
+                repeated = sorted({l for l in msgs if msgs.count(l) > 1})
+                if not msgs and os.path.basename(exe) not in out:
+                    res.reason = "failed (exit %d) as expected, but printed no message" % rc
+                    res.details.append(tail(out))
+                elif repeated and run.nranks > 1:
+                    res.reason = "the message is printed by several ranks, not once by rank 0: %r" % repeated[0]
+                    res.details.append(tail(out))
+                else:
+                    res.ok = True
+                    if self.verbose:
+                        res.details.append(tail("\n".join(msgs), 3))
+            return
+        if rc != 0:
+            res.reason = "exit status %d" % rc + (" with --validate" if run.validate else "")
+            res.details.append(tail(out))
+            return
+        want, mags = dtl.evaluate(prog, values, inputs)
+        errs = []
+        written = set(prog.written())
+        for name, t in prog.tensors.items():
+            if not os.path.isfile(outs[name]):
+                errs.append("%s: --save wrote no file" % name)
+                continue
+            try:
+                got = np.load(outs[name])
+            except Exception as e:
+                errs.append("%s: cannot read the saved file: %s" % (name, e))
+                continue
+            if name in written:
+                e = dtl.compare(t, got, want[name], mags[name])
+            else:
+                e = dtl.compare(t, got, inputs[name], np.zeros(np.shape(inputs[name])))
+                if e:
+                    e = "input modified by the run: " + e
+            if e:
+                errs.append(e)
+        if errs:
+            res.reason = "wrong result: " + errs[0]
+            res.details.extend(errs[1:])
+            res.details.append(tail(out))
+            return
+        res.ok = True
+
+    def _run_fill(self, run, res, prog, exe, params, d):
+        """--fill random --seed S at several rank counts: every run must see the same
+        inputs (they depend on global coordinates only) and compute the oracle's result
+        from them."""
+        written = set(prog.written())
+        first = None
+        for p in run.fill_ranks:
+            fit = grid_fit(prog, p, params)
+            if fit is None:
+                raise dtl.DtlError("%d ranks do not fit the machine of %s" % (p, run.file))
+            explicit, gvals = fit
+            values = dict(params)
+            values.update(gvals)
+            pd = os.path.join(d, "np%d" % p)
+            os.makedirs(pd)
+            cmd = [MPIRUN, "-np", str(p), "--oversubscribe", exe]
+            pp = dict(run.params)
+            pp.update(explicit)
+            for k, v in pp.items():
+                cmd += param_args(k, v, 0)
+            cmd += ["--fill", "random", "--seed", str(run.seed() % 1000 + 1)]
+            outs = {name: os.path.join(pd, "out_%s.npy" % name) for name in prog.tensors}
+            for name, f in outs.items():
+                cmd += ["--save", "%s=%s" % (name, f)]
+            res.details.append("run:     " + shlex.join(cmd))
+            rc, out = self.execute(cmd, pd, self.timeout)
+            if rc != 0:
+                res.reason = ("np=%d: " % p) + ("timed out after %d s" % self.timeout if rc is None
+                                                  else "exit status %d" % rc)
+                res.details.append(tail(out))
+                return
+            got = {}
+            for name, f in outs.items():
+                if not os.path.isfile(f):
+                    res.reason = "np=%d: --save %s wrote no file" % (p, name)
+                    return
+                got[name] = np.load(f)
+            inputs = {k: v for k, v in got.items() if k not in written}
+            for k, v in inputs.items():
+                if not np.all(np.isfinite(v.astype(np.float64))):
+                    res.reason = "np=%d: --fill random produced non-finite values in %s" % (p, k)
+                    return
+            if first is None:
+                first = inputs
+            else:
+                for k in inputs:
+                    if not np.array_equal(first[k], inputs[k]):
+                        res.reason = ("--fill random --seed gives %s different values at np=%d "
+                                      "than at np=%d" % (k, p, run.fill_ranks[0]))
+                        return
+            want, mags = dtl.evaluate(prog, values, inputs)
+            for name in written:
+                e = dtl.compare(prog.tensors[name], got[name], want[name], mags[name])
+                if e:
+                    res.reason = "np=%d: wrong result: %s" % (p, e)
+                    res.details.append(tail(out))
+                    return
+        res.ok = True
+
+    def report(self, res):
+        with self.lock:
+            if res.ok:
+                self.passed += 1
+                print("PASS  %s  (%.1f s)" % (res.run.id, res.seconds))
+                if self.verbose:
+                    for line in res.details:
+                        print("      " + line.replace("\n", "\n      "))
+            else:
+                self.failed += 1
+                print("FAIL  %s: %s" % (res.run.id, res.reason))
+                for line in res.details:
+                    print("      " + line.replace("\n", "\n      "))
+                if self.reproduce:
+                    print("      reproduce: " + self.reproduce(res.run))
+            sys.stdout.flush()
+
+    def run_all(self, runs):
+        with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
+            return list(pool.map(self.run_one, runs))
+
+
+def program_lines(out):
+    """The lines of a run's output that are not inside mpirun's own notices (the blocks
+    between lines of dashes)."""
+    lines, inside = [], False
+    for l in out.splitlines():
+        if l.startswith("-----"):
+            inside = not inside
+            continue
+        if not inside and l.strip():
+            lines.append(l.strip())
+    return lines
+
+
+def tail(text, n=25):
+    lines = text.rstrip().splitlines()
+    if len(lines) > n:
+        lines = ["[... %d lines]" % (len(lines) - n)] + lines[-n:]
+    return "\n".join("| " + l for l in lines) if lines else "| (no output)"
+
+
+def distalc_missing():
+    """A message when there is no distalc to test (the suites then fail, not skip)."""
+    if os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK):
+        return None
+    return "distalc not found at %s (build it, or set DISTALC)" % DISTALC
+
+
+def make_workdir(keep):
+    d = tempfile.mkdtemp(prefix="distal-e2e-")
+    if keep:
+        print("keeping the work directory %s" % d)
+    return d
+
+
+def main(argv=None):
+    import cases
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--suite", choices=["examples", "programs", "all"], default="all")
+    ap.add_argument("--long", action="store_true", help="many more cases")
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("E2E_JOBS", "2")))
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only the cases whose id contains this text (repeatable)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--timeout", type=int, default=RUN_TIMEOUT, help="seconds per run")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    setup_environment()
+
+    runs = []
+    if args.suite in ("examples", "all"):
+        runs += cases.examples(args.long)
+    if args.suite in ("programs", "all"):
+        runs += cases.programs(args.long)
+    if args.only:
+        runs = [r for r in runs if any(o == r.id or o in r.id for o in args.only)]
+    if args.list:
+        for r in runs:
+            print(r.id)
+        return 0
+    if not runs:
+        print("no cases selected")
+        print("0 passed, 1 failed")
+        return 1
+
+    def reproduce(run):
+        return "%s %s --suite %s --only %s --keep" % (
+            PYTHON, os.path.join(TOP_SRCDIR, "tests", "e2e", "run_e2e.py"), run.suite,
+            shlex.quote(run.id))
+
+    missing = distalc_missing()
+    if missing:
+        print("FAIL  all %d runs: %s" % (len(runs), missing))
+        print("0 passed, %d failed" % len(runs))
+        return 1
+    workdir = make_workdir(args.keep)
+    print("distalc: %s\nmpirun: %s\n%d runs, %d at a time" % (DISTALC, MPIRUN, len(runs), args.jobs))
+    t0 = time.time()
+    try:
+        r = Runner(workdir, timeout=args.timeout, jobs=args.jobs, reproduce=reproduce,
+                   verbose=args.verbose)
+        r.run_all(runs)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("(%.0f s)" % (time.time() - t0))
+    print("%d passed, %d failed" % (r.passed, r.failed))
+    return 1 if r.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

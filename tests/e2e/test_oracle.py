@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""test_oracle.py -- checks the NumPy oracle (dtl.py) against a brute-force interpreter.
+
+The interpreter below shares nothing with the oracle but the parser: it walks the
+expression tree once per point of the iteration space, in plain Python, and places
+each summation at the lowest common ancestor of the variable's occurrences, found from
+the occurrences' paths in the tree.  Random small programs are generated as text,
+parsed, run by both, and compared.
+
+usage: test_oracle.py [--count N] [--seed S] [--verbose]
+"""
+
+import argparse
+import itertools
+import os
+import random
+import sys
+
+import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtl  # noqa: E402
+
+# ---- the brute-force interpreter ---------------------------------------------------------
+
+
+def _occurrences(e, path, out):
+    """Collect (var, path-of-access-node) for every variable occurrence."""
+    k = e[0]
+    if k == "acc":
+        for v in e[2]:
+            out.append((v, path))
+    elif k == "neg":
+        _occurrences(e[1], path + (0,), out)
+    elif k in "+-*/":
+        _occurrences(e[1], path + (0,), out)
+        _occurrences(e[2], path + (1,), out)
+    return out
+
+
+def _common_prefix(paths):
+    p = paths[0]
+    for q in paths[1:]:
+        n = 0
+        while n < min(len(p), len(q)) and p[n] == q[n]:
+            n += 1
+        p = p[:n]
+    return p
+
+
+def c_int_div(a, b):
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def wrap(x, type_):
+    """Store a Python number into a tensor element of the given type."""
+    if type_ in ("int32", "int64"):
+        x = int(x)  # truncates toward zero
+        bits = 32 if type_ == "int32" else 64
+        x &= (1 << bits) - 1
+        return x - (1 << bits) if x >> (bits - 1) else x
+    if type_ == "float":
+        return float(np.float32(x))
+    return float(x)
+
+
+def brute_force(prog, params, inputs):
+    env = {}
+    for name, t in prog.tensors.items():
+        a = inputs.get(name)
+        if a is None:
+            a = np.zeros(prog.shape(name, params), t.dtype)
+        env[name] = {idx: a[idx].item() for idx in itertools.product(*[range(n) for n in a.shape])}
+    for s in prog.stmts:
+        ext = {}
+        for name, vars_ in [(s.lhs, s.lhs_vars)] + [(a[1], a[2]) for a in dtl.accesses(s.rhs)]:
+            for v, n in zip(vars_, prog.shape(name, params)):
+                ext[v] = n
+        occ = {}
+        for v, p in _occurrences(s.rhs, (), []):
+            occ.setdefault(v, []).append(p)
+        place = {}  # path -> summed vars placed there
+        for v, paths in occ.items():
+            if v not in s.lhs_vars:
+                place.setdefault(_common_prefix(paths), []).append(v)
+        is_int = all(prog.tensors[a[1]].type in ("int32", "int64") for a in dtl.accesses(s.rhs))
+
+        def ev(e, path, point):
+            sv = place.get(path, [])
+            if sv:
+                total = 0
+                for vals in itertools.product(*[range(ext[v]) for v in sv]):
+                    p2 = dict(point)
+                    p2.update(zip(sv, vals))
+                    total += node(e, path, p2)
+                return total
+            return node(e, path, point)
+
+        def node(e, path, point):
+            k = e[0]
+            if k == "acc":
+                return env[e[1]][tuple(point[v] for v in e[2])]
+            if k == "num":
+                return e[1]
+            if k == "neg":
+                return -ev(e[1], path + (0,), point)
+            a = ev(e[1], path + (0,), point)
+            b = ev(e[2], path + (1,), point)
+            if k == "+":
+                return a + b
+            if k == "-":
+                return a - b
+            if k == "*":
+                return a * b
+            if is_int and isinstance(a, int) and isinstance(b, int):
+                return c_int_div(a, b)
+            return a / b
+
+        t = prog.tensors[s.lhs]
+        new = dict(env[s.lhs])
+        for vals in itertools.product(*[range(ext[v]) for v in s.lhs_vars]):
+            point = dict(zip(s.lhs_vars, vals))
+            x = ev(s.rhs, (), point)
+            new[vals] = wrap(env[s.lhs][vals] + x if s.accumulate else x, t.type)
+        env[s.lhs] = new
+    out = {}
+    for name, t in prog.tensors.items():
+        shape = prog.shape(name, params)
+        a = np.zeros(shape, t.dtype)
+        for idx, x in env[name].items():
+            a[idx] = x
+        out[name] = a
+    return out
+
+
+# ---- random programs --------------------------------------------------------------------
+
+VARS = "ijklm"
+
+
+def random_program(rng):
+    """Text of a random program with 1 to 3 statements over small tensors."""
+    type_ = rng.choice(["double"] * 3 + ["int32", "int64", "float"])
+    is_int = type_ in ("int32", "int64")
+    ext = {v: rng.randint(1, 3) for v in VARS}
+    lines = ["# random oracle test program"]
+    for v in VARS:
+        lines.append("param n%s = %d;" % (v, ext[v]))
+    lines.append("machine M = grid(g);")
+    tensors = []
+    for n in range(rng.randint(2, 5)):
+        order = rng.randint(0, 3)
+        vars_ = rng.sample(VARS, order)
+        name = "T%d" % n
+        dims = ", ".join(("n" + v) if rng.random() < 0.7 else str(ext[v]) for v in vars_)
+        dist = " @ M(%s -> %s)" % ("xyz"[:order], "x") if order and rng.random() < 0.3 else ""
+        lines.append("tensor %s%s %s%s;" % (name, "(%s)" % dims if order else "", type_, dist))
+        tensors.append((name, vars_))
+    lines.append("tensor Z %s;  // a nonzero denominator" % type_)
+
+    def access(name, dims):
+        return "%s(%s)" % (name, ", ".join(dims)) if dims else name
+
+    def literal():
+        if is_int or rng.random() < 0.5:
+            return str(rng.randint(0, 3))
+        return "%.2f" % rng.uniform(0, 2)
+
+    def rand_expr(depth):
+        r = rng.random()
+        if depth <= 0 or r < 0.3:
+            if rng.random() < 0.15:
+                return literal()
+            name, dims = rng.choice(tensors)
+            dims = list(dims)
+            if len(dims) >= 2 and rng.random() < 0.15 and ext[dims[0]] == ext[dims[1]]:
+                dims[1] = dims[0]  # a diagonal
+            return access(name, dims)
+        if r < 0.38:
+            return "-" + rand_expr(depth - 1)
+        if r < 0.45:
+            den = "Z" if rng.random() < 0.5 else ("3" if is_int else "2.5")
+            return "%s / %s" % (rand_expr(depth - 1), den)
+        op = rng.choice(["+", "-", "*", "*"])
+        a, b = rand_expr(depth - 1), rand_expr(depth - 1)
+        if rng.random() < 0.4:
+            return "(%s %s %s)" % (a, op, b)
+        return "%s %s %s" % (a, op, b)
+
+    for _ in range(rng.randint(1, 3)):
+        out_name, out_dims = rng.choice(tensors)
+        rhs = rand_expr(rng.randint(1, 4))
+        op = "+=" if rng.random() < 0.3 else "="
+        sched = "\n  .distribute(%s)" % out_dims[0] if out_dims and rng.random() < 0.5 else ""
+        lines.append("%s %s %s%s;" % (access(out_name, out_dims), op, rhs, sched))
+    return "\n".join(lines) + "\n"
+
+
+# ---- programs with known answers ---------------------------------------------------------
+
+_KNOWN_DECLS = """param n = 2;
+tensor B(n, n);
+tensor c(n);
+tensor d(n);
+tensor A(n);
+tensor s;
+tensor T(n, n);
+tensor I(n) int32;
+tensor J(n) int32;
+tensor K(n) int32;
+"""
+_KNOWN_INPUTS = {
+    "B": [[1, 2], [3, 4]], "c": [1, 10], "d": [100, 1000], "A": [1, 2], "s": 5,
+    "T": [[0, 0], [0, 0]], "I": [-7, 7], "J": [2, -2], "K": [0, 0],
+}
+_KNOWN = [
+    # the summation goes around the smallest subexpression holding all occurrences
+    ("A(i) = B(i, j) * c(j) + d(i);", {"A": [121, 1043]}),
+    ("A(i) = B(i, j) * (c(j) + d(i));", {"A": [321, 7043]}),
+    ("A(i) = B(i, j) + d(i);", {"A": [103, 1007]}),
+    ("A(i) = B(i, j) + c(j);", {"A": [14, 18]}),
+    ("A(i) = -B(i, j) * c(j);", {"A": [-21, -43]}),
+    ("A(i) = B(i, j) * 2;", {"A": [6, 14]}),
+    ("A(i) = c(j);  # the running example a(i) = b(j)", {"A": [11, 11]}),
+    ("A(i) = c(j) * d(k);", {"A": [11 * 1100, 11 * 1100]}),
+    ("A(i) += d(i);", {"A": [101, 1002]}),
+    ("s = B(i, j) * B(i, j);", {"s": 30}),
+    ("s += c(i);", {"s": 16}),
+    ("s = 2;", {"s": 2}),
+    ("A(i) = s;", {"A": [5, 5]}),
+    ("T(i, j) = B(j, i);", {"T": [[1, 3], [2, 4]]}),
+    ("T(i, j) = B(i, k) * B(k, j);", {"T": [[7, 10], [15, 22]]}),
+    ("T(i, j) = c(i) - d(j) / 4;", {"T": [[-24, -249], [-15, -240]]}),
+    ("A(i) = d(i); s = A(i) * 2;", {"A": [100, 1000], "s": 2200}),
+    # C integer division truncates toward zero; so does storing into an integer
+    ("K(i) = I(i) / J(i);", {"K": [-3, -3]}),
+    ("K(i) = I(i) / 2 + J(i) / 3;", {"K": [-3, 3]}),
+    ("K(i) = -I(i) / J(i) * 2;", {"K": [6, 6]}),
+]
+
+
+def known_programs():
+    for text, expect in _KNOWN:
+        yield _KNOWN_DECLS + text + "\n", dict(_KNOWN_INPUTS), expect
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    seed0 = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
+    passed = failed = 0
+
+    def check(tag, text, inputs, expect):
+        nonlocal passed, failed
+        prog = dtl.parse(text, tag)
+        params = prog.param_values()
+        for s in prog.stmts:
+            dtl.var_extents(prog, s, params)  # raises on conflicting extents
+        if inputs is None:
+            rng = np.random.default_rng(abs(hash(text)) % (1 << 32))
+            inputs = dtl.random_inputs(prog, params, rng)
+            inputs["Z"] = np.asarray(3 if prog.tensors["Z"].type.startswith("int") else 2.5,
+                                     prog.tensors["Z"].dtype)
+        else:
+            inputs = {k: np.asarray(v, prog.tensors[k].dtype) for k, v in inputs.items()}
+        got, mags = dtl.evaluate(prog, params, inputs)
+        want = brute_force(prog, params, inputs)
+        errs = []
+        for name, t in prog.tensors.items():
+            err = dtl.compare(t, got[name], want[name], mags[name])
+            if err:
+                errs.append("oracle vs brute force: " + err)
+        for name, v in (expect or {}).items():
+            err = dtl.compare(prog.tensors[name], got[name], np.asarray(v, prog.tensors[name].dtype),
+                              np.zeros(np.shape(v)))
+            if err:
+                errs.append("oracle vs known answer: " + err)
+        if errs:
+            failed += 1
+            print("FAIL (%s)\n  %s\n%s" % (tag, "\n  ".join(errs), text))
+        else:
+            passed += 1
+            if args.verbose:
+                print("ok (%s)" % tag)
+
+    for n, (text, inputs, expect) in enumerate(known_programs()):
+        check("known answer %d" % n, text, inputs, expect)
+    seed = seed0
+    random_done = 0
+    while random_done < args.count:
+        text = random_program(random.Random(seed))
+        try:
+            prog = dtl.parse(text, "seed %d" % seed)
+            params = prog.param_values()
+            for s in prog.stmts:
+                dtl.var_extents(prog, s, params)
+        except dtl.DtlError:
+            seed += 1  # conflicting extents: not a valid program; draw another
+            continue
+        check("seed %d" % seed, text, None, None)
+        random_done += 1
+        seed += 1
+    print("oracle checked against the brute-force interpreter; random seeds %d..%d "
+          "(rerun one: test_oracle.py --seed S --count 1)" % (seed0, seed - 1))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
