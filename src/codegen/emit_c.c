@@ -219,17 +219,17 @@ static void bind_parents(st *g, bool collective, int tight) {
       case REL_DIVIDE:
       case REL_SPLIT: {
         const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
-        fprintf(m, "const int64_t %s = %s * ", p0, vname(g, R->out[0]));
+        fprintf(m, "const int64_t %s = %s * (", p0, vname(g, R->out[0]));
         psym(m, stp, &nc);
-        fprintf(m, " + %s; /* %s */", vname(g, R->out[1]), R->text);
+        fprintf(m, ") + %s; /* %s */", vname(g, R->out[1]), R->text);
         break;
       }
       case REL_FUSE:
-        fprintf(m, "const int64_t %s = %s / ", p0, vname(g, R->out[0]));
+        fprintf(m, "const int64_t %s = %s / (", p0, vname(g, R->out[0]));
         psym(m, s->vars[R->in[1]].extent, &nc);
-        fprintf(m, ", %s = %s %% ", vname(g, R->in[1]), vname(g, R->out[0]));
+        fprintf(m, "), %s = %s %% (", vname(g, R->in[1]), vname(g, R->out[0]));
         psym(m, s->vars[R->in[1]].extent, &nc);
-        fputs("; /* fuse */", m);
+        fputs("); /* fuse */", m);
         break;
       case REL_ROTATE:
         fprintf(m, "const int64_t %s = dtl_mod(%s", p0, vname(g, R->out[0]));

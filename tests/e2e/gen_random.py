@@ -151,25 +151,14 @@ def _node(e, path):
 
 
 def loop_order(stmt):
-    """The loops a schedule may name, in their initial order: the left side's variables,
-    then the summed variables in order of first appearance on the right, except those
-    whose summation sits under a sum, a difference, a negation or a division (it is
-    placed around the smallest subexpression holding all their occurrences, and only
-    products let it move out to the whole statement)."""
-    occ = _placement(stmt.rhs, (), {})
+    """The loops a schedule may name, in their initial order: every index variable of
+    the statement, the left side's first, then the right side's in order of first
+    appearance (distalc's concrete index notation is one perfect loop nest; a summation
+    placed inside a sum is expressed by guards, not by a loop of its own)."""
     order = list(stmt.lhs_vars)
     for a in dtl.accesses(stmt.rhs):
         for v in a[2]:
-            if v in order:
-                continue
-            paths = occ[v]
-            lca = paths[0]
-            for q in paths[1:]:
-                n = 0
-                while n < min(len(lca), len(q)) and lca[n] == q[n]:
-                    n += 1
-                lca = lca[:n]
-            if all(_node(stmt.rhs, lca[:d])[0] == "*" for d in range(len(lca))):
+            if v not in order:
                 order.append(v)
     return order
 
