@@ -199,6 +199,65 @@ static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
   return true;
 }
 
+/* A Slurm batch script for the executable built from this program: task counts from the
+ * machine where its dims are literals, launch with srun --mpi=pmix (or mpirun), and the
+ * script's own arguments passed on to the program. */
+static bool write_slurm(const fe_program *prog, const ir_program *ir, const char *input,
+                        const char *out, const char *name) {
+  char *stem = name ? strdup(name) : stem_of(input);
+  char path[4096];
+  snprintf(path, sizeof path, "%s", out ? out : "job.sh");
+  outfile of = {0};
+  if (!out_open(&of, path)) {
+    free(stem);
+    return false;
+  }
+  FILE *f = of.f;
+  const fe_machine *M = ir->machine >= 0 ? &prog->machines[ir->machine] : NULL;
+  int64_t outer = 1, inner = 1;
+  bool outer_lit = M != NULL, inner_lit = M && M->nlevels > 1, gpu = false;
+  for (int l = 0; M && l < M->nlevels; l++) {
+    const fe_grid *G = &M->levels[l];
+    gpu |= G->kind == FE_GPU;
+    for (int d = 0; d < G->ndims; d++) {
+      bool lit = !G->dims[d].is_param;
+      int64_t v = lit ? G->dims[d].value : 1;
+      if (l == 0) outer *= v, outer_lit &= lit;
+      else inner *= v, inner_lit &= lit;
+    }
+  }
+  fprintf(f, "#!/bin/bash\n");
+  fprintf(f, "# Slurm batch script for %s (from %s), written by distalc %s.\n", stem, input, PACKAGE_VERSION);
+  fprintf(f, "# Build the program next to it and submit from that directory; the script's own\n"
+             "# arguments go to the program:\n"
+             "#   distalc %s --exe -o %s\n"
+             "#   sbatch%s %s -n 8192 --validate\n"
+             "# DISTAL_LAUNCHER=mpirun launches with mpirun inside the allocation instead of srun.\n",
+          input, stem, M && M->nlevels == 1 && !outer_lit ? " -n RANKS" : "", path);
+  fprintf(f, "#SBATCH --job-name=%s\n", stem);
+  if (M && M->nlevels > 1) {
+    if (outer_lit) fprintf(f, "#SBATCH --nodes=%lld\n", (long long)outer);
+    if (inner_lit) fprintf(f, "#SBATCH --ntasks-per-node=%lld\n", (long long)inner);
+  } else if (outer_lit) {
+    fprintf(f, "#SBATCH --ntasks=%lld\n", (long long)outer);
+  }
+  if (gpu) fprintf(f, "#SBATCH --gpus-per-task=1\n");
+  fprintf(f, "set -eu\n"
+             "cd \"${SLURM_SUBMIT_DIR:-.}\"\n"
+             "prog=${DISTAL_PROGRAM:-./%s}\n"
+             "export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}\n"
+             "export OMP_NUM_THREADS=${OMP_NUM_THREADS:-${SLURM_CPUS_PER_TASK:-1}}\n"
+             "case \"${DISTAL_LAUNCHER:-srun}\" in\n"
+             "  srun) exec srun --mpi=pmix \"$prog\" \"$@\" ;;\n"
+             "  mpirun) exec mpirun \"$prog\" \"$@\" ;;\n"
+             "  *) echo \"$0: DISTAL_LAUNCHER must be srun or mpirun\" >&2; exit 2 ;;\n"
+             "esac\n", stem);
+  free(stem);
+  if (!out_commit(&of)) return false;
+  chmod(path, 0755);
+  return true;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = "cpu";
   bool want_main = false, exe = false, slurm = false, check = false, debug = false;
@@ -271,7 +330,7 @@ int main(int argc, char **argv) {
     goto done;
   }
   if (slurm) {
-    fprintf(stderr, "distalc: --slurm is not available yet\n");
+    status = write_slurm(prog, ir, input, out, name) ? 0 : 1;
     goto done;
   }
   lp = lw_lower(ir);

@@ -1,0 +1,88 @@
+#!/bin/sh
+# Bad input never hangs or crashes: generated executables given a bad flag, a missing
+# param, a rank count that cannot form the machine, a missing, mis-shaped, mis-typed or
+# truncated .npy file, or an unwritable output path print one clear message from rank 0
+# and exit nonzero on every rank, leaving no partial output file; distalc given a bad
+# program or an unwritable output writes nothing.
+set -u
+: "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fails=0 checks=0
+ok() { checks=$((checks + 1)); echo "PASS $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $1"; [ -f err.txt ] && sed 's/^/    | /' err.txt | head -20; }
+
+# expect NAME NP PATTERN PROGRAM ARGS...: nonzero exit, exactly one line from the program
+# naming the problem (rank 0 only), within the time limit
+expect() {
+  name=$1 np=$2 pat=$3 prog=$4
+  shift 4
+  timeout 60 "$MPIRUN" -np "$np" --oversubscribe "./$prog" "$@" > out.txt 2> err.txt
+  rc=$?
+  lines=$(grep -c "^\./$prog: " err.txt)
+  if [ $rc -eq 124 ]; then bad "$name: hung"
+  elif [ $rc -eq 0 ]; then bad "$name: exit status 0"
+  elif [ "$lines" -ne 1 ]; then bad "$name: $lines messages from the program, not 1"
+  elif ! grep "^\./$prog: " err.txt | grep -q -- "$pat"; then bad "$name: message does not say '$pat'"
+  else ok "$name ($(grep "^\./$prog: " err.txt))"
+  fi
+}
+
+cat > req.dtl <<'DTL'
+param n = 6;
+param m;
+machine M = grid(g);
+tensor A(n, m) @ M(xy -> x);
+tensor B(n, m) @ M(xy -> x);
+A(i, j) = 2 * B(i, j)
+  .distribute({i}, {io}, {ii}, M);
+DTL
+"$DISTALC" "$top_srcdir/examples/summa.dtl" --exe -o summa || { echo "FAIL build"; exit 1; }
+"$DISTALC" "$top_srcdir/examples/johnson.dtl" --exe -o johnson || { echo "FAIL build"; exit 1; }
+"$DISTALC" req.dtl --exe -o req || { echo "FAIL build"; exit 1; }
+
+expect "unknown flag" 3 "unknown option" summa -n 8 --bogus
+expect "flag without value" 2 "n" summa -n
+expect "non-numeric param" 2 "n" summa -n eight
+expect "missing param" 2 "param m has no value" req
+expect "rank count that cannot form grid(q, q, q)" 6 "6 ranks cannot form grid(q, q, q)" johnson -n 8
+expect "grid params that do not multiply to the rank count" 4 "cannot form" summa -n 8 --gx 3 --gy 1
+expect "missing file" 3 "nofile.npy" summa -n 8 --load B=nofile.npy
+"$PYTHON" - <<'PY'
+import numpy as np
+np.save("shape.npy", np.zeros((7, 8)))
+np.save("dtype.npy", np.zeros((8, 8), dtype=np.float32))
+np.save("good.npy", np.ones((8, 8)))
+data = open("good.npy", "rb").read()
+open("trunc.npy", "wb").write(data[:len(data) - 40])
+open("garbage.npy", "wb").write(b"this is not a numpy file at all, not even close" * 4)
+PY
+expect "wrong shape" 3 "shape" summa -n 8 --load B=shape.npy
+expect "wrong dtype" 3 "float32\|<f4\|dtype" summa -n 8 --load B=dtype.npy
+expect "truncated file" 3 "trunc.npy" summa -n 8 --load B=trunc.npy
+expect "not a .npy file" 2 "garbage.npy" summa -n 8 --load B=garbage.npy
+expect "unknown tensor" 2 "Z" summa -n 8 --load Z=good.npy
+expect "unwritable output" 3 "nodir" summa -n 8 --save A=nodir/out.npy
+if ls nodir* 2>/dev/null | grep -q .; then bad "a partial output file was left"; else ok "no partial output file"; fi
+# a good run still works after all that, and its output exists
+if timeout 60 "$MPIRUN" -np 3 --oversubscribe ./summa -n 8 --load B=good.npy --save A=out.npy > out.txt 2>&1 && [ -s out.npy ] && ! ls ./*.tmp* 2>/dev/null | grep -q .; then
+  ok "good run saves its output and leaves no temporary file"
+else bad "good run"; cp out.txt err.txt; fi
+
+# distalc: bad programs and outputs write nothing
+printf 'param n = 4;\ntensor A(n) @ M(x -> x);\n' > badprog.dtl
+if "$DISTALC" badprog.dtl -o lib 2> err.txt; then bad "distalc accepted a bad program"
+elif [ -e lib.c ] || [ -e lib.h ] || ls lib.* 2>/dev/null | grep -q .; then bad "distalc left an output file"
+elif ! grep -q '^badprog.dtl:2:[0-9]*: error: ' err.txt; then bad "distalc error has no FILE:LINE:COL"
+else ok "distalc rejects a bad program with a located error and writes nothing"; fi
+if "$DISTALC" "$top_srcdir/examples/summa.dtl" -o nodir/lib 2> err.txt; then bad "distalc wrote into a missing directory"
+elif ls nodir 2>/dev/null | grep -q .; then bad "distalc left a file"
+else ok "distalc reports an unwritable output ($(head -1 err.txt))"; fi
+if "$DISTALC" "$top_srcdir/examples/summa.dtl" --exe -o nodir/prog 2> err.txt; then bad "distalc --exe wrote into a missing directory"
+else ok "distalc --exe reports an unwritable output"; fi
+if "$DISTALC" nothere.dtl 2> err.txt; then bad "distalc read a missing file"
+else ok "distalc reports a missing input ($(head -1 err.txt))"; fi
+
+echo "$((checks - fails)) passed, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,40 @@
+#!/bin/sh
+# Generated code is clean C: every example and every end-to-end program compiles with
+# -Wall -Wextra -Werror; and the --debug build, which verifies at run time that every
+# received box is the box needed, runs the Figure 9 algorithms correctly.
+set -u
+: "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fails=0 n=0
+for f in "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_srcdir"/tests/e2e/programs/*.dtl; do
+  n=$((n + 1))
+  if DISTAL_EXTRA_CFLAGS="-Wall -Wextra -Werror" "$DISTALC" "$f" --exe -o prog > log.txt 2>&1; then
+    echo "PASS -Wall -Wextra -Werror: $(basename "$f")"
+  else
+    echo "FAIL -Wall -Wextra -Werror: $f"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
+  fi
+done
+args() {
+  case $1 in
+  summa) echo "-n 45 --chunk 7" ;;
+  cosma) echo "--ni 45 --nj 38 --nk 29" ;;
+  *) echo "-n 45" ;;
+  esac
+}
+for ex in summa cannon pumma johnson solomonik cosma; do
+  for np in 4 8; do
+    [ $ex = johnson ] && [ $np = 4 ] && continue
+    n=$((n + 1))
+    "$DISTALC" "$top_srcdir/examples/$ex.dtl" --debug --exe -o dbg > log.txt 2>&1 &&
+      timeout 120 "$MPIRUN" -np $np --oversubscribe ./dbg $(args $ex) --validate > log.txt 2>&1
+    if [ $? -eq 0 ] && grep -q 'validate A: .* ok' log.txt; then
+      echo "PASS --debug $ex at $np ranks"
+    else
+      echo "FAIL --debug $ex at $np ranks"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
+    fi
+  done
+done
+echo "$((n - fails)) passed, $fails failed"
+[ $fails -eq 0 ]
