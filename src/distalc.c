@@ -356,7 +356,15 @@ int main(int argc, char **argv) {
       vals[pi] = v;
     }
     /* grid params without values: as plan_create derives them */
-    if (ir->machine >= 0 && !solve_grid(&prog->machines[ir->machine].levels[0], vals, ranks)) {
+    fe_grid flat = {0};
+    fe_size dims_all[64];
+    if (ir->machine >= 0) {
+      const fe_machine *M = &prog->machines[ir->machine];
+      for (int l = 0; l < M->nlevels; l++)
+        for (int d = 0; d < M->levels[l].ndims && flat.ndims < 64; d++) dims_all[flat.ndims++] = M->levels[l].dims[d];
+      flat.dims = dims_all;
+    }
+    if (ir->machine >= 0 && !solve_grid(&flat, vals, ranks)) {
       free(vals);
       goto done;
     }

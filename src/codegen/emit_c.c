@@ -794,7 +794,7 @@ static void loop_comment(st *g, int k) {
   const ir_var *v = &s->vars[n->var];
   const char *from = v->def < 0 ? "index variable of the statement" : s->rels[v->def].text;
   char extra[128] = "";
-  if (n->distributed) snprintf(extra, sizeof extra, ", distributed onto grid dim %d", n->dist_dim);
+  if (n->distributed) snprintf(extra, sizeof extra, ", distributed onto grid dim %d", lw_gdim(g->lp, n));
   line(g, "/* loop %s (%s%s) */", v->name, from, extra);
 }
 
@@ -837,7 +837,7 @@ static void emit_level(st *g, int k) {
   FILE *m;
   loop_comment(g, k);
   if (n->distributed) {
-    int d = n->dist_dim;
+    int d = lw_gdim(g->lp, n);
     int64_t one;
     bool single = sym_is_const(ls->bs[k], &one) && one == 1;
     m = fmemopen(b, sizeof b, "w");
@@ -1116,11 +1116,16 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   /* grid params: solved from the communicator size */
   fputs("  {\n", c);
   if (M) {
-    const fe_grid *G = &M->levels[0];
-    fprintf(c, "    int param[%d] = {", G->ndims);
-    for (int d = 0; d < G->ndims; d++) fprintf(c, "%s%d", d ? ", " : "", G->dims[d].is_param ? G->dims[d].param : -1);
-    fprintf(c, "};\n    int64_t lit[%d] = {", G->ndims);
-    for (int d = 0; d < G->ndims; d++) fprintf(c, "%s%lld", d ? ", " : "", (long long)(G->dims[d].is_param ? 0 : G->dims[d].value));
+    /* every level's dims, outer first; a hierarchical machine solves its inner levels
+     * from the ranks per node and level 0 from the node count */
+    int nd = 0, n0 = M->levels[0].ndims;
+    const fe_size *all[LW_MAX_DIMS];
+    for (int l = 0; l < M->nlevels; l++)
+      for (int d = 0; d < M->levels[l].ndims && nd < LW_MAX_DIMS; d++) all[nd++] = &M->levels[l].dims[d];
+    fprintf(c, "    int param[%d] = {", nd);
+    for (int d = 0; d < nd; d++) fprintf(c, "%s%d", d ? ", " : "", all[d]->is_param ? all[d]->param : -1);
+    fprintf(c, "};\n    int64_t lit[%d] = {", nd);
+    for (int d = 0; d < nd; d++) fprintf(c, "%s%lld", d ? ", " : "", (long long)(all[d]->is_param ? 0 : all[d]->value));
     fprintf(c, "};\n    int64_t values[%d] = {", p->nparams + 1);
     for (int i = 0; i < p->nparams; i++) fprintf(c, "%sdtl_prm.%s", i ? ", " : "", cg_ident(p->params[i].name));
     if (!p->nparams) fputs("0", c);
@@ -1128,19 +1133,40 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     for (int i = 0; i < p->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
     if (!p->nparams) fputs("\"\"", c);
     fputs("};\n", c);
-    fprintf(c, "    for (int i = 0; i < %d; i++)\n      if (param[i] >= 0 && values[param[i]] <= 0) values[param[i]] = -1;\n", G->ndims);
-    fprintf(c, "    if (dtl_solve_grid(dtl_size, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", G->ndims);
+    fprintf(c, "    for (int i = 0; i < %d; i++)\n      if (param[i] >= 0 && values[param[i]] <= 0) values[param[i]] = -1;\n", nd);
+    if (M->nlevels == 1) {
+      fprintf(c, "    if (dtl_solve_grid(dtl_size, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", nd);
+    } else {
+      fputs("    int dtl_node, dtl_nnodes, dtl_local, dtl_per_node;\n"
+            "    if (dtl_node_of(dtl_comm, &dtl_node, &dtl_nnodes, &dtl_local, &dtl_per_node, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", c);
+      bool lit_inner = true;
+      int64_t inner = 1;
+      for (int d = n0; d < nd; d++) lit_inner &= !all[d]->is_param, inner *= all[d]->is_param ? 1 : all[d]->value;
+      if (lit_inner)
+        fprintf(c, "    if (dtl_per_node != %lld) {\n"
+                   "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the inner levels of the machine need %lld ranks per node, but nodes have %%d\", dtl_per_node);\n"
+                   "      return 1;\n    }\n", (long long)inner, (long long)inner);
+      fprintf(c, "    if (dtl_solve_grid(dtl_per_node, %d, param + %d, lit + %d, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
+                 "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
+                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the ranks of one node do not fit the inner levels: %%s\", dtl_m);\n"
+                 "      return 1;\n    }\n",
+              nd - n0, n0, n0);
+      fprintf(c, "    if (dtl_solve_grid(dtl_nnodes, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
+                 "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
+                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the nodes do not fit level 0 (counting nodes, not ranks): %%s\", dtl_m);\n"
+                 "      return 1;\n    }\n", n0);
+    }
     for (int i = 0; i < p->nparams; i++)
       if (p->params[i].is_grid) fprintf(c, "    dtl_prm.%s = values[%d];\n", cg_ident(p->params[i].name), i);
-    fprintf(c, "    int64_t dims[%d] = {", G->ndims);
-    for (int d = 0; d < G->ndims; d++) {
+    fprintf(c, "    int64_t dims[%d] = {", nd);
+    for (int d = 0; d < nd; d++) {
       fputs(d ? ", " : "", c);
-      if (G->dims[d].is_param) fprintf(c, "dtl_prm.%s", cg_ident(p->params[G->dims[d].param].name));
-      else fprintf(c, "%lld", (long long)G->dims[d].value);
+      if (all[d]->is_param) fprintf(c, "dtl_prm.%s", cg_ident(p->params[all[d]->param].name));
+      else fprintf(c, "%lld", (long long)all[d]->value);
     }
     fputs("};\n", c);
-    fprintf(c, "    if (dtl_ctx_create(dtl_comm, %d, dims, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
-            G->ndims, o->debug ? "true" : "false");
+    fprintf(c, "    if (dtl_ctx_create_hier(dtl_comm, %d, dims, %d, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
+            nd, nd - n0, o->debug ? "true" : "false");
   } else {
     fputs("    int64_t dims[1] = {dtl_size};\n", c);
     fprintf(c, "    if (dtl_ctx_create(dtl_comm, 1, dims, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",

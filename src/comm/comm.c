@@ -100,11 +100,17 @@ static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t
   int64_t lo[DTL_MAX_DIMS], hi[DTL_MAX_DIMS], hc[DTL_MAX_DIMS];
   if (dtl_box_empty(want))
     return;
+  unsigned seen = 0;
   for (int g = 0; g < ctx->ndims; g++) {
     dtl_dim_kind kind = d->replicated_everywhere ? DTL_DIM_STAR : d->kind[g];
     bool aligned = (align >> g) & 1u;
-    if (kind == DTL_DIM_PART) {
+    if (kind == DTL_DIM_PART && (seen >> d->tdim[g] & 1u)) {
+      /* a nested partition: try every coordinate, the blocks decide */
+      lo[g] = aligned ? pc[g] : 0;
+      hi[g] = aligned ? pc[g] : ctx->dims[g] - 1;
+    } else if (kind == DTL_DIM_PART) {
       int t = d->tdim[g];
+      seen |= 1u << t;
       int64_t n = d->extent[t], s = dtl_ceildiv(n, ctx->dims[g]);
       int64_t wl = dtl_max(want->lo[t], 0), wh = dtl_min(want->hi[t], n);
       if (wh <= wl || s == 0)
@@ -510,9 +516,8 @@ int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_ty
     int tt = d->tdim[g];
     bool ok = d->kind[g] == DTL_DIM_STAR ||
               (d->kind[g] == DTL_DIM_FIXED && ctx->coords[g] == d->fixed[g]) ||
-              (d->kind[g] == DTL_DIM_PART &&
-               need->lo[tt] >= dtl_block_lo(d->extent[tt], ctx->dims[g], ctx->coords[g]) &&
-               need->hi[tt] <= dtl_block_hi(d->extent[tt], ctx->dims[g], ctx->coords[g]));
+              (d->kind[g] == DTL_DIM_PART && need->lo[tt] >= mine.lo[tt] &&
+               need->hi[tt] <= mine.hi[tt]);
     if (!ok) {
       char b[200];
       format_box(b, sizeof b, need);

@@ -144,8 +144,66 @@ static MPI_Comm make_sub(dtl_ctx *ctx, unsigned mask) {
   return sub;
 }
 
+/* Which node this rank is on: ranks that share memory (MPI_COMM_TYPE_SHARED), or, where
+ * DISTAL_RANKS_PER_NODE is set, consecutive blocks of that many ranks (to try a
+ * hierarchical machine on one computer).  Nodes are numbered by their lowest rank. */
+int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node, char *err,
+                size_t errlen) {
+  int rank, size, rc;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const char *env = getenv("DISTAL_RANKS_PER_NODE");
+  if (env && *env) {
+    char *end;
+    long k = strtol(env, &end, 10);
+    if (*end || k < 1) {
+      snprintf(err, errlen, "DISTAL_RANKS_PER_NODE=%s is not a positive integer", env);
+      return 1;
+    }
+    if (size % k) {
+      snprintf(err, errlen, "%d ranks do not split into nodes of DISTAL_RANKS_PER_NODE=%ld", size, k);
+      return 1;
+    }
+    *node = rank / (int)k, *local = rank % (int)k, *per_node = (int)k, *nnodes = size / (int)k;
+    return 0;
+  }
+  MPI_Comm nc;
+  if ((rc = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &nc)) != MPI_SUCCESS) {
+    snprintf(err, errlen, "MPI_Comm_split_type failed (error %d)", rc);
+    return 1;
+  }
+  int lsize, lrank, leader = rank, mn, mx;
+  MPI_Comm_size(nc, &lsize);
+  MPI_Comm_rank(nc, &lrank);
+  MPI_Bcast(&leader, 1, MPI_INT, 0, nc);
+  MPI_Comm_free(&nc);
+  MPI_Allreduce(&lsize, &mn, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&lsize, &mx, 1, MPI_INT, MPI_MAX, comm);
+  if (mn != mx) {
+    snprintf(err, errlen, "nodes hold different numbers of ranks (%d to %d)", mn, mx);
+    return 1;
+  }
+  int *leaders = malloc((size_t)size * sizeof *leaders);
+  if (!leaders) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, comm);
+  int below = 0;
+  for (int r = 0; r < size; r++)
+    if (leaders[r] < leader && leaders[r] == r) below++;
+  free(leaders);
+  *node = below, *local = lrank, *per_node = lsize, *nnodes = size / lsize;
+  return 0;
+}
+
 int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dtl_ctx **out,
                    char *err, size_t errlen) {
+  return dtl_ctx_create_hier(comm, ndims, dims, 0, debug, out, err, errlen);
+}
+
+int dtl_ctx_create_hier(MPI_Comm comm, int ndims, const int64_t *dims, int ninner, bool debug,
+                        dtl_ctx **out, char *err, size_t errlen) {
   int size, rc;
   char grid[128];
   *out = NULL;
@@ -172,6 +230,24 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
     snprintf(err, errlen, "%d rank%s cannot form a %s grid", size, size == 1 ? "" : "s", grid);
     return 1;
   }
+  /* a hierarchical machine: the ranks of one node form the inner dims, in node order */
+  MPI_Comm ordered = MPI_COMM_NULL;
+  if (ninner > 0 && ninner < ndims) {
+    int node, nnodes, local, per_node;
+    if (dtl_node_of(comm, &node, &nnodes, &local, &per_node, err, errlen)) return 1;
+    int64_t inner = 1;
+    for (int d = ndims - ninner; d < ndims; d++) inner *= dims[d];
+    if (inner != per_node) {
+      snprintf(err, errlen, "the inner levels of the machine need %lld ranks per node, but nodes "
+               "have %d (run %lld ranks per node, or set DISTAL_RANKS_PER_NODE)",
+               (long long)inner, per_node, (long long)inner);
+      return 1;
+    }
+    if ((rc = MPI_Comm_split(comm, 0, node * per_node + local, &ordered)) != MPI_SUCCESS) {
+      snprintf(err, errlen, "MPI_Comm_split failed (error %d)", rc);
+      return 1;
+    }
+  }
   dtl_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
     snprintf(err, errlen, "out of memory");
@@ -194,7 +270,12 @@ int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dt
     rc = MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
   if (rc == MPI_SUCCESS) {
     what = "MPI_Cart_create";
-    rc = MPI_Cart_create(ctx->comm, ndims, idims, periods, 1, &ctx->cart);
+    if (ordered != MPI_COMM_NULL) {
+      rc = MPI_Cart_create(ordered, ndims, idims, periods, 0, &ctx->cart);
+      MPI_Comm_free(&ordered);
+    } else {
+      rc = MPI_Cart_create(ctx->comm, ndims, idims, periods, 1, &ctx->cart);
+    }
   }
   if (rc == MPI_SUCCESS)
     rc = MPI_Comm_set_errhandler(ctx->cart, MPI_ERRORS_RETURN);

@@ -11,11 +11,15 @@ bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords
   }
   if (d->replicated_everywhere)
     return true;
+  int64_t nominal[DTL_MAX_DIMS];
+  for (int t = 0; t < d->order; t++) nominal[t] = d->extent[t];
   for (int g = 0; g < d->ngrid; g++) {
     if (d->kind[g] == DTL_DIM_PART) {
       int t = d->tdim[g];
-      box->lo[t] = dtl_block_lo(d->extent[t], ctx->dims[g], coords[g]);
-      box->hi[t] = dtl_block_hi(d->extent[t], ctx->dims[g], coords[g]);
+      int64_t s = dtl_ceildiv(nominal[t], ctx->dims[g]), base = box->lo[t], top = box->hi[t];
+      box->lo[t] = dtl_min(top, base + coords[g] * s);
+      box->hi[t] = dtl_min(top, base + (coords[g] + 1) * s);
+      nominal[t] = s;
     } else if (d->kind[g] == DTL_DIM_FIXED && coords[g] != d->fixed[g]) {
       for (int t = 0; t < d->order; t++)
         box->lo[t] = box->hi[t] = 0;
@@ -53,10 +57,7 @@ int dtl_dist_validate(dtl_ctx *ctx, const dtl_dist *d, const char *name) {
       if (d->tdim[g] < 0 || d->tdim[g] >= d->order)
         return dtl_fail(ctx, "tensor %s: grid dim %d partitions dimension %d of an order-%d tensor",
                         name, g, d->tdim[g], d->order);
-      if (used & (1u << d->tdim[g]))
-        return dtl_fail(ctx, "tensor %s: dimension %d is partitioned along two grid dims", name,
-                        d->tdim[g]);
-      used |= 1u << d->tdim[g];
+      used |= 1u << d->tdim[g]; /* several grid dims: nested (hierarchical) blocks */
       break;
     case DTL_DIM_FIXED:
       if (d->fixed[g] < 0 || d->fixed[g] >= ctx->dims[g])

@@ -22,13 +22,16 @@ int lw_loop_pos(const lw_stmt *ls, int var) {
   return -1;
 }
 
+int lw_gdim(const lw_program *lp, const cin_node *n) {
+  return lp->level_off[n->dist_level] + n->dist_dim;
+}
+
 const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k) {
   const cin_node *n = ls->loops[k];
   if (!n->distributed) return sym_var(n->var);
   int64_t one;
-  const sym *c = sym_coord(n->dist_dim);
+  const sym *c = sym_coord(lw_gdim(lp, n));
   if (sym_is_const(ls->bs[k], &one) && one == 1) return c;
-  (void)lp;
   return sym_add(sym_mul(c, ls->bs[k]), sym_var(ls->lidx_var0 + k));
 }
 
@@ -46,7 +49,7 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
       const sym *val = lw_loop_value(lp, ls, k);
       *lo = val, *hi = n->distributed ? sym_min(one_more(val), v->extent) : one_more(val);
     } else if (n->distributed) {
-      const sym *base = sym_mul(sym_coord(n->dist_dim), ls->bs[k]);
+      const sym *base = sym_mul(sym_coord(lw_gdim(lp, n)), ls->bs[k]);
       *lo = base, *hi = sym_min(v->extent, sym_add(base, ls->bs[k]));
     } else {
       *lo = sym_const(0), *hi = v->extent;
@@ -105,27 +108,39 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
 }
 
 /* ---- ownership ------------------------------------------------------------------------ */
+/* Blocks of a partitioned dim: ceil(E/G) along the first grid dim that partitions it, and
+ * inside each block, along the dims of inner levels, ceil(nominal/G) of the parent's
+ * nominal (full) block size -- the runtime's dtl_dist_block. */
 static void build_owner(lw_program *lp, int t) {
   const fe_tensor *ft = &lp->ir->ast->tensors[t];
   lw_owner *o = &lp->owner[t];
-  for (int x = 0; x < ft->order; x++) o->lo[x] = sym_const(0), o->hi[x] = sym_from_size(&ft->dims[x]);
+  const sym *nominal[LW_MAX_DIMS];
+  for (int x = 0; x < ft->order; x++) {
+    o->lo[x] = sym_const(0), o->hi[x] = sym_from_size(&ft->dims[x]);
+    nominal[x] = o->hi[x];
+  }
+  for (int g = 0; g < lp->ndims; g++) o->kind[g] = OWN_STAR;
   if (!ft->has_dist) {
     o->everywhere = true;
-    for (int g = 0; g < lp->ndims; g++) o->kind[g] = OWN_STAR;
     return;
   }
-  const fe_dist_level *L = &ft->dist.levels[0];
-  for (int g = 0; g < lp->ndims && g < L->ny; g++) {
-    const fe_ydim *y = &L->y[g];
-    if (y->kind == FE_Y_STAR) o->kind[g] = OWN_STAR;
-    else if (y->kind == FE_Y_FIXED) o->kind[g] = OWN_FIXED, o->fixed[g] = y->fixed;
-    else {
-      int x = y->xindex;
-      o->kind[g] = OWN_PART, o->tdim[g] = x;
-      const sym *E = sym_from_size(&ft->dims[x]);
-      const sym *st = sym_ceildiv(E, lp->dims[g]);
-      const sym *base = sym_mul(sym_coord(g), st);
-      o->lo[x] = base, o->hi[x] = sym_min(E, sym_add(base, st));
+  for (int l = 0; l < ft->dist.nlevels && l < lp->nlevels; l++) {
+    const fe_dist_level *L = &ft->dist.levels[l];
+    for (int k = 0; k < L->ny; k++) {
+      int g = lp->level_off[l] + k;
+      if (g >= lp->ndims) break;
+      const fe_ydim *y = &L->y[k];
+      if (y->kind == FE_Y_STAR) o->kind[g] = OWN_STAR;
+      else if (y->kind == FE_Y_FIXED) o->kind[g] = OWN_FIXED, o->fixed[g] = y->fixed;
+      else {
+        int x = y->xindex;
+        o->kind[g] = OWN_PART, o->tdim[g] = x;
+        const sym *st = sym_ceildiv(nominal[x], lp->dims[g]);
+        const sym *base = sym_add(o->lo[x], sym_mul(sym_coord(g), st));
+        o->hi[x] = sym_min(o->hi[x], sym_add(base, st));
+        o->lo[x] = base;
+        nominal[x] = st;
+      }
     }
   }
 }
@@ -359,12 +374,9 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     const cin_node *n = ls->loops[k];
     if (!n->distributed) sym_set_var_max(n->var, sym_sub(s->vars[n->var].extent, sym_const(1)));
     if (n->distributed) {
-      if (n->dist_level > 0) {
-        fe_error(src, s->vars[n->var].loc, "distribution onto inner machine levels is not supported by the MPI code generator yet");
-        return false;
-      }
-      ls->exec_mask |= 1u << n->dist_dim;
-      ls->bs[k] = sym_ceildiv(s->vars[n->var].extent, lp->dims[n->dist_dim]);
+      int gd = lw_gdim(lp, n);
+      ls->exec_mask |= 1u << gd;
+      ls->bs[k] = sym_ceildiv(s->vars[n->var].extent, lp->dims[gd]);
       sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
     }
     if (n->kernel) ls->kernel_depth = k;
@@ -400,24 +412,23 @@ lw_program *lw_lower(ir_program *ir) {
   lp->ir = ir;
   if (ir->machine >= 0) {
     const fe_machine *M = &p->machines[ir->machine];
-    if (M->nlevels > 1) {
-      fe_error(src, M->loc, "hierarchical machines are not supported by the MPI code generator yet");
-      return NULL;
+    lp->nlevels = M->nlevels;
+    for (int l = 0; l < M->nlevels; l++) {
+      const fe_grid *G = &M->levels[l];
+      if (G->kind == FE_GPU) {
+        fe_error(src, G->loc, "machine '%s' has a gpu level; the cpu target cannot place tensors "
+                              "in GPU memory (--target cuda is not available yet)", M->name);
+        return NULL;
+      }
+      if (lp->ndims + G->ndims > LW_MAX_DIMS || l >= LW_MAX_DIMS) {
+        fe_error(src, M->loc, "machine '%s' has more than %d dimensions in all", M->name, LW_MAX_DIMS);
+        return NULL;
+      }
+      lp->level_off[l] = lp->ndims;
+      for (int d = 0; d < G->ndims; d++) lp->dims[lp->ndims++] = sym_from_size(&G->dims[d]);
     }
-    if (M->levels[0].kind == FE_GPU) {
-      fe_error(src, M->levels[0].loc, "machine '%s' is a gpu machine; the cpu target cannot place "
-                                      "tensors in GPU memory (--target cuda is not available yet)",
-               M->name);
-      return NULL;
-    }
-    lp->ndims = M->levels[0].ndims;
-    if (lp->ndims > LW_MAX_DIMS) {
-      fe_error(src, M->loc, "machine '%s' has more than %d dimensions", M->name, LW_MAX_DIMS);
-      return NULL;
-    }
-    for (int g = 0; g < lp->ndims; g++) lp->dims[g] = sym_from_size(&M->levels[0].dims[g]);
   } else {
-    lp->ndims = 1;
+    lp->ndims = 1, lp->nlevels = 1;
     lp->dims[0] = sym_const(1);
   }
   sym_set_grid(lp->ndims, lp->dims);
@@ -432,10 +443,7 @@ lw_program *lw_lower(ir_program *ir) {
         fe_error(src, ft->loc, "tensor '%s': compressed level formats are not supported by the MPI code generator yet", ft->name);
         return NULL;
       }
-    if (ft->has_dist && ft->dist.nlevels > 1) {
-      fe_error(src, ft->dist.loc, "hierarchical distributions are not supported by the MPI code generator yet");
-      return NULL;
-    }
+
   }
   lp->owner = ir_alloc((p->ntensors + 1) * sizeof *lp->owner);
   for (int t = 0; t < p->ntensors; t++) build_owner(lp, t);

@@ -66,7 +66,9 @@ typedef struct {
 
 typedef struct {
   ir_program *ir;
-  int ndims;                        /* grid dims (level 0); 1 with no machine */
+  int ndims;                        /* grid dims of all levels, outer first; 1 with no machine */
+  int nlevels;                      /* machine levels (1: flat) */
+  int level_off[LW_MAX_DIMS];       /* first grid dim of each level */
   const sym *dims[LW_MAX_DIMS];     /* grid dim sizes */
   lw_owner *owner;                  /* per tensor */
   int nstmts;
@@ -87,5 +89,8 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
                  const sym **hi);
 const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k);
 int lw_loop_pos(const lw_stmt *ls, int var);
+/* The grid dim a distributed loop is bound to (its level's dims are numbered after the
+ * outer levels' dims). */
+int lw_gdim(const lw_program *lp, const cin_node *n);
 
 #endif

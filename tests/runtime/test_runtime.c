@@ -708,8 +708,22 @@ static void test_dist(void **state) {
       d.tdim[0] = 1;
       CHECK(dtl_dist_validate(ctx, &d, "A") == 0);
       if (nd > 1) {
+        /* two grid dims partition one tensor dim: nested blocks (hierarchical machines);
+         * along the second dim, blocks of ceil(ceil(n / G0) / G1) inside the first's */
         d.kind[1] = DTL_DIM_PART, d.tdim[1] = 1;
-        CHECK(dtl_dist_validate(ctx, &d, "A") != 0 && strstr(ctx->err, "two grid dims"));
+        CHECK(dtl_dist_validate(ctx, &d, "A") == 0);
+        int64_t n = d.extent[1], s0 = dtl_ceildiv(n, ctx->dims[0]), s1 = dtl_ceildiv(s0, ctx->dims[1]);
+        int64_t c[DTL_MAX_DIMS] = {0};
+        int64_t covered = 0;
+        for (c[0] = 0; c[0] < ctx->dims[0]; c[0]++)
+          for (c[1] = 0; c[1] < ctx->dims[1]; c[1]++) {
+            dtl_box b;
+            CHECK(dtl_dist_block(ctx, &d, c, &b));
+            int64_t lo = dtl_min(n, c[0] * s0), hi = dtl_min(n, c[0] * s0 + s0);
+            CHECK(b.lo[1] == dtl_min(hi, lo + c[1] * s1) && b.hi[1] == dtl_min(hi, lo + (c[1] + 1) * s1));
+            covered += b.hi[1] > b.lo[1] ? b.hi[1] - b.lo[1] : 0;
+          }
+        CHECK(covered == n); /* the nested blocks tile the dim */
       }
       d.ngrid = nd + 1;
       CHECK(dtl_dist_validate(ctx, &d, "A") != 0);

@@ -96,6 +96,15 @@ struct dtl_ctx {
  * communicators with MPI_ERRORS_RETURN set. */
 int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dtl_ctx **out,
                    char *err, size_t errlen);
+/* A hierarchical machine: the last ninner dims are the inner levels, formed by the ranks
+ * of one node (MPI_COMM_TYPE_SHARED, or blocks of DISTAL_RANKS_PER_NODE ranks); their
+ * product must equal the ranks per node.  ninner = 0: as dtl_ctx_create. */
+int dtl_ctx_create_hier(MPI_Comm comm, int ndims, const int64_t *dims, int ninner, bool debug,
+                        dtl_ctx **out, char *err, size_t errlen);
+/* This rank's node (numbered by lowest rank), the node count, its rank inside the node and
+ * the ranks per node (equal on every node, else an error).  Collective. */
+int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node, char *err,
+                size_t errlen);
 void dtl_ctx_destroy(dtl_ctx **ctx); /* collective */
 const char *dtl_ctx_error(const dtl_ctx *ctx);
 /* Record a formatted error message in ctx->err; returns 1 (for `return dtl_fail(...)`). */
@@ -130,6 +139,11 @@ typedef struct {
   bool replicated_everywhere;        /* no distribution: every rank holds all of it */
 } dtl_dist;
 
+/* A tensor dim partitioned along several grid dims (the levels of a hierarchical machine,
+ * outer dims first) is partitioned again inside each block: along each further grid dim
+ * the block size is ceil(parent size / dim), where the parent size is the nominal (full)
+ * block size of the previous level, so blocks match a schedule that divides the inner
+ * loop variable again. */
 /* Does the processor at coords hold a block, and which?  (A holder's block may be empty
  * when extents do not divide evenly.)  Returns false for non-holders (box set empty). */
 bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords, dtl_box *box);
