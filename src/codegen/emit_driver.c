@@ -132,6 +132,8 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(plan));\n"
              "    %s_plan_destroy(&plan);\n    MPI_Finalize();\n    return 1;\n  }\n", P, P, P);
   fputs("  dtl_ctx *ctx = plan->ctx;\n", c);
+  fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
+        "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
   for (int i = 0; i < np; i++) fprintf(c, "  values[%d] = plan->p.%s;\n", i, cg_ident(p->params[i].name));
   /* tensors */
   for (int t = 0; t < nt; t++) {

@@ -213,6 +213,11 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
 int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
                const dtl_box *own, void *global);
 
+/* Collective.  Bind this rank (and so its threads) to an even share of its node's cores with
+ * hwloc; DISTAL_BIND=core (default), numa (whole NUMA domains) or none.  Ranks that
+ * outnumber the cores are left unbound.  verbose: rank 0 prints every rank's binding. */
+int dtl_bind(dtl_ctx *ctx, bool verbose, FILE *out);
+
 /* Returns 1 on every rank when any rank passes err != 0 (agreement on failure). */
 int dtl_any_error(dtl_ctx *ctx, int err);
 /* (dtl_any_error also copies the message of the lowest failing rank into every rank's
