@@ -328,6 +328,18 @@ static lw_comm next_box(const lw_stmt *ls, const lw_comm *c) {
   return n;
 }
 
+/* Post the broadcast of a comm's box (computed into nbox) into the free buffer slot. */
+static void post_bcast(st *g, const lw_comm *c, const char *nbox, const char *nm, int slot,
+                       const char *ct, const char *localptr) {
+  int t = c->tensor;
+  emit_box(g, c, nbox, false);
+  line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
+  line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
+  line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
+  line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
+       c->mask, t, cg_dtltype(tensor(g, t)->type), localptr, t, nbox, nm, nm);
+}
+
 /* Communication at the top of an iteration of the loop at c->depth. */
 static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   int t = c->tensor;
@@ -347,7 +359,7 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
        lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
   char box[300];
   snprintf(box, sizeof box, "dtl_%s_box", nm);
-  if (overlapped(g->ls, c) && !alt) {
+  if (overlapped(g->ls, c)) {
     const char *rv = vname(g, g->ls->loops[c->depth]->var);
     nctx nc = {g->lp, g->ls, false};
     char ext[1024], nbox[300];
@@ -360,12 +372,7 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
       line(g, "/* (the next step's broadcast is posted before this step computes) */");
       line(g, "if (%s == 0) {", rv);
       g->ind += 2;
-      emit_box(g, c, nbox, false);
-      line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
-      line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
-      line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
-      line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
-           c->mask, t, cg_dtltype(ty), localptr, t, nbox, nm, nm);
+      post_bcast(g, c, nbox, nm, slot, ct, localptr);
       g->ind -= 2;
       line(g, "}");
       line(g, "if (dtl_wait(dtl_ctx, &dtl_%s_req)) return 1;", nm);
@@ -374,12 +381,7 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
       set_layout(g, nm, box);
       line(g, "if (%s + 1 < %s) {", rv, ext);
       g->ind += 2;
-      emit_box(g, &nx, nbox, false);
-      line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
-      line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
-      line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
-      line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
-           c->mask, t, cg_dtltype(ty), localptr, t, nbox, nm, nm);
+      post_bcast(g, &nx, nbox, nm, slot, ct, localptr);
       g->ind -= 2;
       line(g, "}");
       return;
@@ -414,36 +416,6 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
          c->shift_dim, cg_dtltype(ty), nm, nm, nm, nm, nm);
     g->ind -= 2;
     line(g, "}");
-    return;
-  }
-  if (c->pattern == PAT_SHIFT) {
-    const char *rv = vname(g, g->ls->loops[c->depth]->var);
-    line(g, "if (%s == 0) { /* first step: align by exchange */", rv);
-    g->ind += 2;
-    emit_box(g, c, box, false);
-    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
-    line(g, "dtl_%s_cur = 0;", nm);
-    char vol[300];
-    snprintf(vol, sizeof vol, "dtl_%s_vol", nm);
-    line(g, "dtl_%s = dtl_reserve_(dtl_plan, %d, (size_t)%s * sizeof(%s));", nm, slot, vol, ct);
-    line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
-    args_fill(g, c->depth);
-    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
-         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
-    g->ind -= 2;
-    line(g, "} else { /* rotate: receive the neighbour's box along grid dim %d */", c->shift_dim);
-    g->ind += 2;
-    line(g, "const int64_t dtl_old = dtl_%s_vol;", nm);
-    emit_box(g, c, box, false);
-    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
-    line(g, "dtl_%s_cur ^= 1;", nm);
-    line(g, "%s *dtl_next = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_vol * sizeof(%s));", ct, slot, nm, nm, ct);
-    line(g, "if (!dtl_next) return dtl_fail(dtl_ctx, \"out of memory\");");
-    line(g, "if (dtl_shift(dtl_ctx, %d, %s, dtl_%s, dtl_old, dtl_next, dtl_%s_vol)) return 1;", c->shift_dim, cg_dtltype(ty), nm, nm);
-    line(g, "dtl_%s = dtl_next;", nm);
-    g->ind -= 2;
-    line(g, "}");
-    set_layout(g, nm, box);
     return;
   }
   emit_box(g, c, box, false);
@@ -992,9 +964,9 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_st[%d] = {0}, dtl_%s_vol = 0;", nm, c->order + 1, nm, c->order + 1, nm);
     line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];", nm, t);
     line(&g, "(void)dtl_%s_lo, (void)dtl_%s_st, (void)dtl_%s_vol, (void)dtl_%s_box;", nm, nm, nm, nm);
-    if (c->pattern == PAT_SHIFT || (c->alt && c->alt->pattern == PAT_SHIFT) || overlapped(ls, c))
+    bool ov = overlapped(ls, c) || (c->alt && overlapped(ls, c->alt));
+    if (ov) {
       line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
-    if (overlapped(ls, c)) {
       line(&g, "dtl_request *dtl_%s_req = NULL; /* the next step's data, in flight */", nm);
       line(&g, "dtl_box dtl_%s_nbox = dtl_%s_box;", nm, nm);
       line(&g, "int64_t dtl_%s_nvol = 0;", nm);
