@@ -26,7 +26,7 @@ static const char usage[] =
     "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
     "  --main          also emit main(): a complete program in OUT.c\n"
     "  --exe           build an MPI executable OUT with the MPI compiler wrapper\n"
-    "  --slurm         write a Slurm batch script (not available yet)\n"
+    "  --slurm         write a Slurm batch script for the executable (-o job.sh)\n"
     "  --target cpu    generate C + MPI (default); cuda is not available yet\n"
     "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
     "  --emit cin      print the scheduled concrete index notation\n"

@@ -678,10 +678,10 @@ static void test_lower_errors(void **state) {
   expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\ntensor c(n);\n"
                      "a(i) = b(i)*c(i) + c(i).precompute(b(i)*c(i), i, iw, T);\n",
                      5, 1, "precompute is not supported by the MPI code generator yet");
-  expect_lower_error("param n = 8;\nmachine M = [grid(2), grid(2)];\ntensor a(n);\ntensor b(n);\na(i) = b(i);\n",
-                     2, 9, "hierarchical machines are not supported by the MPI code generator yet");
   expect_lower_error("param n = 8;\nmachine M = grid(2) : gpu;\ntensor a(n) @ M(x -> x);\ntensor b(n);\na(i) = b(i);\n",
-                     2, 13, "machine 'M' is a gpu machine");
+                     2, 13, "machine 'M' has a gpu level");
+  expect_lower_error("param n = 8;\nmachine M = [grid(2), grid(2) : gpu];\ntensor a(n);\ntensor b(n);\na(i) = b(i);\n",
+                     2, 23, "machine 'M' has a gpu level");
   expect_lower_error("param n = 8;\ntensor a(n);\ntensor B(n, n) csr;\ntensor c(n);\na(i) = B(i,j) * c(j);\n",
                      3, 8, "tensor 'B': compressed level formats are not supported");
   expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\na(i) = b(i).parallelize(i, gpu_thread);\n",
@@ -696,6 +696,30 @@ static void test_lower_errors(void **state) {
                      "  .communicate(B, ki)\n"
                      "  .substitute({ii, ji, ki}, gemm);\n",
                      7, 34, "substitute: loop 'ii' lies above a communicate point");
+}
+
+/* a hierarchical machine: the inner level's dims follow level 0's, blocks nest, and a
+ * second distribute onto M[1] keeps the owner's block local */
+static void test_hierarchical(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 64;\nparam chunk = 8;\nmachine M = [grid(gx, gy), grid(px, py)];\n"
+               "tensor A(n, n) @ M(xy -> xy; xy -> xy);\ntensor B(n, n) @ M(xy -> xy; xy -> xy);\n"
+               "tensor C(n, n) @ M(xy -> xy; xy -> xy);\n"
+               "A(i, j) = B(i, k) * C(k, j)\n"
+               "  .distribute({i, j}, {io, jo}, {ii, ji}, M)\n"
+               "  .distribute({ii, ji}, {iio, jio}, {iii, jii}, M[1])\n"
+               "  .split(k, ko, ki, chunk)\n  .reorder({ko, iii, jii, ki})\n"
+               "  .communicate(A, jio)\n  .communicate({B, C}, ko);\n");
+  assert_int_equal(r.lp->ndims, 4);
+  assert_int_equal(r.lp->nlevels, 2);
+  assert_int_equal(r.lp->level_off[1], 2);
+  assert_int_equal(r.lp->stmts[0].exec_mask, 0xf);
+  assert_int_equal(comm_of(&r, 0, "A", true)->pattern, PAT_LOCAL);
+  assert_int_equal(comm_of(&r, 0, "B", false)->pattern, PAT_BCAST);
+  assert_int_equal(comm_of(&r, 0, "B", false)->mask, 0xa); /* dims 1 and 3: y of both levels */
+  assert_int_equal(comm_of(&r, 0, "C", false)->mask, 0x5);
+  finish(&r);
 }
 
 /* ---- the printed plan ------------------------------------------------------------------------ */
@@ -784,6 +808,7 @@ int main(void) {
       cmocka_unit_test(test_default_communicate_point),
       cmocka_unit_test(test_two_statements),
       cmocka_unit_test(test_lower_errors),
+    cmocka_unit_test(test_hierarchical),
       cmocka_unit_test(test_plan_summa),
       cmocka_unit_test(test_plan_element_size),
       cmocka_unit_test(test_pattern_names),
