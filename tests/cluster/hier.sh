@@ -55,5 +55,22 @@ if [ $? -ne 0 ] && [ "$(grep -c '^\./fixed: .*need 4 ranks per node, but nodes h
 else
   echo "FAIL mismatch of inner grid and ranks per node"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
 fi
+# hwloc binding: ranks that fit the cores get an even share of them; --verbose reports it
+ncores=$(OMP_NUM_THREADS= nproc --all 2>/dev/null || echo 1)
+n=$((n + 1))
+np=$([ "$ncores" -ge 2 ] && echo 2 || echo 1)
+timeout 60 "$MPIRUN" -np $np --oversubscribe ./hier_summa -n 16 --verbose > log.txt 2>&1
+if [ "$(grep -c '^rank [0-9]* (.*): bound to cpus' log.txt)" = "$np" ]; then
+  echo "PASS binding: $(grep '^rank 0 ' log.txt)"
+else
+  echo "FAIL binding ($np ranks, $ncores cores)"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
+fi
+n=$((n + 1))
+DISTAL_BIND=none timeout 60 "$MPIRUN" -np $np --oversubscribe -x DISTAL_BIND ./hier_summa -n 16 --verbose > log.txt 2>&1
+if grep -q '^rank 0 (.*): not bound (DISTAL_BIND=none)' log.txt; then
+  echo "PASS DISTAL_BIND=none"
+else
+  echo "FAIL DISTAL_BIND=none"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
+fi
 echo "$((n - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
