@@ -15,6 +15,11 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
              int64_t sBj, int64_t sBk, const void *c, int64_t sc, void *A, int64_t sAi,
              int64_t sAj) {
   if (ni <= 0 || nj <= 0 || nk <= 0) return;
+  if (sBk == 1 && sBi == nj * sBj && sAi == nj * sAj) {
+    /* (i, j) contiguous in A and B: one gemv over all rows */
+    dtl_gemv(t, 0, ni * nj, nk, B, sBj, c, sc, A, sAj);
+    return;
+  }
   for (int64_t i = 0; i < ni; i++) {
     if (sBk == 1)
       dtl_gemv(t, 0, nj, nk, CAT(B, t, i * sBi), sBj, c, sc, AT(A, t, i * sAi), sAj);
