@@ -78,18 +78,21 @@ int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const
   size_t es = dtl_type_size(t);
   char *K = malloc((size_t)nj * (size_t)nk * (size_t)nl * es);
   if (!K) return 1;
-  for (int64_t j = 0; j < nj; j++)
-    for (int64_t k = 0; k < nk; k++)
-      for (int64_t l = 0; l < nl; l++) {
-        const void *cp = CAT(C, t, j * sCj + l * sCl), *dp = CAT(D, t, k * sDk + l * sDl);
-        void *kp = K + ((size_t)(j * nk + k) * (size_t)nl + (size_t)l) * es;
-        switch (t) {
-        case DTL_DOUBLE: *(double *)kp = *(const double *)cp * *(const double *)dp; break;
-        case DTL_FLOAT: *(float *)kp = *(const float *)cp * *(const float *)dp; break;
-        case DTL_INT32: *(int32_t *)kp = *(const int32_t *)cp * *(const int32_t *)dp; break;
-        default: *(int64_t *)kp = *(const int64_t *)cp * *(const int64_t *)dp; break;
-        }
-      }
+  /* K(j*nk + k, l) = C(j, l) D(k, l), one typed loop nest per element type */
+#define KR(T)                                                                                  \
+  for (int64_t j = 0; j < nj; j++)                                                             \
+    for (int64_t k = 0; k < nk; k++) {                                                         \
+      T *kp = (T *)K + (size_t)(j * nk + k) * (size_t)nl;                                      \
+      const T *cp = (const T *)C + j * sCj, *dp = (const T *)D + k * sDk;                      \
+      for (int64_t l = 0; l < nl; l++) kp[l] = cp[l * sCl] * dp[l * sDl];                      \
+    }
+  switch (t) {
+  case DTL_DOUBLE: KR(double) break;
+  case DTL_FLOAT: KR(float) break;
+  case DTL_INT32: KR(int32_t) break;
+  default: KR(int64_t) break;
+  }
+#undef KR
   if (sBk == 1 && sBj == nk && sAl == 1) {
     dtl_gemm(t, 0, 0, ni, nl, nj * nk, B, sBi, K, nl, A, sAi);
   } else if (sBk == 1 && sAl == 1) {
