@@ -36,5 +36,17 @@ for ex in summa cannon pumma johnson solomonik cosma; do
     fi
   done
 done
+# OpenMP threads inside ranks (parallelize), 1 and 2 ranks x 2 threads
+"$DISTALC" "$top_srcdir/tests/app/threads.dtl" --exe -o threads > log.txt 2>&1 || { cat log.txt; exit 1; }
+for np in 1 2; do
+  n=$((n + 1))
+  OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 timeout 120 "$MPIRUN" -np $np --oversubscribe \
+    -x OMP_NUM_THREADS -x OPENBLAS_NUM_THREADS ./threads --validate > log.txt 2>&1
+  if [ $? -eq 0 ] && [ "$(grep -c 'validate .* ok' log.txt)" = 2 ]; then
+    echo "PASS OpenMP: $np ranks x 2 threads"
+  else
+    echo "FAIL OpenMP: $np ranks x 2 threads"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
+  fi
+done
 echo "$((n - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
