@@ -1120,12 +1120,12 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
                    "      return 1;\n    }\n", (long long)inner, (long long)inner);
       fprintf(c, "    if (dtl_solve_grid(dtl_per_node, %d, param + %d, lit + %d, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
                  "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
-                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the ranks of one node do not fit the inner levels: %%s\", dtl_m);\n"
+                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the ranks of one node do not fit the inner levels: %%.400s\", dtl_m);\n"
                  "      return 1;\n    }\n",
               nd - n0, n0, n0);
       fprintf(c, "    if (dtl_solve_grid(dtl_nnodes, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
                  "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
-                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the nodes do not fit level 0 (counting nodes, not ranks): %%s\", dtl_m);\n"
+                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the nodes do not fit level 0 (counting nodes, not ranks): %%.400s\", dtl_m);\n"
                  "      return 1;\n    }\n", n0);
     }
     for (int i = 0; i < p->nparams; i++)
