@@ -2,6 +2,7 @@
  * TTV, TTM, inner product and MTTKRP on strided blocks, cast to BLAS calls (as CTF and
  * the DISTAL paper do on one node) where the block is contiguous enough, loops otherwise.
  * All accumulate into the output.  Strides are in elements. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,35 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
              int64_t sBj, int64_t sBk, const void *c, int64_t sc, void *A, int64_t sAi,
              int64_t sAj) {
   if (ni <= 0 || nj <= 0 || nk <= 0) return;
+  if (t == DTL_DOUBLE && sBk == 1 && sc == 1 && sBi == nj * sBj && sAi == nj * sAj) {
+    /* (i, j) contiguous: rows of nk, read as four concurrent streams (a quarter of the
+     * rows each), which keeps more memory traffic in flight than one gemv's single stream */
+    const int64_t rows = ni * nj, q = (rows + 3) / 4;
+    const double *b = B, *cv = c;
+    double *a = A;
+    for (int64_t r = 0; r < q; r++) {
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      const double *b0 = b + r * sBj, *b1 = b + (r + q) * sBj, *b2 = b + (r + 2 * q) * sBj,
+                   *b3 = b + (r + 3 * q) * sBj;
+      bool h1 = r + q < rows, h2 = r + 2 * q < rows, h3 = r + 3 * q < rows;
+      if (h1 && h2 && h3) {
+        for (int64_t k = 0; k < nk; k++) {
+          s0 += b0[k] * cv[k], s1 += b1[k] * cv[k];
+          s2 += b2[k] * cv[k], s3 += b3[k] * cv[k];
+        }
+      } else {
+        for (int64_t k = 0; k < nk; k++) s0 += b0[k] * cv[k];
+        for (int64_t k = 0; h1 && k < nk; k++) s1 += b1[k] * cv[k];
+        for (int64_t k = 0; h2 && k < nk; k++) s2 += b2[k] * cv[k];
+        for (int64_t k = 0; h3 && k < nk; k++) s3 += b3[k] * cv[k];
+      }
+      a[r * sAj] += s0;
+      if (h1) a[(r + q) * sAj] += s1;
+      if (h2) a[(r + 2 * q) * sAj] += s2;
+      if (h3) a[(r + 3 * q) * sAj] += s3;
+    }
+    return;
+  }
   if (sBk == 1 && sBi == nj * sBj && sAi == nj * sAj) {
     /* (i, j) contiguous in A and B: one gemv over all rows */
     dtl_gemv(t, 0, ni * nj, nk, B, sBj, c, sc, A, sAj);
