@@ -16,4 +16,8 @@ if ! make -j"$jobs" check; then
   done
   exit 1
 fi
-cat test-suite.log | head -20
+head -n 12 test-suite.log
+p=$(sed -n 's/^# PASS: *//p' test-suite.log)
+f=$(sed -n 's/^# FAIL: *//p' test-suite.log)
+e=$(sed -n 's/^# ERROR: *//p' test-suite.log)
+echo "test programs: ${p:-0} passed, $((${f:-0} + ${e:-0})) failed"
