@@ -912,6 +912,7 @@ static void emit_view(st *g, const lw_comm *c) {
 
 static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o, int *slot) {
   const fe_program *p = lp->ir->ast;
+  lw_set_bounds(lp, ls);
   const ir_stmt *s = ls->s;
   const cin_node *asg = cin_assign(s->root);
   int nv = ls->lidx_var0 + ls->nloops + 1;

@@ -16,6 +16,20 @@ const char *lw_pattern_name(lw_pattern p) {
   return n[p];
 }
 
+/* The ranges of a statement's loop counters, for proofs about its expressions: variable ids
+ * are per statement, so every stage that builds expressions of a statement sets them. */
+void lw_set_bounds(const lw_program *lp, const lw_stmt *ls) {
+  sym_set_grid(lp->ndims, lp->dims);
+  sym_clear_var_max();
+  for (int k = 0; k < ls->nloops; k++) {
+    const cin_node *n = ls->loops[k];
+    if (n->distributed)
+      sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
+    else
+      sym_set_var_max(n->var, sym_sub(ls->s->vars[n->var].extent, sym_const(1)));
+  }
+}
+
 int lw_loop_pos(const lw_stmt *ls, int var) {
   for (int k = 0; k < ls->nloops; k++)
     if (ls->loops[k]->var == var) return k;
@@ -507,6 +521,7 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
   for (int i = 0; i < lp->nstmts; i++) {
     const lw_stmt *ls = &lp->stmts[i];
     namer_ctx nc = {lp, ls};
+    lw_set_bounds(lp, ls);
     fprintf(f, "statement %d: ", i + 1);
     const cin_node *asg = cin_assign(ls->s->root);
     fputs(p->tensors[asg->lhs_tensor].name, f);

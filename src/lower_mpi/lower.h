@@ -89,6 +89,8 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
                  const sym **hi);
 const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k);
 int lw_loop_pos(const lw_stmt *ls, int var);
+/* Make the symbolic layer's proofs use this statement's loop ranges (see sym_set_var_max). */
+void lw_set_bounds(const lw_program *lp, const lw_stmt *ls);
 /* The grid dim a distributed loop is bound to (its level's dims are numbered after the
  * outer levels' dims). */
 int lw_gdim(const lw_program *lp, const cin_node *n);
