@@ -1042,6 +1042,53 @@ static void test_bcast_fetch(void **state) {
 }
 
 /* ---- redistribution (src/comm/redist.c) ------------------------------------------------ */
+/* Every pair of a set of layouts of a 2-D tensor on every 2-D grid of the ranks: row
+ * blocks, column blocks, tiles, transposed tiles, tiles on one row of the grid, rows
+ * replicated along the grid's columns, and replicated everywhere. */
+static dtl_dist layout(int k, const int64_t *ext) {
+  dtl_dist d;
+  memset(&d, 0, sizeof d);
+  d.order = 2, d.ngrid = 2, d.extent[0] = ext[0], d.extent[1] = ext[1];
+  static const dtl_dim_kind kind[7][2] = {
+      {DTL_DIM_PART, DTL_DIM_STAR}, {DTL_DIM_STAR, DTL_DIM_PART}, {DTL_DIM_PART, DTL_DIM_PART},
+      {DTL_DIM_PART, DTL_DIM_PART}, {DTL_DIM_PART, DTL_DIM_FIXED}, {DTL_DIM_STAR, DTL_DIM_PART},
+      {DTL_DIM_STAR, DTL_DIM_STAR}};
+  static const int tdim[7][2] = {{0, 0}, {0, 1}, {0, 1}, {1, 0}, {1, 0}, {0, 0}, {0, 0}};
+  for (int g = 0; g < 2; g++) d.kind[g] = kind[k][g], d.tdim[g] = tdim[k][g];
+  d.replicated_everywhere = k == 6;
+  return d;
+}
+
+static void test_redistribute_pairs(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS];
+  int n = grids(2, gs, 16);
+  for (int i = 0; i < n; i++) {
+    dtl_ctx *ctx = make_ctx(2, gs[i], false);
+    if (!ctx)
+      continue;
+    int64_t ext[DTL_MAX_DIMS] = {7 + g_size, 5 + 2 * g_size};
+    for (int a = 0; a < 7; a++)
+      for (int b = 0; b < 7; b++) {
+        dtl_dist from = layout(a, ext), to = layout(b, ext);
+        dtl_box fo, too;
+        bool hf = dtl_dist_block(ctx, &from, ctx->coords, &fo);
+        bool ht = dtl_dist_block(ctx, &to, ctx->coords, &too);
+        void *x = alloc_box(DTL_DOUBLE, &fo), *y = alloc_box(DTL_DOUBLE, &too);
+        if (hf)
+          dtl_fill(DTL_DOUBLE, DTL_FILL_INDEX, 0, 0, 2, ext, &fo, x);
+        CHECKF(dtl_redistribute(ctx, DTL_DOUBLE, &from, x, &fo, &to, y) == 0, "%s", ctx->err);
+        if (ht)
+          CHECKF(index_mismatches(DTL_DOUBLE, y, &too, ext) == 0,
+                 "layout %d -> %d on a %lldx%lld grid", a, b, (long long)gs[i][0], (long long)gs[i][1]);
+        free(x), free(y);
+      }
+    dtl_ctx_destroy(&ctx);
+  }
+  all_ok();
+}
+
+
 static void test_redistribute(void **state) {
   (void)state;
   int64_t gs[16][DTL_MAX_DIMS];
@@ -2060,6 +2107,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_accumulate, reset, report_time),
       cmocka_unit_test_setup_teardown(test_bcast_fetch, reset, report_time),
       cmocka_unit_test_setup_teardown(test_redistribute, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_redistribute_pairs, reset, report_time),
       cmocka_unit_test_setup_teardown(test_shift, reset, report_time),
       cmocka_unit_test_setup_teardown(test_reduce, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gather_and_fill, reset, report_time),
