@@ -1,10 +1,7 @@
 /* test_ir.c -- unit tests of the middle of distalc: symbolic integer expressions (sym_),
  * tensor index notation with reduction placement and the default concrete index notation
  * (cin.c), and every scheduling command as a rewrite of concrete index notation, with its
- * preconditions (schedule.c).  LANGUAGE.md sections 3-5, DISTAL paper sections 3-5.
- *
- * Tests that show a known bug are marked BUG and skipped (KNOWN_BUG()), so that the suite
- * stays green; run with DISTAL_UNIT_BUGS=1 in the environment to run them anyway. */
+ * preconditions (schedule.c).  LANGUAGE.md sections 3-5, DISTAL paper sections 3-5. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +14,8 @@
 
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "harness.h"
 
-#define KNOWN_BUG()                                                                            \
-  do {                                                                                         \
-    if (!getenv("DISTAL_UNIT_BUGS")) skip();                                                   \
-  } while (0)
 
 /* ---- harness ------------------------------------------------------------------------ */
 
@@ -67,14 +61,7 @@ static void start(run *r, const char *text) {
   memset(r, 0, sizeof *r);
   r->err = open_memstream(&r->out, &r->outlen);
   assert_non_null(r->err);
-  r->src = fe_source_from_string("t.dtl", text, strlen(text), r->err);
-  assert_non_null(r->src);
-  r->prog = fe_parse(r->src);
-  if (!r->prog) dump(r);
-  assert_non_null(r->prog);
-  int e = fe_check(r->prog);
-  if (e) dump(r);
-  assert_int_equal(e, 0);
+  unit_frontend(text, r->err, &r->out, &r->src, &r->prog);
   r->ir = ir_build(r->prog);
   if (!r->ir) dump(r);
   assert_non_null(r->ir);

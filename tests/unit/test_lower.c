@@ -2,10 +2,7 @@
  * (src/lower_mpi): the six matrix-multiply algorithms of the DISTAL paper's Figure 12
  * written in .dtl, the pattern chosen per tensor and communicate point (lw_stmt.comm[]),
  * a few layouts whose answer is known (transposes, replicated outputs, replicated grid
- * dims), the constructs the lowering rejects, and the printed plan.
- *
- * Tests that show a known bug are marked BUG and skipped (KNOWN_BUG()), so that the suite
- * stays green; run with DISTAL_UNIT_BUGS=1 in the environment to run them anyway. */
+ * dims), the constructs the lowering rejects, and the printed plan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,11 +16,8 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "lower_mpi/lower.h"
+#include "harness.h"
 
-#define KNOWN_BUG()                                                                            \
-  do {                                                                                         \
-    if (!getenv("DISTAL_UNIT_BUGS")) skip();                                                   \
-  } while (0)
 
 /* ---- harness ------------------------------------------------------------------------ */
 
@@ -47,17 +41,10 @@ static lw_program *lower_run(run *r, const char *text) {
   memset(r, 0, sizeof *r);
   r->err = open_memstream(&r->out, &r->outlen);
   assert_non_null(r->err);
-  r->src = fe_source_from_string("t.dtl", text, strlen(text), r->err);
-  assert_non_null(r->src);
-  r->prog = fe_parse(r->src);
-  if (!r->prog) dump(r);
-  assert_non_null(r->prog);
-  int e = fe_check(r->prog);
-  if (e) dump(r);
-  assert_int_equal(e, 0);
+  unit_frontend(text, r->err, &r->out, &r->src, &r->prog);
   r->ir = ir_build(r->prog);
   assert_non_null(r->ir);
-  e = ir_schedule(r->ir, -1);
+  int e = ir_schedule(r->ir, -1);
   if (e) dump(r);
   assert_int_equal(e, 0);
   r->lp = lw_lower(r->ir);
