@@ -27,7 +27,9 @@ static const char usage[] =
     "  --main          also emit main(): a complete program in OUT.c\n"
     "  --exe           build an MPI executable OUT with the MPI compiler wrapper\n"
     "  --slurm         write a Slurm batch script for the executable (-o job.sh)\n"
-    "  --target cpu    generate C + MPI (default); cuda is not available yet\n"
+    "  --target cpu    generate C + MPI (default for cpu machines)\n"
+    "  --target cuda   tensors in GPU memory, kernels in OUT.cu, NCCL and cuBLAS (default for\n"
+    "                  machines with a gpu level)\n"
     "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
     "  --emit cin      print the scheduled concrete index notation\n"
     "  --emit plan     print the communication plan (for --ranks P, default 4, and --set)\n"
@@ -36,7 +38,10 @@ static const char usage[] =
     "  --debug         generated code verifies every box it receives\n"
     "\n"
     "Environment: MPICC (default " DISTAL_MPICC "), DISTAL_CFLAGS and DISTAL_LIBS override\n"
-    "the flags used by --exe to find the distal runtime.\n";
+    "the flags used by --exe to find the distal runtime; for --target cuda also NVCC (default\n"
+    DISTAL_NVCC_DEFAULT "), DISTAL_CUDA_ARCH (nvcc's -gencode options), DISTAL_CUDA_LIBS\n"
+    "(libdistal_cuda, CUDA runtime, cuBLAS, NCCL), and DISTAL_CUDA_EMULATION=1 (compile the\n"
+    "kernels as C against a host emulation, for testing without a GPU).\n";
 
 static int fail_usage(const char *msg, const char *arg) {
   fprintf(stderr, "distalc: %s%s%s\n%s", msg, arg ? " " : "", arg ? arg : "", "(try distalc --help)\n");
@@ -100,7 +105,42 @@ static bool out_commit(outfile *o) {
 }
 
 /* Run the MPI compiler wrapper on a generated source. */
-static int build_exe(const char *src_c, const char *incdir, const char *out) {
+/* Run a command line; report it when it fails. */
+static int run_cmd(const char *cmd, const char *what) {
+  int rc = system(cmd);
+  if (rc != 0) fprintf(stderr, "distalc: %s failed: %s\n", what, cmd);
+  return rc == 0 ? 0 : 1;
+}
+
+/* Compile the kernels of the CUDA target into an object: nvcc, or, with
+ * DISTAL_CUDA_EMULATION=1, the C compiler against the host emulation of the test suite. */
+static int build_kernels(const char *src_cu, const char *incdir, const char *obj) {
+  const char *cflags = getenv("DISTAL_CFLAGS");
+  char defc[4096];
+  if (!cflags) {
+    snprintf(defc, sizeof defc, "-I%s", DISTAL_INCLUDEDIR);
+    cflags = defc;
+  }
+  const char *emu = getenv("DISTAL_CUDA_EMULATION");
+  const char *ccf = getenv("DISTAL_CUDA_CFLAGS");
+  char cmd[16384];
+  if (emu && !strcmp(emu, "1")) {
+    const char *cc = getenv("MPICC");
+    if (!cc || !*cc) cc = DISTAL_MPICC;
+    snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O2 -x c -DDISTAL_CUDA_EMULATION %s -I'%s' %s -c '%s' -o '%s'", cc,
+             ccf ? ccf : "", incdir, cflags, src_cu, obj);
+    return run_cmd(cmd, "the C compiler (kernels, emulated device)");
+  }
+  const char *nvcc = getenv("NVCC");
+  if (!nvcc || !*nvcc) nvcc = DISTAL_NVCC_DEFAULT;
+  const char *arch = getenv("DISTAL_CUDA_ARCH");
+  if (!arch) arch = DISTAL_CUDA_ARCH_DEFAULT;
+  snprintf(cmd, sizeof cmd, "%s -O3 %s -Xcompiler -fPIC %s -I'%s' %s -c '%s' -o '%s'", nvcc, arch, ccf ? ccf : "", incdir,
+           cflags, src_cu, obj);
+  return run_cmd(cmd, "nvcc");
+}
+
+static int build_exe(const char *src_c, const char *incdir, const char *out, const char *kobj) {
   const char *cc = getenv("MPICC");
   if (!cc || !*cc) cc = DISTAL_MPICC;
   const char *cflags = getenv("DISTAL_CFLAGS");
@@ -115,13 +155,23 @@ static int build_exe(const char *src_c, const char *incdir, const char *out) {
     libs = defl;
   }
   const char *extra = getenv("DISTAL_EXTRA_CFLAGS");
-  size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + strlen(incdir) + 512 + (extra ? strlen(extra) : 0);
+  const char *culibs = "";
+  char defcu[4096];
+  if (kobj) {
+    culibs = getenv("DISTAL_CUDA_LIBS");
+    if (!culibs) {
+      snprintf(defcu, sizeof defcu, "-L%s -Wl,-rpath,%s -ldistal_cuda %s", DISTAL_LIBDIR, DISTAL_LIBDIR, DISTAL_CUDA_LIBS_DEFAULT);
+      culibs = defcu;
+    }
+  }
+  size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + strlen(incdir) + 512 +
+             (extra ? strlen(extra) : 0) + (kobj ? strlen(kobj) : 0) + strlen(culibs);
   char *cmd = malloc(n);
-  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s -I'%s' %s '%s' -o '%s' %s", cc, extra ? extra : "", incdir, cflags, src_c, out, libs);
-  int rc = system(cmd);
-  if (rc != 0) fprintf(stderr, "distalc: the C compiler failed: %s\n", cmd);
+  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s -I'%s' %s '%s' %s%s%s -o '%s' %s %s", cc, extra ? extra : "", incdir, cflags, src_c,
+           kobj ? "'" : "", kobj ? kobj : "", kobj ? "'" : "", out, culibs, libs);
+  int rc = run_cmd(cmd, "the C compiler");
   free(cmd);
-  return rc == 0 ? 0 : 1;
+  return rc;
 }
 
 /* The largest v with v^m dividing n. */
@@ -203,7 +253,7 @@ static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
  * machine where its dims are literals, launch with srun --mpi=pmix (or mpirun), and the
  * script's own arguments passed on to the program. */
 static bool write_slurm(const fe_program *prog, const ir_program *ir, const char *input,
-                        const char *out, const char *name) {
+                        const char *out, const char *name, bool cuda) {
   char *stem = name ? strdup(name) : stem_of(input);
   char path[4096];
   snprintf(path, sizeof path, "%s", out ? out : "job.sh");
@@ -215,7 +265,7 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
   FILE *f = of.f;
   const fe_machine *M = ir->machine >= 0 ? &prog->machines[ir->machine] : NULL;
   int64_t outer = 1, inner = 1;
-  bool outer_lit = M != NULL, inner_lit = M && M->nlevels > 1, gpu = false;
+  bool outer_lit = M != NULL, inner_lit = M && M->nlevels > 1, gpu = cuda;
   for (int l = 0; M && l < M->nlevels; l++) {
     const fe_grid *G = &M->levels[l];
     gpu |= G->kind == FE_GPU;
@@ -259,7 +309,7 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
 }
 
 int main(int argc, char **argv) {
-  const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = "cpu";
+  const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false;
   int64_t ranks = 4;
   char *sets[64];
@@ -298,7 +348,7 @@ int main(int argc, char **argv) {
   if (!input) return fail_usage("no input file", NULL);
   if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "plan"))
     return fail_usage("--emit takes c, cin or plan, not", emit);
-  if (strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
+  if (target && strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
 
@@ -325,15 +375,18 @@ int main(int argc, char **argv) {
     status = 0;
     goto done;
   }
-  if (!strcmp(target, "cuda")) {
-    fprintf(stderr, "distalc: --target cuda is not available in this build yet\n");
-    goto done;
+  if (!target) { /* a machine with a gpu level keeps its tensors in GPU memory */
+    target = "cpu";
+    if (ir->machine >= 0)
+      for (int l = 0; l < prog->machines[ir->machine].nlevels; l++)
+        if (prog->machines[ir->machine].levels[l].kind == FE_GPU) target = "cuda";
   }
+  bool cuda = !strcmp(target, "cuda");
   if (slurm) {
-    status = write_slurm(prog, ir, input, out, name) ? 0 : 1;
+    status = write_slurm(prog, ir, input, out, name, cuda) ? 0 : 1;
     goto done;
   }
-  lp = lw_lower(ir);
+  lp = lw_lower(ir, cuda);
   if (!lp) goto done;
   if (emit && !strcmp(emit, "plan")) {
     int64_t *vals = calloc(prog->nparams + 1, sizeof *vals);
@@ -389,14 +442,22 @@ int main(int argc, char **argv) {
     if (bad) goto done;
   }
   prefix = name ? strdup(name) : stem_of(out && !exe ? out : input);
-  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
+  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug, .cuda = cuda};
   if (emit && !strcmp(emit, "c")) {
     char hname[512];
     snprintf(hname, sizeof hname, "%s.h", prefix);
     o.header_name = hname;
     FILE *hnull = fopen("/dev/null", "w");
-    status = cg_emit(hnull, stdout, lp, &o) ? 1 : 0;
+    char *kbuf = NULL;
+    size_t kl = 0;
+    FILE *kf = cuda ? open_memstream(&kbuf, &kl) : NULL;
+    status = cg_emit(hnull, stdout, kf, lp, &o) ? 1 : 0;
     fclose(hnull);
+    if (kf) {
+      fclose(kf);
+      printf("\n/* ==== %s.cu ==== */\n%s", prefix, kbuf);
+      free(kbuf);
+    }
     goto done;
   }
   if (exe) {
@@ -405,24 +466,30 @@ int main(int argc, char **argv) {
       fprintf(stderr, "distalc: cannot create a temporary directory: %s\n", strerror(errno));
       goto done;
     }
-    char hpath[4200], cpath[4200], hname[512], target_path[4200];
+    char hpath[4200], cpath[4200], kpath[4200], opath[4200], hname[512], target_path[4200];
     snprintf(hname, sizeof hname, "%s.h", prefix);
     snprintf(hpath, sizeof hpath, "%s/%s.h", dir, prefix);
     snprintf(cpath, sizeof cpath, "%s/%s.c", dir, prefix);
+    snprintf(kpath, sizeof kpath, "%s/%s.cu", dir, prefix);
+    snprintf(opath, sizeof opath, "%s/%s_cu.o", dir, prefix);
     o.header_name = hname;
-    FILE *h = fopen(hpath, "w"), *c = fopen(cpath, "w");
-    bool ok = h && c && cg_emit(h, c, lp, &o) == 0;
+    FILE *h = fopen(hpath, "w"), *c = fopen(cpath, "w"), *k = cuda ? fopen(kpath, "w") : NULL;
+    bool ok = h && c && (!cuda || k) && cg_emit(h, c, k, lp, &o) == 0;
     if (h) ok &= fclose(h) == 0;
     if (c) ok &= fclose(c) == 0;
+    if (k) ok &= fclose(k) == 0;
     const char *exe_out = out ? out : prefix;
     snprintf(target_path, sizeof target_path, "%s.tmp.%d", exe_out, (int)getpid());
-    if (ok && build_exe(cpath, dir, target_path) == 0) {
+    if (ok && cuda) ok = build_kernels(kpath, dir, opath) == 0;
+    if (ok && build_exe(cpath, dir, target_path, cuda ? opath : NULL) == 0) {
       if (rename(target_path, exe_out) == 0) status = 0;
       else fprintf(stderr, "distalc: cannot write %s: %s\n", exe_out, strerror(errno));
     }
     unlink(target_path);
     unlink(hpath);
     unlink(cpath);
+    unlink(kpath);
+    unlink(opath);
     rmdir(dir);
     goto done;
   }
@@ -432,25 +499,31 @@ int main(int argc, char **argv) {
     snprintf(base, sizeof base, "%s", out ? out : prefix);
     size_t bl = strlen(base);
     if (bl > 2 && (!strcmp(base + bl - 2, ".c") || !strcmp(base + bl - 2, ".h"))) base[bl - 2] = 0;
-    char cpath[4200], hpath[4200], hname[4200];
+    char cpath[4200], hpath[4200], hname[4200], kpath[4200];
     snprintf(cpath, sizeof cpath, "%s.c", base);
     snprintf(hpath, sizeof hpath, "%s.h", base);
+    snprintf(kpath, sizeof kpath, "%s.cu", base);
     const char *slash = strrchr(hpath, '/');
     snprintf(hname, sizeof hname, "%s", slash ? slash + 1 : hpath);
     o.header_name = hname;
-    outfile oc = {0}, oh = {0};
-    if (!out_open(&oc, cpath) || !out_open(&oh, hpath)) {
+    outfile oc = {0}, oh = {0}, ok = {0};
+    if (!out_open(&oc, cpath) || !out_open(&oh, hpath) || (cuda && !out_open(&ok, kpath))) {
       out_abort(&oc);
       out_abort(&oh);
+      out_abort(&ok);
       goto done;
     }
-    if (cg_emit(oh.f, oc.f, lp, &o) != 0) {
+    if (cg_emit(oh.f, oc.f, ok.f, lp, &o) != 0) {
       out_abort(&oc);
       out_abort(&oh);
+      out_abort(&ok);
       goto done;
     }
-    if (out_commit(&oh) && out_commit(&oc)) status = 0;
-    else unlink(hpath);
+    if (out_commit(&oh) && (!cuda || out_commit(&ok)) && out_commit(&oc)) status = 0;
+    else {
+      unlink(hpath);
+      if (cuda) unlink(kpath);
+    }
   }
 done:
   free(prefix);

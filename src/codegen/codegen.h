@@ -12,9 +12,11 @@ typedef struct {
   const char *source_name; /* the .dtl file, for comments */
   bool main;               /* also emit main() */
   bool debug;              /* verify every received box at run time */
+  bool cuda;               /* --target cuda: device tensors, kernels in PREFIX.cu */
 } cg_options;
 
-/* Write the header and the source.  Returns 0 on success. */
-int cg_emit(FILE *h, FILE *c, const lw_program *lp, const cg_options *o);
+/* Write the header and the source; for the CUDA target also the kernels (cu: PREFIX.cu,
+ * compiled by nvcc; may be NULL otherwise).  Returns 0 on success. */
+int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *o);
 
 #endif

@@ -19,10 +19,22 @@ static const char *reserved[] = {
     "main", "free", "malloc", "calloc", "realloc", "memcpy", "memset", "printf", "fprintf",
     "snprintf", "exit", "abort", "stdout", "stderr", "errno", "NULL", "size_t", "int64_t",
     "int32_t", "uint64_t", "assert", "fabs", "sqrt", "argc", "argv", "_Bool", "_Alignas",
-    "_Atomic", "_Complex", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local", NULL};
+    "_Atomic", "_Complex", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local",
+    /* C++ (headers are included from C++, kernels are compiled as CUDA C++) and CUDA */
+    "new", "delete", "class", "this", "template", "namespace", "operator", "private", "public",
+    "protected", "virtual", "friend", "try", "catch", "throw", "typename", "using", "mutable",
+    "explicit", "export", "nullptr", "constexpr", "decltype", "noexcept", "static_cast",
+    "dynamic_cast", "reinterpret_cast", "const_cast", "typeid", "asm", "wchar_t", "char16_t",
+    "char32_t", "alignas", "alignof", "thread_local", "static_assert", "and", "or", "not", "xor",
+    "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq", "concept", "requires",
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "atomicAdd", NULL};
 
+/* Names of the program as C identifiers: C, C++ and CUDA words and our own prefixes get
+ * "u_" in front.  A leading underscore does too, so that the generated code's internal
+ * names, which have two underscores after dtl (dtl__r), never meet a tensor's buffer
+ * (dtl_NAME). */
 const char *cg_ident(const char *name) {
-  bool bad = !strncmp(name, "dtl_", 4) || !strncmp(name, "DTL_", 4) || !strncmp(name, "MPI_", 4);
+  bool bad = !strncmp(name, "dtl_", 4) || !strncmp(name, "DTL_", 4) || !strncmp(name, "MPI_", 4) || name[0] == '_';
   for (int i = 0; reserved[i] && !bad; i++) bad = !strcmp(name, reserved[i]);
   if (!bad) return name;
   char *r = ir_alloc(strlen(name) + 3);
@@ -164,7 +176,25 @@ typedef struct {
   int comm_slot[32]; /* per comm: its buffer slot (SHIFT uses two) */
   int ncond;
   char cond[64][160]; /* activity conditions of the collective region */
+  /* CUDA target */
+  FILE *cu;           /* PREFIX.cu: kernels */
+  FILE *decl;         /* file-scope declarations the statement function needs */
+  int kdepth;         /* the substituted kernel's depth, -1: none or not on the device */
+  int nkern;          /* kernels of this statement so far */
+  bool in_kernel;     /* printing a kernel body */
+  bool atomic;        /* ... whose threads may update the same output element */
+  bool mapped[LW_MAX_LOOPS]; /* ... whose loops are the threads */
 } st;
+
+/* The runtime function for an operation: dtl_NAME on the host, dtl_cu_NAME on the device
+ * (same arguments). */
+static const char *rt(const st *g, const char *name) {
+  static char b[8][64];
+  static int i;
+  i = (i + 1) % 8;
+  snprintf(b[i], sizeof b[i], "dtl_%s%s", g->o->cuda ? "cu_" : "", name);
+  return b[i];
+}
 
 static void line(st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void line(st *g, const char *fmt, ...) {
@@ -336,8 +366,8 @@ static void post_bcast(st *g, const lw_comm *c, const char *nbox, const char *nm
   line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
   line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + dtl_%s_cur, (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
   line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
-  line(g, "if (dtl_bcast_fetch_begin(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
-       c->mask, t, cg_dtltype(tensor(g, t)->type), localptr, t, nbox, nm, nm);
+  line(g, "if (%s(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s_nbuf, &dtl_%s_req)) return 1;",
+       rt(g, "bcast_fetch_begin"), c->mask, t, cg_dtltype(tensor(g, t)->type), localptr, t, nbox, nm, nm);
 }
 
 /* Communication at the top of an iteration of the loop at c->depth. */
@@ -375,7 +405,7 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
       post_bcast(g, c, nbox, nm, slot, ct, localptr);
       g->ind -= 2;
       line(g, "}");
-      line(g, "if (dtl_wait(dtl_ctx, &dtl_%s_req)) return 1;", nm);
+      line(g, "if (%s(dtl_ctx, &dtl_%s_req)) return 1;", rt(g, "wait"), nm);
       line(g, "dtl_%s = dtl_%s_nbuf, dtl_%s_box = %s, dtl_%s_vol = dtl_%s_nvol;", nm, nm, nm, nbox, nm, nm);
       line(g, "dtl_%s_cur ^= 1;", nm);
       set_layout(g, nm, box);
@@ -395,12 +425,12 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
     line(g, "dtl_%s = dtl_reserve_(dtl_plan, %d, (size_t)dtl_%s_vol * sizeof(%s));", nm, slot, nm, ct);
     line(g, "if (!dtl_%s) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
     args_fill(g, c->depth);
-    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
-         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
+    line(g, "if (%s(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+         rt(g, "fetch"), t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
     g->ind -= 2;
     line(g, "} else { /* rotate: the neighbour's box along grid dim %d, received during the last step */", c->shift_dim);
     g->ind += 2;
-    line(g, "if (dtl_wait(dtl_ctx, &dtl_%s_req)) return 1;", nm);
+    line(g, "if (%s(dtl_ctx, &dtl_%s_req)) return 1;", rt(g, "wait"), nm);
     line(g, "dtl_%s = dtl_%s_nbuf, dtl_%s_box = %s, dtl_%s_vol = dtl_%s_nvol;", nm, nm, nm, nbox, nm, nm);
     line(g, "dtl_%s_cur ^= 1;", nm);
     g->ind -= 2;
@@ -412,8 +442,8 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
     line(g, "dtl_%s_nvol = dtl_box_volume(&%s);", nm, nbox);
     line(g, "dtl_%s_nbuf = dtl_reserve_(dtl_plan, %d + (dtl_%s_cur ^ 1), (size_t)dtl_%s_nvol * sizeof(%s));", nm, slot, nm, nm, ct);
     line(g, "if (!dtl_%s_nbuf) return dtl_fail(dtl_ctx, \"out of memory\");", nm);
-    line(g, "if (dtl_shift_begin(dtl_ctx, %d, %s, dtl_%s, dtl_%s_vol, dtl_%s_nbuf, dtl_%s_nvol, &dtl_%s_req)) return 1;",
-         c->shift_dim, cg_dtltype(ty), nm, nm, nm, nm, nm);
+    line(g, "if (%s(dtl_ctx, %d, %s, dtl_%s, dtl_%s_vol, dtl_%s_nbuf, dtl_%s_nvol, &dtl_%s_req)) return 1;",
+         rt(g, "shift_begin"), c->shift_dim, cg_dtltype(ty), nm, nm, nm, nm, nm);
     g->ind -= 2;
     line(g, "}");
     return;
@@ -425,16 +455,17 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   reserve(g, nm, slot, vol, ty);
   set_layout(g, nm, box);
   if (c->output) {
-    line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", cg_dtltype(ty), nm, nm);
+    if (g->o->cuda) line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl_%s, dtl_%s_vol)) return 1;", cg_dtltype(ty), nm, nm);
+    else line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", cg_dtltype(ty), nm, nm);
     return;
   }
   if (c->pattern == PAT_BCAST)
-    line(g, "if (dtl_bcast_fetch(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s)) return 1;",
-         c->mask, t, cg_dtltype(ty), localptr, t, box, nm);
+    line(g, "if (%s(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s)) return 1;",
+         rt(g, "bcast_fetch"), c->mask, t, cg_dtltype(ty), localptr, t, box, nm);
   else {
     args_fill(g, c->depth);
-    line(g, "if (dtl_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
-         t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
+    line(g, "if (%s(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+         rt(g, "fetch"), t, cg_dtltype(ty), localptr, t, fnprefix(g), g->ls->s->index, q, nm);
   }
 }
 
@@ -448,7 +479,7 @@ static void emit_comm_out1(st *g, int q, const lw_comm *c) {
   if (c->pattern == PAT_REDUCE) {
     if (c->mask) {
       if (c->allreduce) {
-        line(g, "if (dtl_reduce(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", c->mask, cg_dtltype(ty), n, n);
+        line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, cg_dtltype(ty), n, n);
       } else {
         char roots[256] = "";
         for (int d = 0; d < g->lp->ndims; d++) {
@@ -456,18 +487,21 @@ static void emit_comm_out1(st *g, int q, const lw_comm *c) {
           snprintf(one, sizeof one, "%s%lld", d ? ", " : "", (long long)(c->mask >> d & 1 ? c->root[d] : 0));
           strcat(roots, one);
         }
-        line(g, "{ static const int64_t dtl_root[] = {%s};", roots);
-        line(g, "  if (dtl_reduce(dtl_ctx, 0x%xu, dtl_root, %s, dtl_%s, dtl_%s_vol)) return 1; }", c->mask, cg_dtltype(ty), n, n);
+        line(g, "{ static const int64_t dtl__root[] = {%s};", roots);
+        line(g, "  if (%s(dtl_ctx, 0x%xu, dtl__root, %s, dtl_%s, dtl_%s_vol)) return 1; }", rt(g, "reduce"), c->mask, cg_dtltype(ty), n, n);
       }
     }
-    line(g, "{ dtl_box dtl_r; /* keep the part of the box this rank owns */");
-    line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl_r))", n, t);
-    line(g, "    dtl_copy_box(%s, dtl_%s, &dtl_%s_box, %s, &dtl_plan->own[%d], &dtl_r, true); }", cg_dtltype(ty), n, n, n, t);
+    line(g, "{ dtl_box dtl__r; /* keep the part of the box this rank owns */");
+    line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl__r))", n, t);
+    if (g->o->cuda)
+      line(g, "    if (dtl_cu_copy_box(dtl_ctx, %s, dtl_%s, &dtl_%s_box, %s, &dtl_plan->own[%d], &dtl__r, true)) return 1; }", cg_dtltype(ty), n, n, n, t);
+    else
+      line(g, "    dtl_copy_box(%s, dtl_%s, &dtl_%s_box, %s, &dtl_plan->own[%d], &dtl__r, true); }", cg_dtltype(ty), n, n, n, t);
     return;
   }
   args_fill(g, c->depth);
-  line(g, "if (dtl_accumulate(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], 0x%xu, %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
-       t, cg_dtltype(ty), n, t, g->ls->exec_mask, fnprefix(g), g->ls->s->index, q, n);
+  line(g, "if (%s(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], 0x%xu, %s_s%d_box%d, &dtl_args, dtl_%s)) return 1;",
+       rt(g, "accumulate"), t, cg_dtltype(ty), n, t, g->ls->exec_mask, fnprefix(g), g->ls->s->index, q, n);
 }
 
 static void assume_cond(st *g, const lw_comm *c, char *buf, size_t n) {
@@ -564,6 +598,14 @@ static int flatten_product(const ir_expr *e, const ir_expr **out, int max) {
   return na + flatten_product(e->b, out + na, max - na);
 }
 
+/* A leaf kernel call: dtl_NAME(...); on the host, a checked dtl_cu_NAME(dtl_ctx, ...) on the
+ * device. */
+static void kopen(const st *g, FILE *m, const char *name) {
+  if (g->o->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, ", name);
+  else fprintf(m, "dtl_%s(", name);
+}
+static void kclose(const st *g, FILE *m) { fputs(g->o->cuda ? ")) return 1;" : ");", m); }
+
 static void emit_kernel(st *g, int k) {
   const ir_stmt *s = g->ls->s;
   const cin_node *n = g->ls->loops[k];
@@ -581,7 +623,7 @@ static void emit_kernel(st *g, int k) {
     lw_interval(g->lp, g->ls, v, k - 1, &klo[q], &khi[q]);
     char b[4096];
     FILE *m = fmemopen(b, sizeof b, "w");
-    fprintf(m, "const int64_t dtl_n%d = ", q);
+    fprintf(m, "const int64_t dtl__n%d = ", q);
     psym(m, sym_sub(khi[q], klo[q]), &nc);
     fprintf(m, "; /* extent of %s */", s->vars[v].name);
     fclose(m);
@@ -590,7 +632,7 @@ static void emit_kernel(st *g, int k) {
   char cond[256] = "";
   for (int q = 0; q < nk; q++) {
     char one[32];
-    snprintf(one, sizeof one, "%sdtl_n%d > 0", q ? " && " : "", q);
+    snprintf(one, sizeof one, "%sdtl__n%d > 0", q ? " && " : "", q);
     strcat(cond, one);
   }
   line(g, "if (%s) {", cond);
@@ -622,7 +664,8 @@ static void emit_kernel(st *g, int k) {
     }
     int tx = kpos(x, korig[mq]) > kpos(x, korig[kq]);
     int ty2 = kpos(y, korig[kq]) > kpos(y, korig[nq]);
-    fprintf(m, "dtl_gemm(%s, %d, %d, dtl_n%d, dtl_n%d, dtl_n%d, ", cg_dtltype(ty), tx, ty2, mq, nq, kq);
+    kopen(g, m, "gemm");
+    fprintf(m, "%s, %d, %d, dtl__n%d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tx, ty2, mq, nq, kq);
     kernel_ptr(g, m, x, korig, nk, klo, sx);
     fputs(", ", m);
     stride_of(g, m, x, tx ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
@@ -634,7 +677,7 @@ static void emit_kernel(st *g, int k) {
     kernel_ptr(g, m, &lhs, korig, nk, klo, false);
     fputs(", ", m);
     stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
-    fputs(");", m);
+    kclose(g, m);
     break;
   }
   case KERNEL_GEMV: {
@@ -646,7 +689,8 @@ static void emit_kernel(st *g, int k) {
       sx = sy, sy = ts;
     }
     int tr = kpos(x, korig[mq]) > kpos(x, korig[kq]);
-    fprintf(m, "dtl_gemv(%s, %d, dtl_n%d, dtl_n%d, ", cg_dtltype(ty), tr, mq, kq);
+    kopen(g, m, "gemv");
+    fprintf(m, "%s, %d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tr, mq, kq);
     kernel_ptr(g, m, x, korig, nk, klo, sx);
     fputs(", ", m);
     stride_of(g, m, x, tr ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
@@ -658,11 +702,12 @@ static void emit_kernel(st *g, int k) {
     kernel_ptr(g, m, &lhs, korig, nk, klo, false);
     fputs(", ", m);
     stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
-    fputs(");", m);
+    kclose(g, m);
     break;
   }
   case KERNEL_DOT:
-    fprintf(m, "dtl_dot(%s, dtl_n0, ", cg_dtltype(ty));
+    kopen(g, m, "dot");
+    fprintf(m, "%s, dtl__n0, ", cg_dtltype(ty));
     kernel_ptr(g, m, x, korig, nk, klo, sx);
     fputs(", ", m);
     stride_of(g, m, x, kpos(x, korig[0]), sx);
@@ -672,15 +717,17 @@ static void emit_kernel(st *g, int k) {
     stride_of(g, m, y, kpos(y, korig[0]), sy);
     fputs(", ", m);
     kernel_ptr(g, m, &lhs, korig, nk, klo, false);
-    fputs(");", m);
+    kclose(g, m);
     break;
   case KERNEL_AXPY: {
     const ir_expr *al = x, *xv = y;
     if (xv->kind != IR_ACCESS || kpos(xv, korig[0]) < 0) al = y, xv = x;
     bool sxv = xv->kind == IR_ACCESS && xv->tensor == asg->lhs_tensor;
-    fprintf(m, "const %s dtl_alpha = ", cg_ctype(ty));
+    fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
     cg_print_expr(m, g->lp->ir, s, al, ty, access_local, g);
-    fprintf(m, ";\n%*sdtl_axpy(%s, dtl_n0, &dtl_alpha, ", g->ind, "", cg_dtltype(ty));
+    fprintf(m, ";\n%*s", g->ind, "");
+    kopen(g, m, "axpy");
+    fprintf(m, "%s, dtl__n0, &dtl__alpha, ", cg_dtltype(ty));
     kernel_ptr(g, m, xv, korig, nk, klo, sxv);
     fputs(", ", m);
     stride_of(g, m, xv, kpos(xv, korig[0]), sxv);
@@ -688,7 +735,7 @@ static void emit_kernel(st *g, int k) {
     kernel_ptr(g, m, &lhs, korig, nk, klo, false);
     fputs(", ", m);
     stride_of(g, m, &lhs, kpos(&lhs, korig[0]), false);
-    fputs(");", m);
+    kclose(g, m);
     break;
   }
   default: {
@@ -704,9 +751,12 @@ static void emit_kernel(st *g, int k) {
     const ir_expr *ops[4] = {&lhs};
     for (int q = 0; q < nf; q++) ops[q + 1] = fs[n->kfactor[q]];
     int nletters = n->kernel == KERNEL_TTV || n->kernel == KERNEL_INNERPROD ? 3 : 4;
-    if (n->kernel == KERNEL_MTTKRP) fputs("if (", m);
-    fprintf(m, "%s(%s", fn[n->kernel], cg_dtltype(ty));
-    for (int L = 0; L < nletters; L++) fprintf(m, ", dtl_n%d", n->kletter[L]);
+    if (g->o->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, %s", fn[n->kernel] + 4, cg_dtltype(ty));
+    else {
+      if (n->kernel == KERNEL_MTTKRP) fputs("if (", m);
+      fprintf(m, "%s(%s", fn[n->kernel], cg_dtltype(ty));
+    }
+    for (int L = 0; L < nletters; L++) fprintf(m, ", dtl__n%d", n->kletter[L]);
     /* inputs first, the output last */
     for (int q = 1; q <= nf + 1; q++) {
       int oi = q <= nf ? q : 0;
@@ -720,7 +770,8 @@ static void emit_kernel(st *g, int k) {
       }
     }
     fputs(")", m);
-    if (n->kernel == KERNEL_MTTKRP) fputs(") return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");", m);
+    if (g->o->cuda) fputs(") return 1;", m);
+    else if (n->kernel == KERNEL_MTTKRP) fputs(") return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");", m);
     else fputs(";", m);
     break;
   }
@@ -742,6 +793,8 @@ static void emit_assign(st *g) {
   FILE *m = fmemopen(b, sizeof b, "w");
   /* the output is never read through the snapshot name on the left */
   const char *n = tname(g, asg->lhs_tensor);
+  static const char *tsuffix[] = {"double", "float", "int32", "int64"};
+  if (g->in_kernel && g->atomic) fprintf(m, "dtl_atomic_add_%s(&", tsuffix[ty]);
   fprintf(m, "dtl_%s[", n);
   if (!lhs.nidx) fputc('0', m);
   for (int x = 0; x < lhs.nidx; x++) {
@@ -749,10 +802,14 @@ static void emit_assign(st *g) {
     fprintf(m, "(%s - dtl_%s_lo[%d])", vname(g, lhs.vars[x]), n, x);
     if (x + 1 < lhs.nidx) fprintf(m, " * dtl_%s_st[%d]", n, x);
   }
-  fputs("] += ", m);
+  fputs(g->in_kernel && g->atomic ? "], " : "] += ", m);
   cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
-  fputc(';', m);
+  fputs(g->in_kernel && g->atomic ? ");" : ";", m);
   fclose(m);
+  if (g->in_kernel) {
+    line(g, "%s", b);
+    return;
+  }
   bool atomic = false;
   for (int k = 0; k < g->ls->nloops; k++)
     atomic |= g->ls->loops[k]->par == PAR_CPU_THREAD && g->ls->loops[k]->race == RACE_ATOMICS && k >= g->ls->outer;
@@ -769,6 +826,8 @@ static void loop_comment(st *g, int k) {
   if (n->distributed) snprintf(extra, sizeof extra, ", distributed onto grid dim %d", lw_gdim(g->lp, n));
   line(g, "/* loop %s (%s%s) */", v->name, from, extra);
 }
+
+static void emit_gpu_leaf(st *g, int k0);
 
 static void emit_level(st *g, int k) {
   const lw_stmt *ls = g->ls;
@@ -789,7 +848,15 @@ static void emit_level(st *g, int k) {
     line(g, "}");
     return;
   }
-  if (k == ls->kernel_depth) {
+  if (g->o->cuda && !g->in_kernel && k == ls->outer && g->kdepth < 0) {
+    emit_gpu_leaf(g, k); /* the local loops become one CUDA kernel */
+    return;
+  }
+  if (g->in_kernel && g->mapped[k]) { /* a thread index: bound at the kernel's top */
+    emit_level(g, k + 1);
+    return;
+  }
+  if (k == g->kdepth) {
     emit_kernel(g, k);
     return;
   }
@@ -852,8 +919,8 @@ static void emit_level(st *g, int k) {
         tight = R->in[0];
       }
     }
-    if (!collective && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
-    if (!collective && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
+    if (!collective && !g->o->cuda && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
+    if (!collective && !g->o->cuda && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
     m = fmemopen(b, sizeof b, "w");
     fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
     psym(m, hi, &nc);
@@ -874,6 +941,233 @@ static void emit_level(st *g, int k) {
   line(g, "}");
   memcpy(g->bound, saved, sizeof saved);
   g->ncond = ncond0; /* conditions of this loop go out of scope with it */
+}
+
+/* ---- CUDA: the local loops as one kernel ------------------------------------------------- */
+/* The original variables whose values determine variable v (v's value is a function of them):
+ * a derived variable is determined by the variables its relation replaced, and a rotated one
+ * also by the rotating variables. */
+static void determinants(const ir_stmt *s, int v, bool *out) {
+  if (s->vars[v].def < 0) {
+    out[v] = true;
+    return;
+  }
+  const ir_rel *R = &s->rels[s->vars[v].def];
+  determinants(s, R->in[0], out);
+  if (R->kind == REL_FUSE) determinants(s, R->in[1], out);
+  for (int q = 0; q < R->nrot; q++) determinants(s, R->rot[q], out);
+}
+
+/* Is loop k's variable a function of the output's index variables alone?  Then two
+ * iterations with different values of it write different output elements, and threads
+ * over it never race. */
+static bool output_parallel(const st *g, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *asg = cin_assign(s->root);
+  bool det[512] = {0};
+  determinants(s, g->ls->loops[k]->var, det);
+  for (int v = 0; v < s->nvars && v < 512; v++) {
+    if (!det[v]) continue;
+    bool in_lhs = false;
+    for (int x = 0; x < asg->nlhs; x++) in_lhs |= asg->lhs_vars[x] == v;
+    if (!in_lhs) return false;
+  }
+  return true;
+}
+
+/* Lower and upper bound of a local loop, as the host evaluates them before the launch (the
+ * natural extent, not tightened by an enclosing split: the kernel guards instead). */
+static void local_range(st *g, int k, FILE *lo, FILE *hi) {
+  const lw_stmt *ls = g->ls;
+  const cin_node *n = ls->loops[k];
+  nctx nc = {g->lp, ls, false};
+  const sym *ext = ls->s->vars[n->var].extent;
+  if (n->distributed) {
+    const sym *base = sym_mul(sym_coord(lw_gdim(g->lp, n)), ls->bs[k]);
+    psym(lo, base, &nc);
+    psym(hi, sym_min(ext, sym_add(base, ls->bs[k])), &nc);
+  } else {
+    fputs("0", lo);
+    psym(hi, ext, &nc);
+  }
+}
+
+/* The loops [k0, nloops) below the last communicate point run on the device: one kernel
+ * whose threads are the loops scheduled with gpu_block / gpu_warp / gpu_thread (in that
+ * order, the last one varying fastest), or by default every loop whose variable determines
+ * the output element written, so that no two threads update the same element; the other
+ * loops run inside each thread in their order.  When threads can meet on an output element
+ * (a reduction loop mapped to threads, or `atomics`), updates are atomic.  The host fills an
+ * argument struct with everything the loop body names (params, grid coordinates, the values
+ * of enclosing loops, buffers and their layouts) and launches it on the compute stream. */
+static void emit_gpu_leaf(st *g, int k0) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  const fe_program *p = g->lp->ir->ast;
+  char kn[256];
+  snprintf(kn, sizeof kn, "%s_s%d_k%d", g->o->prefix, s->index, g->nkern++);
+  /* threads */
+  int nm = 0, mk[LW_MAX_LOOPS];
+  bool explicit_units = false;
+  for (int k = k0; k < ls->nloops; k++) explicit_units |= ls->loops[k]->par >= PAR_GPU_BLOCK;
+  if (explicit_units) {
+    static const ir_par_unit order[] = {PAR_GPU_BLOCK, PAR_GPU_WARP, PAR_GPU_THREAD};
+    for (int u = 0; u < 3; u++)
+      for (int k = k0; k < ls->nloops; k++)
+        if (ls->loops[k]->par == order[u]) mk[nm++] = k;
+  } else {
+    for (int k = k0; k < ls->nloops; k++)
+      if (output_parallel(g, k)) mk[nm++] = k;
+    /* a full reduction: every loop is a thread, the updates atomic */
+    if (!nm)
+      for (int k = k0; k < ls->nloops; k++) mk[nm++] = k;
+  }
+  bool atomic = false;
+  for (int q = 0; q < nm; q++) {
+    const cin_node *n = ls->loops[mk[q]];
+    if (n->race == RACE_ATOMICS || (!output_parallel(g, mk[q]) && n->race != RACE_IGNORE)) atomic = true;
+  }
+  /* what the body names: bound variables, local indices of distributed loops, buffers */
+  bool bvar[512] = {0};
+  for (int v = 0; v < s->nvars && v < 512; v++) bvar[v] = g->bound[v];
+  char *td = NULL;
+  size_t tl = 0;
+  FILE *t = open_memstream(&td, &tl);
+  fprintf(t, "/* arguments of kernel %s (statement %d) */\ntypedef struct {\n", kn, s->index + 1);
+  fprintf(t, "  int64_t dtl__total, dtl__mlo[%d], dtl__mn[%d];\n", nm + 1, nm + 1);
+  fprintf(t, "  int64_t dtl_coords[%d];\n", g->lp->ndims);
+  for (int i = 0; i < p->nparams; i++) fprintf(t, "  int64_t %s;\n", cg_ident(p->params[i].name));
+  for (int v = 0; v < s->nvars && v < 512; v++)
+    if (bvar[v]) fprintf(t, "  int64_t %s;\n", vname(g, v));
+  for (int k = 0; k < k0; k++) {
+    const cin_node *n = ls->loops[k];
+    int64_t one;
+    if (n->distributed && !(sym_is_const(ls->bs[k], &one) && one == 1))
+      fprintf(t, "  int64_t dtl_l_%s;\n", s->vars[n->var].name);
+  }
+  const cin_node *asg = cin_assign(s->root);
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    bool snap = !c->output && c->tensor == asg->lhs_tensor;
+    fprintf(t, "  %s *dtl_%s%s;\n  int64_t dtl_%s%s_lo[%d], dtl_%s%s_st[%d];\n", cg_ctype(p->tensors[c->tensor].type),
+            snap ? "in_" : "", tname(g, c->tensor), snap ? "in_" : "", tname(g, c->tensor), c->order + 1,
+            snap ? "in_" : "", tname(g, c->tensor), c->order + 1);
+  }
+  fprintf(t, "} %s_args;\n", kn);
+  fclose(t);
+  /* host: declarations before the statement function, the launch here */
+  fprintf(g->decl, "%sint %s_launch(const %s_args *dtl_a, void *dtl_stream); /* in the .cu file */\n\n", td, kn, kn);
+  line(g, "{ /* the local loops on the device: kernel %s, threads over %d loop%s%s */", kn, nm, nm == 1 ? "" : "s",
+       atomic ? ", atomic updates" : "");
+  g->ind += 2;
+  line(g, "%s_args dtl__ka;", kn);
+  line(g, "memset(&dtl__ka, 0, sizeof dtl__ka);");
+  line(g, "memcpy(dtl__ka.dtl_coords, dtl_coords, sizeof dtl__ka.dtl_coords);");
+  for (int i = 0; i < p->nparams; i++) line(g, "dtl__ka.%s = %s;", cg_ident(p->params[i].name), cg_ident(p->params[i].name));
+  for (int v = 0; v < s->nvars && v < 512; v++)
+    if (bvar[v]) line(g, "dtl__ka.%s = %s;", vname(g, v), vname(g, v));
+  for (int k = 0; k < k0; k++) {
+    const cin_node *n = ls->loops[k];
+    int64_t one;
+    if (n->distributed && !(sym_is_const(ls->bs[k], &one) && one == 1))
+      line(g, "dtl__ka.dtl_l_%s = dtl_l_%s;", s->vars[n->var].name, s->vars[n->var].name);
+  }
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    bool snap = !c->output && c->tensor == asg->lhs_tensor;
+    char nmb[256];
+    snprintf(nmb, sizeof nmb, "%s%s", snap ? "in_" : "", tname(g, c->tensor));
+    line(g, "dtl__ka.dtl_%s = dtl_%s;", nmb, nmb);
+    line(g, "memcpy(dtl__ka.dtl_%s_lo, dtl_%s_lo, sizeof dtl__ka.dtl_%s_lo);", nmb, nmb, nmb);
+    line(g, "memcpy(dtl__ka.dtl_%s_st, dtl_%s_st, sizeof dtl__ka.dtl_%s_st);", nmb, nmb, nmb);
+  }
+  line(g, "dtl__ka.dtl__total = 1;");
+  for (int q = 0; q < nm; q++) {
+    char lo[4096], hi[4096];
+    FILE *fl = fmemopen(lo, sizeof lo, "w"), *fh = fmemopen(hi, sizeof hi, "w");
+    local_range(g, mk[q], fl, fh);
+    fclose(fl);
+    fclose(fh);
+    line(g, "dtl__ka.dtl__mlo[%d] = %s; /* loop %s */", q, lo, s->vars[ls->loops[mk[q]]->var].name);
+    line(g, "dtl__ka.dtl__mn[%d] = dtl_max(0, (%s) - dtl__ka.dtl__mlo[%d]);", q, hi, q);
+    line(g, "dtl__ka.dtl__total *= dtl__ka.dtl__mn[%d];", q);
+  }
+  line(g, "if (dtl_cu_check(dtl_ctx, %s_launch(&dtl__ka, dtl_cu_stream(dtl_ctx)), \"kernel %s\")) return 1;", kn, kn);
+  g->ind -= 2;
+  line(g, "}");
+  /* the kernel */
+  FILE *host = g->f;
+  int ind = g->ind, ncond = g->ncond;
+  bool saved[512];
+  memcpy(saved, g->bound, sizeof saved);
+  g->f = g->cu;
+  g->ind = 0;
+  fprintf(g->cu, "%s", td);
+  free(td);
+  line(g, "/* statement %d: loops", s->index + 1);
+  for (int k = k0; k < ls->nloops; k++) {
+    bool thr = false;
+    for (int q = 0; q < nm; q++) thr |= mk[q] == k;
+    line(g, " *   %s%s", s->vars[ls->loops[k]->var].name, thr ? " (threads)" : " (inside each thread)");
+  }
+  line(g, " */");
+  line(g, "DTL_KERNEL_P(%s, %s_args, dtl__ka) {", kn, kn);
+  g->ind = 2;
+  for (int i = 0; i < p->nparams; i++) {
+    const char *pn = cg_ident(p->params[i].name);
+    line(g, "const int64_t %s = dtl__ka.%s;", pn, pn);
+    line(g, "(void)%s;", pn);
+  }
+  line(g, "const int64_t *dtl_coords = dtl__ka.dtl_coords;");
+  line(g, "(void)dtl_coords;");
+  for (int v = 0; v < s->nvars && v < 512; v++)
+    if (bvar[v]) line(g, "const int64_t %s = dtl__ka.%s;\n  (void)%s;", vname(g, v), vname(g, v), vname(g, v));
+  for (int k = 0; k < k0; k++) {
+    const cin_node *n = ls->loops[k];
+    int64_t one;
+    if (n->distributed && !(sym_is_const(ls->bs[k], &one) && one == 1))
+      line(g, "const int64_t dtl_l_%s = dtl__ka.dtl_l_%s;\n  (void)dtl_l_%s;", s->vars[n->var].name, s->vars[n->var].name,
+           s->vars[n->var].name);
+  }
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    bool snap = !c->output && c->tensor == asg->lhs_tensor;
+    char nmb[256];
+    snprintf(nmb, sizeof nmb, "%s%s", snap ? "in_" : "", tname(g, c->tensor));
+    line(g, "%s *dtl_%s = dtl__ka.dtl_%s;", cg_ctype(p->tensors[c->tensor].type), nmb, nmb);
+    line(g, "const int64_t *dtl_%s_lo = dtl__ka.dtl_%s_lo, *dtl_%s_st = dtl__ka.dtl_%s_st;", nmb, nmb, nmb, nmb);
+    line(g, "(void)dtl_%s, (void)dtl_%s_lo, (void)dtl_%s_st;", nmb, nmb, nmb);
+  }
+  line(g, "DTL_FOR_EACH(dtl__t, dtl__ka.dtl__total) {");
+  g->ind = 4;
+  line(g, "int64_t dtl__r = dtl__t;");
+  for (int q = nm - 1; q >= 0; q--) {
+    const char *vn = vname(g, ls->loops[mk[q]]->var);
+    line(g, "const int64_t %s = dtl__ka.dtl__mlo[%d] + dtl__r %% dtl__ka.dtl__mn[%d];", vn, q, q);
+    line(g, "(void)%s;", vn);
+    line(g, "dtl__r /= dtl__ka.dtl__mn[%d];", q);
+    g->bound[ls->loops[mk[q]]->var] = true;
+  }
+  line(g, "(void)dtl__r;");
+  memset(g->mapped, 0, sizeof g->mapped);
+  for (int q = 0; q < nm; q++) g->mapped[mk[q]] = true;
+  g->in_kernel = true;
+  g->atomic = atomic;
+  g->ncond = 0;
+  bind_parents(g, false, -1);
+  emit_level(g, k0);
+  g->in_kernel = false;
+  g->ind = 2;
+  line(g, "}");
+  g->ind = 0;
+  line(g, "}");
+  line(g, "DTL_EXTERN_C int %s_launch(const %s_args *dtl_a, void *dtl_stream) {", kn, kn);
+  line(g, "  return DTL_LAUNCH(%s, dtl_a->dtl__total, dtl_stream, *dtl_a);", kn);
+  line(g, "}\n");
+  g->f = host;
+  g->ind = ind;
+  g->ncond = ncond;
+  memcpy(g->bound, saved, sizeof saved);
 }
 
 /* Box functions: every rank evaluates the box of every other rank (no handshake). */
@@ -910,7 +1204,14 @@ static void emit_view(st *g, const lw_comm *c) {
   set_layout(g, nm, bx);
 }
 
-static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg_options *o, int *slot) {
+static int count_access(const ir_expr *e) {
+  if (!e) return 0;
+  if (e->kind == IR_ACCESS) return 1;
+  return count_access(e->a) + count_access(e->b);
+}
+
+static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const lw_stmt *ls, const cg_options *o,
+                      int *slot) {
   const fe_program *p = lp->ir->ast;
   lw_set_bounds(lp, ls);
   const ir_stmt *s = ls->s;
@@ -949,7 +1250,12 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
   for (int t = 0; t < p->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_ident(p->tensors[t].name));
   fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, s->index);
   declare_params(f, p, "dtl_plan->p.", 2);
-  st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot};
+  st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot, .cu = cu, .decl = decl};
+  g.kdepth = ls->kernel_depth;
+  /* axpy's scalar is computed on the host: when it reads a tensor (device memory) the loops
+   * become a kernel of their own instead */
+  if (o->cuda && g.kdepth >= 0 && ls->loops[g.kdepth]->kernel == KERNEL_AXPY && count_access(asg->rhs) > 1)
+    g.kdepth = -1;
   /* per tensor: the buffer the loops read or write and its layout */
   for (int q = 0; q < ls->ncomm; q++) {
     const lw_comm *c = &ls->comm[q];
@@ -968,7 +1274,7 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     bool ov = overlapped(ls, c) || (c->alt && overlapped(ls, c->alt));
     if (ov) {
       line(&g, "int dtl_%s_cur = 0;\n  (void)dtl_%s_cur;", nm, nm);
-      line(&g, "dtl_request *dtl_%s_req = NULL; /* the next step's data, in flight */", nm);
+      line(&g, "%s *dtl_%s_req = NULL; /* the next step's data, in flight */", o->cuda ? "dtl_cu_request" : "dtl_request", nm);
       line(&g, "dtl_box dtl_%s_nbox = dtl_%s_box;", nm, nm);
       line(&g, "int64_t dtl_%s_nvol = 0;", nm);
       line(&g, "%s *dtl_%s_nbuf = NULL;", ct, nm);
@@ -981,12 +1287,19 @@ static void emit_stmt(FILE *f, const lw_program *lp, const lw_stmt *ls, const cg
     line(&g, "const int64_t dtl_snap_vol = dtl_box_volume(&dtl_plan->own[%d]);", asg->lhs_tensor);
     line(&g, "%s *dtl_snap = dtl_reserve_(dtl_plan, %d, (size_t)(dtl_snap_vol > 0 ? dtl_snap_vol : 1) * sizeof(%s));", ct, (*slot)++, ct);
     line(&g, "if (!dtl_snap) return dtl_fail(dtl_ctx, \"out of memory\");");
-    line(&g, "if (dtl_snap_vol > 0) memcpy(dtl_snap, %s, (size_t)dtl_snap_vol * sizeof(%s));", n, ct);
+    if (o->cuda)
+      line(&g, "if (dtl_snap_vol > 0 && dtl_cu_memcpy(dtl_ctx, dtl_snap, %s, (size_t)dtl_snap_vol * sizeof(%s))) return 1;", n, ct);
+    else
+      line(&g, "if (dtl_snap_vol > 0) memcpy(dtl_snap, %s, (size_t)dtl_snap_vol * sizeof(%s));", n, ct);
   }
   if (!asg->accumulate) {
     line(&g, "/* '=': the output starts from zero and every iteration adds to it */");
-    line(&g, "dtl_zero(%s, %s, dtl_box_volume(&dtl_plan->own[%d]));", cg_dtltype(p->tensors[asg->lhs_tensor].type),
-         cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
+    if (o->cuda)
+      line(&g, "if (dtl_cu_zero(dtl_ctx, %s, %s, dtl_box_volume(&dtl_plan->own[%d]))) return 1;",
+           cg_dtltype(p->tensors[asg->lhs_tensor].type), cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
+    else
+      line(&g, "dtl_zero(%s, %s, dtl_box_volume(&dtl_plan->own[%d]));", cg_dtltype(p->tensors[asg->lhs_tensor].type),
+           cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
   }
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].pattern == PAT_LOCAL) emit_view(&g, &ls->comm[q]);
@@ -1057,12 +1370,22 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
              "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n};\n\n",
           P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
-  fprintf(c, "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
-             "  if (bytes == 0) bytes = 1;\n"
-             "  if (plan->cap[slot] < bytes) {\n"
-             "    void *b = realloc(plan->buf[slot], bytes);\n"
-             "    if (!b) return NULL;\n"
-             "    plan->buf[slot] = b, plan->cap[slot] = bytes;\n  }\n  return plan->buf[slot];\n}\n\n", P);
+  if (o->cuda)
+    fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
+               "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
+               "  if (bytes == 0) bytes = 1;\n"
+               "  if (plan->cap[slot] < bytes) {\n"
+               "    if (plan->buf[slot] && dtl_cu_sync(plan->ctx)) return NULL;\n"
+               "    dtl_cu_free(plan->buf[slot]);\n"
+               "    plan->buf[slot] = dtl_cu_malloc(bytes);\n"
+               "    plan->cap[slot] = plan->buf[slot] ? bytes : 0;\n  }\n  return plan->buf[slot];\n}\n\n", P);
+  else
+    fprintf(c, "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
+               "  if (bytes == 0) bytes = 1;\n"
+               "  if (plan->cap[slot] < bytes) {\n"
+               "    void *b = realloc(plan->buf[slot], bytes);\n"
+               "    if (!b) return NULL;\n"
+               "    plan->buf[slot] = b, plan->cap[slot] = bytes;\n  }\n  return plan->buf[slot];\n}\n\n", P);
   fputs("/* row-major layout of a buffer over a box: origin and strides */\n"
         "static inline void dtl_layout_(const dtl_box *b, int64_t *lo, int64_t *st) {\n"
         "  int64_t s = 1;\n"
@@ -1182,7 +1505,34 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", t, ft->name);
     fprintf(c, "  dtl_dist_block(dtl_plan->ctx, &dtl_plan->dist[%d], dtl_plan->ctx->coords, &dtl_plan->own[%d]);\n", t, t);
   }
+  if (o->cuda) {
+    /* NCCL communicators for the sub-communicators that broadcasts and reductions use */
+    unsigned masks[256];
+    int nmasks = 0;
+    for (int i = 0; i < lp->nstmts; i++)
+      for (int q = 0; q < lp->stmts[i].ncomm; q++)
+        for (const lw_comm *cm = &lp->stmts[i].comm[q]; cm; cm = cm->alt)
+          if ((cm->pattern == PAT_BCAST || cm->pattern == PAT_REDUCE) && cm->mask) {
+            bool seen = false;
+            for (int k = 0; k < nmasks; k++) seen |= masks[k] == cm->mask;
+            if (!seen && nmasks < 256) masks[nmasks++] = cm->mask;
+          }
+    fputs("  /* device state on the current GPU: streams, cuBLAS, NCCL communicators */\n", c);
+    fprintf(c, "  static const unsigned dtl_masks[%d] = {", nmasks + 1);
+    for (int k = 0; k < nmasks; k++) fprintf(c, "%s0x%xu", k ? ", " : "", masks[k]);
+    if (!nmasks) fputs("0", c);
+    fputs("};\n", c);
+    fprintf(c, "  if (dtl_cu_attach(dtl_plan->ctx, %d, dtl_masks)) {\n"
+               "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", nmasks);
+  }
   fputs("  return 0;\n}\n\n", c);
+  if (o->cuda)
+    fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
+               "  if ((*plan)->ctx && (*plan)->ctx->dev) dtl_cu_sync((*plan)->ctx);\n"
+               "  for (int i = 0; i < %d; i++) dtl_cu_free((*plan)->buf[i]);\n"
+               "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
+            P, P, nslots);
+  else
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
@@ -1199,27 +1549,54 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     const char *ct = cg_ctype(p->tensors[t].type), *n = p->tensors[t].name, *dt = cg_dtltype(p->tensors[t].type);
     fprintf(c, "int %s_%s_import(%s_plan *plan, const int64_t lo[], const int64_t hi[], const %s *data, %s *block) {\n"
                "  if (!plan || !plan->ctx) return 1;\n"
-               "  return dtl_import(plan->ctx, &plan->dist[%d], %s, lo, hi, data, block, &plan->own[%d]);\n}\n\n",
-            P, n, P, ct, ct, t, dt, t);
+               "  return %s(plan->ctx, &plan->dist[%d], %s, lo, hi, data, block, &plan->own[%d]);\n}\n\n",
+            P, n, P, ct, ct, o->cuda ? "dtl_cu_import" : "dtl_import", t, dt, t);
     fprintf(c, "int %s_%s_export(%s_plan *plan, const %s *block, const int64_t lo[], const int64_t hi[], %s *data) {\n"
                "  if (!plan || !plan->ctx) return 1;\n"
-               "  return dtl_export(plan->ctx, &plan->dist[%d], %s, block, &plan->own[%d], lo, hi, data);\n}\n\n",
-            P, n, P, ct, ct, t, dt, t);
+               "  return %s(plan->ctx, &plan->dist[%d], %s, block, &plan->own[%d], lo, hi, data);\n}\n\n",
+            P, n, P, ct, ct, o->cuda ? "dtl_cu_export" : "dtl_export", t, dt, t);
   }
   fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
              "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);
 }
 
-int cg_emit(FILE *h, FILE *c, const lw_program *lp, const cg_options *o) {
+int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *o) {
   const fe_program *p = lp->ir->ast;
+  FILE *nul = NULL;
+  if (!cu) cu = nul = fopen("/dev/null", "w");
+  if (!cu) return 1;
   emit_header(h, lp, o);
-  fprintf(c, "/* %s.c -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit.\n"
-             " * SPMD C over MPI and libdistal: every rank runs this code on its own blocks. */\n", o->prefix, o->source_name);
+  fprintf(c, "/* %s.c -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit.\n", o->prefix, o->source_name);
+  if (o->cuda)
+    fprintf(c, " * SPMD C over MPI, NCCL and libdistal_cuda: every rank runs this code on its own blocks,\n"
+               " * which live in the memory of its GPU; the local loops are kernels in %s.cu. */\n", o->prefix);
+  else
+    fputs(" * SPMD C over MPI and libdistal: every rank runs this code on its own blocks. */\n", c);
   fputs("#include <stdbool.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <distal/runtime.h>\n", c);
+  if (o->cuda) fputs("#include <distal/cuda.h>\n", c);
   fprintf(c, "#include \"%s\"\n\n", o->header_name);
+  if (o->cuda)
+    fprintf(cu, "/* %s.cu -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit.\n"
+                " * The CUDA kernels of %s.c: the local loops of each statement, one thread per\n"
+                " * iteration of the loops mapped to threads. */\n"
+                "#include <cuda_runtime.h>\n#include <stdint.h>\n#include <distal/kernel.cuh>\n\n",
+            o->prefix, o->source_name, o->prefix);
   emit_plan(c, lp, o);
   int slot = 0;
-  for (int i = 0; i < lp->nstmts; i++) emit_stmt(c, lp, &lp->stmts[i], o, &slot);
+  for (int i = 0; i < lp->nstmts; i++) {
+    /* the statement function goes after the declarations its kernels need */
+    char *body = NULL, *decl = NULL;
+    size_t bl = 0, dl = 0;
+    FILE *fb = open_memstream(&body, &bl), *fd = open_memstream(&decl, &dl);
+    if (!fb || !fd) return 1;
+    emit_stmt(fb, fd, cu, lp, &lp->stmts[i], o, &slot);
+    fclose(fb);
+    fclose(fd);
+    fputs(decl, c);
+    fputs(body, c);
+    free(body);
+    free(decl);
+  }
   fprintf(c, "int %s_compute(%s_plan *dtl_plan", o->prefix, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
     fprintf(c, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
@@ -1229,7 +1606,10 @@ int cg_emit(FILE *h, FILE *c, const lw_program *lp, const cg_options *o) {
     for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s", cg_ident(p->tensors[t].name));
     fputs(")) return 1;\n", c);
   }
+  if (o->cuda) fputs("  /* the blocks are final when compute returns */\n  if (dtl_cu_sync(dtl_plan->ctx)) return 1;\n", c);
   fputs("  return 0;\n}\n", c);
   if (o->main) cg_emit_driver(c, lp, o);
-  return ferror(c) || ferror(h);
+  int bad = ferror(c) || ferror(h) || ferror(cu);
+  if (nul) fclose(nul);
+  return bad;
 }

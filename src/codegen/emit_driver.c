@@ -126,14 +126,31 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
+    if (o->cuda) fprintf(c, "  %s *d_%s = NULL; /* the block in GPU memory */\n", ct, n);
     fprintf(c, "  int64_t n_%s = 0, gv_%s = 1;\n", n, n);
+  }
+  if (o->cuda) {
+    /* binding first: the GPU a rank takes is the one nearest the cores it is bound to */
+    fputs("  {\n    /* ranks on an even share of the node's cores (DISTAL_BIND), then each its GPU */\n"
+          "    int size = 1, e = 0;\n    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
+          "    int64_t all = size;\n    dtl_ctx *bctx = NULL;\n"
+          "    e = dtl_ctx_create(MPI_COMM_WORLD, 1, &all, false, &bctx, err, sizeof err);\n"
+          "    if (!e) dtl_bind(bctx, opt.verbose, stdout);\n"
+          "    if (bctx) dtl_ctx_destroy(&bctx);\n"
+          "    if (!e) e = dtl_cuda_select_device(MPI_COMM_WORLD, opt.verbose, stdout, err, sizeof err);\n"
+          "    int first = e ? rank : size;\n"
+          "    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);\n"
+          "    if (first < size) {\n"
+          "      if (rank == first) fprintf(stderr, \"%s: %s\\n\", argv[0], err);\n"
+          "      MPI_Finalize();\n      return 1;\n    }\n  }\n", c);
   }
   fprintf(c, "  if (%s_plan_create(MPI_COMM_WORLD, &prm, &plan)) {\n"
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(plan));\n"
              "    %s_plan_destroy(&plan);\n    MPI_Finalize();\n    return 1;\n  }\n", P, P, P);
   fputs("  dtl_ctx *ctx = plan->ctx;\n", c);
-  fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
-        "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
+  if (!o->cuda)
+    fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
+          "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
   for (int i = 0; i < np; i++) fprintf(c, "  values[%d] = plan->p.%s;\n", i, cg_ident(p->params[i].name));
   /* tensors */
   for (int t = 0; t < nt; t++) {
@@ -142,6 +159,10 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
     fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
     fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, n);
+    if (o->cuda) {
+      fprintf(c, "  d_%s = dtl_cu_malloc((size_t)(n_%s > 0 ? n_%s : 1) * sizeof(%s));\n", n, n, n, ct);
+      fprintf(c, "  if (!d_%s) status = dtl_fail(ctx, \"out of GPU memory for %s\");\n", n, n);
+    }
   }
   fputs("  if (dtl_any_error(ctx, status)) goto fail;\n", c);
   fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
@@ -176,18 +197,29 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   }
   fputs("  }\n", c);
   /* runs */
+  if (o->cuda) {
+    fputs("  /* the blocks go to the GPU once; written ones again before each run */\n", c);
+    for (int t = 0; t < nt; t++)
+      fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
+              p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+  }
   fputs("  double *times = calloc((size_t)opt.iters, sizeof(double));\n  if (!times) goto fail;\n", c);
   fputs("  for (int it = -opt.warmup; it < opt.iters; it++) {\n", c);
   fputs("    /* written tensors start each run from their initial values (outside the timing) */\n", c);
   for (int t = 0; t < nt; t++)
-    if (cg_written(p, t))
-      fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", p->tensors[t].name,
-              p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+    if (cg_written(p, t)) {
+      if (o->cuda)
+        fprintf(c, "    if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *i_%s))) goto fail;\n",
+                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+      else
+        fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", p->tensors[t].name,
+                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+    }
   fputs("    for (int op = 0; op < DTL_NOPS; op++)\n"
         "      ctx->bytes_sent[op] = ctx->bytes_recv[op] = ctx->msgs_sent[op] = ctx->msgs_recv[op] = 0;\n", c);
   fputs("    MPI_Barrier(MPI_COMM_WORLD);\n    double t0 = MPI_Wtime();\n", c);
   fprintf(c, "    int rc = %s_compute(plan", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", t_%s", p->tensors[t].name);
+  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", o->cuda ? "d" : "t", p->tensors[t].name);
   fputs(");\n    double dt = MPI_Wtime() - t0;\n", c);
   fputs("    if (dtl_any_error(ctx, rc)) goto fail;\n", c);
   fputs("    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
@@ -204,6 +236,13 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", p->tensors[t].name, cg_dtltype(p->tensors[t].type));
   fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
   fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
+  if (o->cuda) {
+    fputs("  /* results back to host memory for --save and --validate */\n", c);
+    for (int t = 0; t < nt; t++)
+      if (cg_written(p, t))
+        fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_host(ctx, t_%s, d_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
+                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+  }
   /* saves */
   fputs("  for (int k = 0; k < opt.nsave; k++) {\n    switch (opt.save_tensor[k]) {\n", c);
   for (int t = 0; t < nt; t++)
@@ -251,6 +290,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name;
     fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
+    if (o->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
   }
   fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);
 }

@@ -1,7 +1,8 @@
 /* comm.c -- communication of distributed tensors: point-to-point fetch and accumulate
  * planned without a handshake, broadcast of pieces over sub-communicators, shifts,
- * reductions, the gather of drivers, and statistics. */
-#include "distal/runtime.h"
+ * reductions, the gather of drivers, and statistics.  The planning functions are shared
+ * with the device runtime (comm_internal.h). */
+#include "comm_internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,16 +13,7 @@ enum { TAG_EXCHANGE = 0x4454, TAG_GATHER = 0x4455 };
 static const char *const op_names[DTL_NOPS] = {"exchange", "bcast",     "shift",
                                                "reduce",   "allreduce", "io"};
 
-static void count_send(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
-  ctx->bytes_sent[op] += bytes;
-  ctx->msgs_sent[op] += msgs;
-}
-static void count_recv(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_t msgs) {
-  ctx->bytes_recv[op] += bytes;
-  ctx->msgs_recv[op] += msgs;
-}
-
-static int format_box(char *buf, size_t len, const dtl_box *b) {
+int dtl_format_box(char *buf, size_t len, const dtl_box *b) {
   size_t at = 0;
   if (b->nd == 0)
     return snprintf(buf, len, "(scalar)");
@@ -39,9 +31,7 @@ static void format_coords(char *buf, size_t len, int n, const int64_t *c) {
     snprintf(buf + at, len - at, ")");
 }
 
-/* Is `region` one contiguous run inside a row-major block over `box`?  Then *off is its
- * element offset, and it can be sent or received in place without packing. */
-static bool contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off) {
+bool dtl_contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off) {
   int nd = region->nd, k = nd - 1;
   while (k > 0 && region->lo[k] == box->lo[k] && region->hi[k] == box->hi[k])
     k--;
@@ -60,21 +50,10 @@ static bool holder_canonical(const dtl_ctx *ctx, const dtl_dist *d) {
 }
 
 /* ---- whom a processor talks to ----------------------------------------------------------- */
-typedef struct {
-  int peer;    /* rank in ctx->cart */
-  dtl_box box; /* the elements that move */
-} piece;
-
-typedef struct {
-  piece *v;
-  int n, cap;
-  bool oom;
-} piece_list;
-
-static void push(piece_list *l, int peer, const dtl_box *box) {
+static void push(dtl_piece_list *l, int peer, const dtl_box *box) {
   if (l->n == l->cap) {
     int cap = l->cap ? 2 * l->cap : 16;
-    piece *v = realloc(l->v, (size_t)cap * sizeof *v);
+    dtl_piece *v = realloc(l->v, (size_t)cap * sizeof *v);
     if (!v) {
       l->oom = true;
       return;
@@ -150,23 +129,15 @@ static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t
   }
 }
 
-/* The plan of one point-to-point exchange, from this rank's point of view. */
-typedef struct {
-  int me, p;       /* this rank; the processor whose box is being enumerated */
-  piece_list send; /* pieces this rank sends, peer = receiver */
-  piece_list recv; /* pieces this rank receives, peer = sender */
-  bool self;       /* this rank sends a piece to itself */
-  dtl_box self_box;
-} plan;
-
-static void free_plan(plan *pl) {
+void dtl_xplan_free(dtl_xplan *pl) {
   free(pl->send.v);
   free(pl->recv.v);
+  pl->send.v = pl->recv.v = NULL;
 }
 
 /* fetch: p receives from the holder */
 static void visit_fetch(void *acc, int holder, const dtl_box *part) {
-  plan *pl = acc;
+  dtl_xplan *pl = acc;
   if (pl->p == pl->me && holder == pl->me) {
     pl->self = true;
     pl->self_box = *part;
@@ -179,7 +150,7 @@ static void visit_fetch(void *acc, int holder, const dtl_box *part) {
 
 /* accumulate: the executor p sends to the holder */
 static void visit_accumulate(void *acc, int holder, const dtl_box *part) {
-  plan *pl = acc;
+  dtl_xplan *pl = acc;
   if (pl->p == pl->me && holder == pl->me) {
     pl->self = true;
     pl->self_box = *part;
@@ -193,14 +164,14 @@ static void visit_accumulate(void *acc, int holder, const dtl_box *part) {
 /* Debug mode: an all-to-all of the boxes every rank is about to send, before any data
  * moves, so that a disagreement between sender and receiver becomes one clear error on
  * every rank instead of a hang or a truncated message. */
-static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
+static int debug_check_plan(dtl_ctx *ctx, const dtl_xplan *pl, const char *what) {
   const int W = 2 + 2 * DTL_MAX_DIMS, P = ctx->size;
   int64_t *out = calloc((size_t)P * W, sizeof *out), *in = calloc((size_t)P * W, sizeof *in);
   int err = 0;
   if (!out || !in)
     err = dtl_fail(ctx, "out of memory");
   for (int i = 0; !err && i < pl->send.n; i++) {
-    const piece *s = &pl->send.v[i];
+    const dtl_piece *s = &pl->send.v[i];
     int64_t *row = out + (size_t)s->peer * W;
     row[0] = 1;
     row[1] = s->box.nd;
@@ -229,9 +200,9 @@ static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
     if (!ok) {
       char gs[200] = "nothing", es[200] = "nothing", mc[64], qc[64];
       if (row[0])
-        format_box(gs, sizeof gs, &got);
+        dtl_format_box(gs, sizeof gs, &got);
       if (expect)
-        format_box(es, sizeof es, expect);
+        dtl_format_box(es, sizeof es, expect);
       int64_t qcoords[DTL_MAX_DIMS];
       dtl_coords_of(ctx, q, qcoords);
       format_coords(mc, sizeof mc, ctx->ndims, ctx->coords);
@@ -250,17 +221,17 @@ static int debug_check_plan(dtl_ctx *ctx, const plan *pl, const char *what) {
  * the rest go through one packed buffer per direction.  With accumulate, contributions
  * are added in the order of the senders' ranks (the own piece at this rank's place), so
  * sums do not depend on message timing. */
-static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const dtl_box *srcbox,
-                    void *dst, const dtl_box *dstbox, bool accumulate) {
+static int run_plan(dtl_ctx *ctx, dtl_type t, dtl_xplan *pl, const void *src,
+                    const dtl_box *srcbox, void *dst, const dtl_box *dstbox, bool accumulate) {
   const size_t es = dtl_type_size(t);
   const int ns = pl->send.n, nr = pl->recv.n;
   int64_t packed_s = 0, packed_r = 0, off;
   int err = 0, rc = MPI_SUCCESS;
   for (int i = 0; i < ns; i++)
-    if (!contiguous_in(srcbox, &pl->send.v[i].box, &off))
+    if (!dtl_contiguous_in(srcbox, &pl->send.v[i].box, &off))
       packed_s += dtl_box_volume(&pl->send.v[i].box);
   for (int i = 0; i < nr; i++)
-    if (accumulate || !contiguous_in(dstbox, &pl->recv.v[i].box, &off))
+    if (accumulate || !dtl_contiguous_in(dstbox, &pl->recv.v[i].box, &off))
       packed_r += dtl_box_volume(&pl->recv.v[i].box);
   char *sbuf = packed_s ? malloc((size_t)packed_s * es) : NULL;
   char *rbuf = packed_r ? malloc((size_t)packed_r * es) : NULL;
@@ -275,11 +246,11 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
   int nreq = 0;
   char *rp = rbuf;
   for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-    const piece *r = &pl->recv.v[i];
+    const dtl_piece *r = &pl->recv.v[i];
     int64_t vol = dtl_box_volume(&r->box);
     int cnt;
     char *to;
-    if (!accumulate && contiguous_in(dstbox, &r->box, &off)) {
+    if (!accumulate && dtl_contiguous_in(dstbox, &r->box, &off)) {
       to = (char *)dst + off * (int64_t)es;
       where[i] = NULL;
     } else {
@@ -291,15 +262,15 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
       rc = MPI_Irecv(to, cnt, types[nreq], r->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
     if (rc == MPI_SUCCESS)
       nreq++;
-    count_recv(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
+    dtl_count_recv(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
   }
   char *sp = sbuf;
   for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
-    const piece *s = &pl->send.v[i];
+    const dtl_piece *s = &pl->send.v[i];
     int64_t vol = dtl_box_volume(&s->box);
     int cnt;
     const char *from;
-    if (contiguous_in(srcbox, &s->box, &off)) {
+    if (dtl_contiguous_in(srcbox, &s->box, &off)) {
       from = (const char *)src + off * (int64_t)es;
     } else {
       dtl_copy_box(t, src, srcbox, sp, &s->box, &s->box, false);
@@ -311,7 +282,7 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
       rc = MPI_Isend(from, cnt, types[nreq], s->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
     if (rc == MPI_SUCCESS)
       nreq++;
-    count_send(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
+    dtl_count_send(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
   }
   if (pl->self && !accumulate)
     dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, false);
@@ -324,7 +295,7 @@ static int run_plan(dtl_ctx *ctx, dtl_type t, plan *pl, const void *src, const d
   }
   bool self_done = !(pl->self && accumulate);
   for (int i = 0; i < nr; i++) {
-    const piece *r = &pl->recv.v[i];
+    const dtl_piece *r = &pl->recv.v[i];
     if (!self_done && r->peer > ctx->rank) {
       dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
       self_done = true;
@@ -349,8 +320,8 @@ static int debug_check_own(dtl_ctx *ctx, const dtl_box *own, const dtl_box *mine
   if (!own || (own->nd == mine->nd && dtl_box_equal(own, mine)))
     return 0;
   char a[200], b[200];
-  format_box(a, sizeof a, own);
-  format_box(b, sizeof b, mine);
+  dtl_format_box(a, sizeof a, own);
+  dtl_format_box(b, sizeof b, mine);
   return dtl_fail(ctx, "debug: %s: rank %d passes its block as %s but holds %s", what, ctx->rank, a,
                   b);
 }
@@ -358,7 +329,7 @@ static int debug_check_own(dtl_ctx *ctx, const dtl_box *own, const dtl_box *mine
 /* Evaluate box(p) for every processor p and build this rank's plan.  Every rank sees the
  * same boxes, so a malformed box fails on every rank alike. */
 static int build_plan(dtl_ctx *ctx, const dtl_dist *d, dtl_box_fn boxfn, const void *arg,
-                      bool fetch, unsigned exec_mask, plan *pl, dtl_box *mybox) {
+                      bool fetch, unsigned exec_mask, dtl_xplan *pl, dtl_box *mybox) {
   memset(pl, 0, sizeof *pl);
   pl->me = ctx->rank;
   for (int p = 0; p < ctx->size; p++) {
@@ -387,49 +358,47 @@ static int build_plan(dtl_ctx *ctx, const dtl_dist *d, dtl_box_fn boxfn, const v
   return 0;
 }
 
+int dtl_xplan_build(dtl_ctx *ctx, const dtl_dist *d, const dtl_box *own, dtl_box_fn boxfn,
+                    const void *arg, bool fetch, unsigned exec_mask, dtl_xplan *pl, dtl_box *mine,
+                    dtl_box *mybox) {
+  const char *what = fetch ? "fetch" : "accumulate";
+  bool holder = dtl_dist_block(ctx, d, ctx->coords, mine);
+  exec_mask &= (1u << ctx->ndims) - 1u;
+  int err = build_plan(ctx, d, boxfn, arg, fetch, fetch ? 0 : exec_mask, pl, mybox);
+  if (!err && ctx->debug) {
+    err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, mine, what));
+    if (!err)
+      err = debug_check_plan(ctx, pl, what);
+  }
+  return err;
+}
+
 int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
               dtl_box_fn need, const void *arg, void *buf) {
-  plan pl;
+  dtl_xplan pl;
   dtl_box mine, myneed;
-  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
-  int err = build_plan(ctx, d, need, arg, true, 0, &pl, &myneed);
-  if (!err && ctx->debug) {
-    err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "fetch"));
-    if (!err)
-      err = debug_check_plan(ctx, &pl, "fetch");
-  }
+  int err = dtl_xplan_build(ctx, d, own, need, arg, true, 0, &pl, &mine, &myneed);
   if (!err)
     err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
-  free_plan(&pl);
+  dtl_xplan_free(&pl);
   return err;
 }
 
 int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, const dtl_box *own,
                    unsigned exec_mask, dtl_box_fn prod, const void *arg, const void *buf) {
-  plan pl;
+  dtl_xplan pl;
   dtl_box mine, myprod;
-  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
-  exec_mask &= (1u << ctx->ndims) - 1u;
-  int err = build_plan(ctx, d, prod, arg, false, exec_mask, &pl, &myprod);
-  if (!err && ctx->debug) {
-    err = dtl_any_error(ctx, holder && debug_check_own(ctx, own, &mine, "accumulate"));
-    if (!err)
-      err = debug_check_plan(ctx, &pl, "accumulate");
-  }
+  int err = dtl_xplan_build(ctx, d, own, prod, arg, false, exec_mask, &pl, &mine, &myprod);
   /* run_plan sends from its src and receives into its dst: here buf -> local */
   if (!err)
     err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
-  free_plan(&pl);
+  dtl_xplan_free(&pl);
   return err;
 }
 
 /* ---- broadcast of pieces --------------------------------------------------------------- */
-typedef struct {
-  piece_list roots;
-} root_acc;
-
 static void visit_root(void *acc, int holder, const dtl_box *part) {
-  push(&((root_acc *)acc)->roots, holder, part);
+  push(acc, holder, part);
 }
 
 /* Debug mode: the members must agree on `need`; compare the min and max over the
@@ -451,7 +420,7 @@ static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
   for (int i = 0; i < W; i++)
     if (r[i] != -r[W + i]) {
       char b[200];
-      format_box(b, sizeof b, need);
+      dtl_format_box(b, sizeof b, need);
       return dtl_fail(ctx,
                       "debug: bcast: members of the broadcast need different boxes "
                       "(rank %d needs %s)",
@@ -460,18 +429,134 @@ static int debug_same_need(dtl_ctx *ctx, MPI_Comm comm, const dtl_box *need) {
   return 0;
 }
 
+void dtl_bplan_free(dtl_bplan *bp) {
+  free(bp->roots.v);
+  bp->roots.v = NULL;
+  bp->roots.n = bp->roots.cap = 0;
+}
+
 /* Members of the sub-communicator share their coordinates on the dims outside mask, so
  * along those dims the data must come from their own coordinate; STAR dims of the mask
  * are dropped, since every member holds that replica itself. */
-/* A broadcast in flight: what dtl_wait needs to finish it. */
+int dtl_bplan_build(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, const dtl_box *need,
+                    dtl_bplan *bp) {
+  memset(bp, 0, sizeof *bp);
+  bp->group = bp->sub = MPI_COMM_NULL;
+  bp->members = 1;
+  bp->need = *need;
+  mask &= (1u << ctx->ndims) - 1u;
+  MPI_Comm group = dtl_subcomm(ctx, mask);
+  if (group == MPI_COMM_NULL)
+    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
+  bp->group = group;
+  int err;
+  if (ctx->debug && (err = debug_same_need(ctx, group, need)))
+    return err;
+  if (need->nd != d->order)
+    return dtl_fail(ctx, "bcast: the needed box has %d dims, the tensor %d", need->nd, d->order);
+  if (dtl_box_empty(need))
+    return 0;
+  unsigned emask = 0;
+  for (int g = 0; g < ctx->ndims; g++)
+    if (((mask >> g) & 1u) && !d->replicated_everywhere && d->kind[g] != DTL_DIM_STAR)
+      emask |= 1u << g;
+  bp->emask = emask;
+  /* the roots' blocks: this rank's coordinates, with fixed dims of the mask at their
+   * coordinate (this rank itself may hold nothing) */
+  int64_t rc_coords[DTL_MAX_DIMS];
+  for (int g = 0; g < ctx->ndims; g++)
+    rc_coords[g] =
+        ((emask >> g) & 1u) && d->kind[g] == DTL_DIM_FIXED ? d->fixed[g] : ctx->coords[g];
+  dtl_dist_block(ctx, d, rc_coords, &bp->mine);
+  /* coverage along the dims outside the broadcast */
+  for (int g = 0; g < ctx->ndims && !d->replicated_everywhere; g++) {
+    if ((emask >> g) & 1u)
+      continue;
+    /* per dim, not from `mine`: members off a FIXED coordinate of the mask hold nothing */
+    int tt = d->tdim[g];
+    bool ok = d->kind[g] == DTL_DIM_STAR ||
+              (d->kind[g] == DTL_DIM_FIXED && ctx->coords[g] == d->fixed[g]) ||
+              (d->kind[g] == DTL_DIM_PART && need->lo[tt] >= bp->mine.lo[tt] &&
+               need->hi[tt] <= bp->mine.hi[tt]);
+    if (!ok) {
+      char b[200];
+      dtl_format_box(b, sizeof b, need);
+      return dtl_fail(ctx,
+                      "bcast: the box %s is not held inside the broadcast group (grid dim "
+                      "%d is not in the mask)",
+                      b, g);
+    }
+  }
+  for_each_holder(ctx, d, ctx->coords, need, 0, ~emask, visit_root, &bp->roots);
+  if (bp->roots.oom)
+    return dtl_fail(ctx, "out of memory");
+  MPI_Comm sub = dtl_subcomm(ctx, emask);
+  if (sub == MPI_COMM_NULL || MPI_Comm_size(sub, &bp->members) != MPI_SUCCESS)
+    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
+  bp->sub = sub;
+  return 0;
+}
+
+int dtl_bplan_root(const dtl_ctx *ctx, const dtl_bplan *bp, int i, int *subroot) {
+  int64_t c[DTL_MAX_DIMS];
+  int sc[DTL_MAX_DIMS], nsc = 0;
+  *subroot = 0;
+  if (bp->members == 1)
+    return MPI_SUCCESS;
+  dtl_coords_of(ctx, bp->roots.v[i].peer, c);
+  for (int g = 0; g < ctx->ndims; g++)
+    if ((bp->emask >> g) & 1u)
+      sc[nsc++] = (int)c[g];
+  return MPI_Cart_rank(bp->sub, sc, subroot);
+}
+
+int dtl_bplan_debug_piece(dtl_ctx *ctx, const dtl_bplan *bp, int i, int subroot, int *err) {
+  const dtl_piece *r = &bp->roots.v[i];
+  int64_t hb[1 + 2 * DTL_MAX_DIMS] = {0};
+  dtl_box believed;
+  if (r->peer == ctx->rank) {
+    dtl_box_intersect(&bp->need, &bp->mine, &believed);
+    hb[0] = believed.nd;
+    for (int k = 0; k < believed.nd; k++) {
+      hb[1 + k] = believed.lo[k];
+      hb[1 + DTL_MAX_DIMS + k] = believed.hi[k];
+    }
+  }
+  int rc = MPI_Bcast(hb, 1 + 2 * DTL_MAX_DIMS, MPI_INT64_T, subroot, bp->sub);
+  if (rc != MPI_SUCCESS)
+    return rc;
+  believed.nd = (int)hb[0];
+  for (int k = 0; k < believed.nd && k < DTL_MAX_DIMS; k++) {
+    believed.lo[k] = hb[1 + k];
+    believed.hi[k] = hb[1 + DTL_MAX_DIMS + k];
+  }
+  if (!*err && (believed.nd != r->box.nd || !dtl_box_equal(&believed, &r->box))) {
+    char a[200], b[200];
+    dtl_format_box(a, sizeof a, &believed);
+    dtl_format_box(b, sizeof b, &r->box);
+    *err = dtl_fail(ctx, "debug: bcast: rank %d expects %s from rank %d, which sends %s",
+                    ctx->rank, b, r->peer, a);
+  }
+  return MPI_SUCCESS;
+}
+
+int dtl_bplan_debug_agree(dtl_ctx *ctx, const dtl_bplan *bp, int err) {
+  if (!ctx->debug)
+    return err;
+  int any = 0, mine_err = err != 0;
+  MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, bp->group);
+  if (any && !err)
+    err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
+  return err;
+}
+
+/* A broadcast or shift in flight: what dtl_wait needs to finish it. */
 struct dtl_request {
   int kind; /* 0: broadcast, 1: shift */
   dtl_type t;
   void *buf;
-  dtl_box need;
-  MPI_Comm group;
-  int n, nreq, members, err;
-  root_acc acc;
+  int nreq, err;
+  dtl_bplan bp;
   char *tmp;
   MPI_Request *req;
   MPI_Datatype *types;
@@ -484,64 +569,19 @@ int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_ty
                           const void *local, const dtl_box *own, const dtl_box *need, void *buf,
                           dtl_request **out) {
   *out = NULL;
+  (void)own;
   const size_t es = dtl_type_size(t);
-  mask &= (1u << ctx->ndims) - 1u;
-  MPI_Comm group = dtl_subcomm(ctx, mask);
-  if (group == MPI_COMM_NULL)
-    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
-  int err = 0, rc = MPI_SUCCESS;
-  if (ctx->debug && (err = debug_same_need(ctx, group, need)))
+  dtl_bplan bp;
+  int err = dtl_bplan_build(ctx, mask, d, need, &bp), rc = MPI_SUCCESS;
+  if (err || dtl_box_empty(need)) {
+    dtl_bplan_free(&bp);
     return err;
-  if (need->nd != d->order)
-    return dtl_fail(ctx, "bcast: the needed box has %d dims, the tensor %d", need->nd, d->order);
-  if (dtl_box_empty(need))
-    return 0;
-  unsigned emask = 0;
-  for (int g = 0; g < ctx->ndims; g++)
-    if (((mask >> g) & 1u) && !d->replicated_everywhere && d->kind[g] != DTL_DIM_STAR)
-      emask |= 1u << g;
-  /* coverage along the dims outside the broadcast */
-  /* the roots' blocks: this rank's coordinates, with fixed dims of the mask at their
-   * coordinate (this rank itself may hold nothing) */
-  dtl_box mine;
-  int64_t rc_coords[DTL_MAX_DIMS];
-  for (int g = 0; g < ctx->ndims; g++)
-    rc_coords[g] =
-        ((emask >> g) & 1u) && d->kind[g] == DTL_DIM_FIXED ? d->fixed[g] : ctx->coords[g];
-  dtl_dist_block(ctx, d, rc_coords, &mine);
-  for (int g = 0; g < ctx->ndims && !d->replicated_everywhere; g++) {
-    if ((emask >> g) & 1u)
-      continue;
-    /* per dim, not from `mine`: members off a FIXED coordinate of the mask hold nothing */
-    int tt = d->tdim[g];
-    bool ok = d->kind[g] == DTL_DIM_STAR ||
-              (d->kind[g] == DTL_DIM_FIXED && ctx->coords[g] == d->fixed[g]) ||
-              (d->kind[g] == DTL_DIM_PART && need->lo[tt] >= mine.lo[tt] &&
-               need->hi[tt] <= mine.hi[tt]);
-    if (!ok) {
-      char b[200];
-      format_box(b, sizeof b, need);
-      return dtl_fail(ctx,
-                      "bcast: the box %s is not held inside the broadcast group (grid dim "
-                      "%d is not in the mask)",
-                      b, g);
-    }
   }
-  root_acc acc = {{0}};
-  for_each_holder(ctx, d, ctx->coords, need, 0, ~emask, visit_root, &acc);
-  if (acc.roots.oom)
-    return dtl_fail(ctx, "out of memory");
-  MPI_Comm sub = dtl_subcomm(ctx, emask);
-  int members = 1;
-  if (sub == MPI_COMM_NULL || MPI_Comm_size(sub, &members) != MPI_SUCCESS) {
-    free(acc.roots.v);
-    return dtl_fail(ctx, "bcast: MPI_Cart_sub failed");
-  }
-  int n = acc.roots.n;
+  const int n = bp.roots.n, members = bp.members;
   int64_t packed = 0, off;
   for (int i = 0; i < n; i++)
-    if (!contiguous_in(need, &acc.roots.v[i].box, &off))
-      packed += dtl_box_volume(&acc.roots.v[i].box);
+    if (!dtl_contiguous_in(need, &bp.roots.v[i].box, &off))
+      packed += dtl_box_volume(&bp.roots.v[i].box);
   char *tmp = packed ? malloc((size_t)packed * es) : NULL;
   MPI_Request *req = malloc((size_t)(n + 1) * sizeof *req);
   MPI_Datatype *types = malloc((size_t)(n + 1) * sizeof *types);
@@ -553,66 +593,39 @@ int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_ty
   }
   char *tp = tmp;
   for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-    const piece *r = &acc.roots.v[i];
-    int64_t vol = dtl_box_volume(&r->box), rc_coords[DTL_MAX_DIMS];
+    const dtl_piece *r = &bp.roots.v[i];
+    int64_t vol = dtl_box_volume(&r->box);
     bool root = r->peer == ctx->rank;
-    int subroot = 0, sc[DTL_MAX_DIMS], nsc = 0, cnt;
-    dtl_coords_of(ctx, r->peer, rc_coords);
-    for (int g = 0; g < ctx->ndims; g++)
-      if ((emask >> g) & 1u)
-        sc[nsc++] = (int)rc_coords[g];
-    if (members > 1 && (rc = MPI_Cart_rank(sub, sc, &subroot)) != MPI_SUCCESS)
+    int subroot, cnt;
+    if ((rc = dtl_bplan_root(ctx, &bp, i, &subroot)) != MPI_SUCCESS)
       break;
     if (root)
-      dtl_copy_box(t, local, &mine, buf, need, &r->box, false);
-    if (ctx->debug && members > 1) {
-      /* the root says which box it sends; the members compare */
-      int64_t hb[1 + 2 * DTL_MAX_DIMS] = {0};
-      dtl_box believed;
-      if (root) {
-        dtl_box_intersect(need, &mine, &believed);
-        hb[0] = believed.nd;
-        for (int k = 0; k < believed.nd; k++) {
-          hb[1 + k] = believed.lo[k];
-          hb[1 + DTL_MAX_DIMS + k] = believed.hi[k];
-        }
-      }
-      if ((rc = MPI_Bcast(hb, 1 + 2 * DTL_MAX_DIMS, MPI_INT64_T, subroot, sub)) != MPI_SUCCESS)
-        break;
-      believed.nd = (int)hb[0];
-      for (int k = 0; k < believed.nd && k < DTL_MAX_DIMS; k++) {
-        believed.lo[k] = hb[1 + k];
-        believed.hi[k] = hb[1 + DTL_MAX_DIMS + k];
-      }
-      if (!err && (believed.nd != r->box.nd || !dtl_box_equal(&believed, &r->box))) {
-        char a[200], b[200];
-        format_box(a, sizeof a, &believed);
-        format_box(b, sizeof b, &r->box);
-        err = dtl_fail(ctx, "debug: bcast: rank %d expects %s from rank %d, which sends %s",
-                       ctx->rank, b, r->peer, a);
-      }
-    }
+      dtl_copy_box(t, local, &bp.mine, buf, need, &r->box, false);
+    /* the root says which box it sends; the members compare */
+    if (ctx->debug && members > 1 &&
+        (rc = dtl_bplan_debug_piece(ctx, &bp, i, subroot, &err)) != MPI_SUCCESS)
+      break;
     if (members == 1)
       continue;
     char *at;
-    if (contiguous_in(need, &r->box, &off)) {
+    if (dtl_contiguous_in(need, &r->box, &off)) {
       at = (char *)buf + off * (int64_t)es;
       where[i] = NULL;
     } else {
       at = where[i] = tp;
       tp += vol * (int64_t)es;
       if (root)
-        dtl_copy_box(t, local, &mine, at, &r->box, &r->box, false);
+        dtl_copy_box(t, local, &bp.mine, at, &r->box, &r->box, false);
     }
     if ((rc = dtl_count_type(t, vol, &cnt, &types[nreq])) != MPI_SUCCESS)
       break;
-    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, sub, &req[nreq])) != MPI_SUCCESS)
+    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, bp.sub, &req[nreq])) != MPI_SUCCESS)
       break;
     nreq++;
     if (root)
-      count_send(ctx, DTL_OP_BCAST, vol * (int64_t)es * (members - 1), members - 1);
+      dtl_count_send(ctx, DTL_OP_BCAST, vol * (int64_t)es * (members - 1), members - 1);
     else
-      count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
+      dtl_count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
   }
   {
     struct dtl_request *q = calloc(1, sizeof *q);
@@ -621,23 +634,15 @@ int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_ty
       err = dtl_fail(ctx, "out of memory");
       goto done;
     }
-    q->kind = 0, q->t = t, q->buf = buf, q->need = *need, q->group = group;
-    q->n = n, q->nreq = nreq, q->members = members, q->acc = acc, q->tmp = tmp;
+    q->kind = 0, q->t = t, q->buf = buf, q->nreq = nreq, q->bp = bp, q->tmp = tmp;
     q->req = req, q->types = types, q->where = where, q->err = err;
     if (rc != MPI_SUCCESS) q->err = dtl_mpi_fail(ctx, rc, "broadcast");
-    (void)own;
     *out = q;
     return 0;
   }
 done:
-  if (ctx->debug) {
-    int any = 0, mine_err = err != 0;
-    MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, group);
-    if (any && !err)
-      err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
-  }
-  (void)own;
-  free(acc.roots.v);
+  err = dtl_bplan_debug_agree(ctx, &bp, err);
+  dtl_bplan_free(&bp);
   free(tmp);
   free(req);
   free(types);
@@ -647,22 +652,18 @@ done:
 
 static int bcast_finish(dtl_ctx *ctx, struct dtl_request *q) {
   int err = q->err;
+  const dtl_bplan *bp = &q->bp;
   int wrc = MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE);
   for (int i = 0; i < q->nreq; i++)
     dtl_count_free(&q->types[i]);
   if (!err && wrc != MPI_SUCCESS)
     err = dtl_mpi_fail(ctx, wrc, "broadcast");
-  for (int i = 0; i < q->n && q->members > 1 && !err; i++)
-    if (q->where[i] && q->acc.roots.v[i].peer != ctx->rank)
-      dtl_copy_box(q->t, q->where[i], &q->acc.roots.v[i].box, q->buf, &q->need,
-                   &q->acc.roots.v[i].box, false);
-  if (ctx->debug) {
-    int any = 0, mine_err = err != 0;
-    MPI_Allreduce(&mine_err, &any, 1, MPI_INT, MPI_MAX, q->group);
-    if (any && !err)
-      err = dtl_fail(ctx, "debug: bcast: another member found a wrong box");
-  }
-  free(q->acc.roots.v);
+  for (int i = 0; i < bp->roots.n && bp->members > 1 && !err; i++)
+    if (q->where[i] && bp->roots.v[i].peer != ctx->rank)
+      dtl_copy_box(q->t, q->where[i], &bp->roots.v[i].box, q->buf, &bp->need,
+                   &bp->roots.v[i].box, false);
+  err = dtl_bplan_debug_agree(ctx, bp, err);
+  dtl_bplan_free(&q->bp);
   free(q->tmp);
   free(q->req);
   free(q->types);
@@ -705,8 +706,8 @@ int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int6
       (rc = dtl_count_type(t, sendcount, &sc, &types[1])) == MPI_SUCCESS &&
       (rc = MPI_Isend(sendbuf, sc, types[1], dst, 91, ctx->cart, &req[1])) == MPI_SUCCESS) {
     q->nreq = 2;
-    count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
-    count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
+    dtl_count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
+    dtl_count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
     *out = q;
     return 0;
   }
@@ -765,29 +766,39 @@ int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t se
   dtl_count_free(&rt);
   if (rc != MPI_SUCCESS)
     return dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
-  count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
-  count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
+  dtl_count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
+  dtl_count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
+  return 0;
+}
+
+int dtl_reduce_root(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, MPI_Comm *psub,
+                    int *members, int *me, int *root) {
+  MPI_Comm sub = *psub = dtl_subcomm(ctx, mask);
+  int rc;
+  *root = 0;
+  if (sub == MPI_COMM_NULL)
+    return dtl_fail(ctx, "reduce: MPI_Cart_sub failed");
+  if ((rc = MPI_Comm_size(sub, members)) != MPI_SUCCESS ||
+      (rc = MPI_Comm_rank(sub, me)) != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, "MPI_Comm_size");
+  if (root_coords && *members > 1) {
+    int sc[DTL_MAX_DIMS], n = 0;
+    for (int g = 0; g < ctx->ndims; g++)
+      if ((mask >> g) & 1u)
+        sc[n++] = (int)dtl_mod(root_coords[g], ctx->dims[g]);
+    if ((rc = MPI_Cart_rank(sub, sc, root)) != MPI_SUCCESS)
+      return dtl_mpi_fail(ctx, rc, "MPI_Cart_rank");
+  }
   return 0;
 }
 
 int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
                int64_t count) {
   const size_t es = dtl_type_size(t);
-  MPI_Comm sub = dtl_subcomm(ctx, mask);
-  int members, me, root = 0, rc;
-  if (sub == MPI_COMM_NULL)
-    return dtl_fail(ctx, "reduce: MPI_Cart_sub failed");
-  if ((rc = MPI_Comm_size(sub, &members)) != MPI_SUCCESS ||
-      (rc = MPI_Comm_rank(sub, &me)) != MPI_SUCCESS)
-    return dtl_mpi_fail(ctx, rc, "MPI_Comm_size");
-  if (root_coords && members > 1) {
-    int sc[DTL_MAX_DIMS], n = 0;
-    for (int g = 0; g < ctx->ndims; g++)
-      if ((mask >> g) & 1u)
-        sc[n++] = (int)dtl_mod(root_coords[g], ctx->dims[g]);
-    if ((rc = MPI_Cart_rank(sub, sc, &root)) != MPI_SUCCESS)
-      return dtl_mpi_fail(ctx, rc, "MPI_Cart_rank");
-  }
+  MPI_Comm sub;
+  int members, me, root, rc;
+  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
+    return 1;
   if (members == 1 || count <= 0)
     return 0;
   /* reductions need predefined types: large counts go in chunks */
@@ -806,12 +817,12 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
   }
   int64_t bytes = count * (int64_t)es;
   if (!root_coords) {
-    count_send(ctx, DTL_OP_ALLREDUCE, bytes, 1);
-    count_recv(ctx, DTL_OP_ALLREDUCE, bytes, 1);
+    dtl_count_send(ctx, DTL_OP_ALLREDUCE, bytes, 1);
+    dtl_count_recv(ctx, DTL_OP_ALLREDUCE, bytes, 1);
   } else if (me == root) {
-    count_recv(ctx, DTL_OP_REDUCE, bytes * (members - 1), members - 1);
+    dtl_count_recv(ctx, DTL_OP_REDUCE, bytes * (members - 1), members - 1);
   } else {
-    count_send(ctx, DTL_OP_REDUCE, bytes, 1);
+    dtl_count_send(ctx, DTL_OP_REDUCE, bytes, 1);
   }
   return 0;
 }
@@ -835,7 +846,7 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, c
       if (rc == MPI_SUCCESS)
         rc = MPI_Send(local, cnt, dt, 0, TAG_GATHER, ctx->cart);
       dtl_count_free(&dt);
-      count_send(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
+      dtl_count_send(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
     }
     if (rc != MPI_SUCCESS)
       err = dtl_mpi_fail(ctx, rc, "MPI_Send (gather)");
@@ -880,7 +891,7 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, c
                      &req[nreq]);
     if (rc == MPI_SUCCESS)
       nreq++;
-    count_recv(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
+    dtl_count_recv(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
   }
   int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
   for (int i = 0; i < nreq; i++)

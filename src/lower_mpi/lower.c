@@ -394,7 +394,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
     }
     if (n->kernel) ls->kernel_depth = k;
-    if (n->par >= PAR_GPU_BLOCK) {
+    if (n->par >= PAR_GPU_BLOCK && !lp->cuda) {
       fe_error(src, s->vars[n->var].loc, "parallelize: GPU units need a gpu machine and --target cuda");
       return false;
     }
@@ -419,19 +419,20 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   return true;
 }
 
-lw_program *lw_lower(ir_program *ir) {
+lw_program *lw_lower(ir_program *ir, bool cuda) {
   fe_program *p = ir->ast;
   fe_source *src = p->src;
   lw_program *lp = ir_alloc(sizeof *lp);
   lp->ir = ir;
+  lp->cuda = cuda;
   if (ir->machine >= 0) {
     const fe_machine *M = &p->machines[ir->machine];
     lp->nlevels = M->nlevels;
     for (int l = 0; l < M->nlevels; l++) {
       const fe_grid *G = &M->levels[l];
-      if (G->kind == FE_GPU) {
+      if (G->kind == FE_GPU && !cuda) {
         fe_error(src, G->loc, "machine '%s' has a gpu level; the cpu target cannot place tensors "
-                              "in GPU memory (--target cuda is not available yet)", M->name);
+                              "in GPU memory (use --target cuda, the default for gpu machines)", M->name);
         return NULL;
       }
       if (lp->ndims + G->ndims > LW_MAX_DIMS || l >= LW_MAX_DIMS) {

@@ -66,6 +66,7 @@ typedef struct {
 
 typedef struct {
   ir_program *ir;
+  bool cuda;                        /* --target cuda: every rank owns a GPU */
   int ndims;                        /* grid dims of all levels, outer first; 1 with no machine */
   int nlevels;                      /* machine levels (1: flat) */
   int level_off[LW_MAX_DIMS];       /* first grid dim of each level */
@@ -75,8 +76,9 @@ typedef struct {
   lw_stmt *stmts;
 } lw_program;
 
-/* Lower a scheduled program; reports unsupported constructs as errors (returns NULL). */
-lw_program *lw_lower(ir_program *ir);
+/* Lower a scheduled program; reports unsupported constructs as errors (returns NULL).
+ * cuda: for the CUDA target (gpu machine levels and GPU parallel units are accepted). */
+lw_program *lw_lower(ir_program *ir, bool cuda);
 /* Print the communication plan (distalc --emit plan) for the given param values (-1:
  * unknown; grid params are then solved from nranks). */
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);

@@ -383,7 +383,11 @@ def main(argv=None):
     ap.add_argument("--print", action="store_true", help="print the programs, run nothing")
     ap.add_argument("--timeout", type=int, default=run_e2e.RUN_TIMEOUT)
     ap.add_argument("--max-ranks", type=int, default=None, help="default 6, --long 8")
+    ap.add_argument("--target", choices=["cpu", "cuda"], default=None,
+                    help="compile for this target (see run_e2e.py)")
     args = ap.parse_args(argv)
+    if args.target:
+        run_e2e.TARGET_ARGS[:] = ["--target", args.target]
     count = args.count if args.count is not None else (3000 if args.long else 200)
     max_ranks = args.max_ranks or (8 if args.long else 6)
     seed0 = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)

@@ -12,7 +12,12 @@ some are expected to fail cleanly (a rank count that does not fit the machine, a
 missing param, a bad input file): they must exit nonzero, with a message, in time.
 
 usage: run_e2e.py [--suite examples|programs|all] [--long] [-j N] [--only TEXT]
-                  [--keep] [--list] [--timeout S]
+                  [--keep] [--list] [--timeout S] [--target cpu|cuda] [--max-ranks N]
+
+--target cuda compiles every program for the CUDA target (device tensors, kernels, NCCL):
+on a GPU machine with nvcc, or, with DISTAL_CUDA_EMULATION=1 (and DISTAL_CUDA_CFLAGS /
+DISTAL_CUDA_LIBS naming tests/cuemu), against the host emulation of the test suite.
+--max-ranks drops the runs with more ranks (one rank per GPU on a GPU machine).
 
 Environment (make check sets all of them): DISTALC, MPIRUN, PYTHON, top_srcdir,
 top_builddir, DISTAL_CFLAGS, DISTAL_LIBS.  Prints one PASS/FAIL line per run, the
@@ -48,6 +53,7 @@ PYTHON = os.environ.get("PYTHON") or sys.executable
 
 RUN_TIMEOUT = 120
 COMPILE_TIMEOUT = 300
+TARGET_ARGS = []  # --target cuda: passed to every distalc --exe
 
 
 def setup_environment():
@@ -267,7 +273,7 @@ class Runner:
             d = os.path.join(self.workdir, "bin%d" % n)
             os.makedirs(d)
             exe = os.path.join(d, "prog")
-            cmd = [DISTALC, path, "--exe", "-o", exe]
+            cmd = [DISTALC, path, "--exe", "-o", exe] + TARGET_ARGS
             if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
                 res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
             else:
@@ -540,8 +546,12 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--timeout", type=int, default=RUN_TIMEOUT, help="seconds per run")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--target", choices=["cpu", "cuda"], default=None)
+    ap.add_argument("--max-ranks", type=int, default=None, help="drop runs with more ranks")
     args = ap.parse_args(argv)
     setup_environment()
+    if args.target:
+        TARGET_ARGS[:] = ["--target", args.target]
 
     runs = []
     if args.suite in ("examples", "all"):
@@ -550,6 +560,8 @@ def main(argv=None):
         runs += cases.programs(args.long)
     if args.only:
         runs = [r for r in runs if any(o == r.id or o in r.id for o in args.only)]
+    if args.max_ranks:
+        runs = [r for r in runs if r.nranks <= args.max_ranks]
     if args.list:
         for r in runs:
             print(r.id)
@@ -560,9 +572,9 @@ def main(argv=None):
         return 1
 
     def reproduce(run):
-        return "%s %s --suite %s --only %s --keep" % (
+        return "%s %s --suite %s --only %s --keep%s" % (
             PYTHON, os.path.join(TOP_SRCDIR, "tests", "e2e", "run_e2e.py"), run.suite,
-            shlex.quote(run.id))
+            shlex.quote(run.id), " --target %s" % args.target if args.target else "")
 
     missing = distalc_missing()
     if missing:

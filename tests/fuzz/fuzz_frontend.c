@@ -35,13 +35,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ir_program *ir = ir_build(prog);
       if (ir && ir_schedule(ir, -1) == 0) {
         for (int k = 0; k < ir->nstmts; k++) ir_print_cin(devnull, ir, &ir->stmts[k]);
-        lw_program *lp = lw_lower(ir);
+        lw_program *lp = lw_lower(ir, false);
         if (lp) {
           int64_t params[256];
           for (int k = 0; k < 256; k++) params[k] = k < prog->nparams && prog->params[k].has_default ? prog->params[k].value % 64 + 1 : 3;
           lw_print_plan(devnull, lp, params, 4);
           cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true};
-          cg_emit(devnull, devnull, lp, &o);
+          cg_emit(devnull, devnull, devnull, lp, &o);
+        }
+        /* the CUDA target: host code and kernels */
+        lp = lw_lower(ir, true);
+        if (lp) {
+          cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true, .cuda = true};
+          cg_emit(devnull, devnull, devnull, lp, &o);
         }
       }
       ir_arena_free();

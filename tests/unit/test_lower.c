@@ -16,6 +16,7 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "lower_mpi/lower.h"
+#include "codegen/codegen.h"
 #include "harness.h"
 
 
@@ -36,6 +37,8 @@ static void dump(run *r) {
   fprintf(stderr, "--- diagnostics:\n%s---\n", r->out ? r->out : "");
 }
 
+static bool lower_cuda; /* lower for --target cuda */
+
 /* Parse, check, schedule: all must succeed.  Then lower; the result may be NULL. */
 static lw_program *lower_run(run *r, const char *text) {
   memset(r, 0, sizeof *r);
@@ -47,7 +50,7 @@ static lw_program *lower_run(run *r, const char *text) {
   int e = ir_schedule(r->ir, -1);
   if (e) dump(r);
   assert_int_equal(e, 0);
-  r->lp = lw_lower(r->ir);
+  r->lp = lw_lower(r->ir, lower_cuda);
   return r->lp;
 }
 
@@ -685,6 +688,80 @@ static void test_lower_errors(void **state) {
                      7, 34, "substitute: loop 'ii' lies above a communicate point");
 }
 
+/* The CUDA target: the kernels file of a program (the text of PREFIX.cu) and its host C. */
+static char *cuda_emit(const char *text, char **host) {
+  run r;
+  lower_cuda = true;
+  lw_program *lp = lower_ok(&r, text);
+  lower_cuda = false;
+  char *h = NULL, *c = NULL, *k = NULL;
+  size_t hl = 0, cl = 0, kl = 0;
+  FILE *fh = open_memstream(&h, &hl), *fc = open_memstream(&c, &cl), *fk = open_memstream(&k, &kl);
+  cg_options o = {.prefix = "t", .header_name = "t.h", .source_name = "t.dtl", .cuda = true};
+  assert_int_equal(cg_emit(fh, fc, fk, lp, &o), 0);
+  fclose(fh);
+  fclose(fc);
+  fclose(fk);
+  free(h);
+  finish(&r);
+  *host = c;
+  return k;
+}
+
+/* Threads are the loops whose variables determine the output element (no atomics), the
+ * summed loops run inside each thread; gpu units choose the threads, and a summed loop
+ * mapped to threads makes the updates atomic unless ignore_races; gpu machines lower. */
+static void test_cuda_kernels(void **state) {
+  (void)state;
+  char *host;
+#define MV "param n = 8;\nmachine M = grid(g) : gpu;\ntensor a(n) @ M(x -> x);\ntensor B(n, n) @ M(xy -> x);\n" \
+           "tensor c(n) @ M(x -> *);\n"
+  char *k = cuda_emit(MV "a(i) = B(i,j) * c(j).distribute({i}, {io}, {ii}, M);\n", &host);
+  assert_non_null(strstr(k, "ii (threads)"));
+  assert_non_null(strstr(k, "j (inside each thread)"));
+  assert_null(strstr(k, "dtl_atomic_add"));
+  assert_non_null(strstr(k, "DTL_KERNEL_P(t_s0_k0, t_s0_k0_args, dtl__ka)"));
+  assert_non_null(strstr(host, "t_s0_k0_launch(&dtl__ka, dtl_cu_stream(dtl_ctx))"));
+  assert_non_null(strstr(host, "dtl_cu_attach("));
+  assert_non_null(strstr(host, "dtl_cu_sync(dtl_plan->ctx)"));
+  assert_null(strstr(host, "#pragma omp"));
+  free(k), free(host);
+  /* explicit units: the summed loop as threads (the schedule must say atomics or ignore_races) */
+  k = cuda_emit(MV "a(i) = B(i,j) * c(j).distribute({i}, {io}, {ii}, M).parallelize(j, gpu_thread, atomics);\n", &host);
+  assert_non_null(strstr(k, "j (threads)"));
+  assert_non_null(strstr(k, "ii (inside each thread)"));
+  assert_non_null(strstr(k, "dtl_atomic_add_double("));
+  free(k), free(host);
+  k = cuda_emit(MV "a(i) = B(i,j) * c(j).distribute({i}, {io}, {ii}, M).parallelize(j, gpu_thread, ignore_races);\n", &host);
+  assert_null(strstr(k, "dtl_atomic_add"));
+  free(k), free(host);
+  k = cuda_emit(MV "a(i) = B(i,j) * c(j).distribute({i}, {io}, {ii}, M).parallelize(ii, gpu_block).parallelize(j, gpu_thread, atomics);\n", &host);
+  assert_non_null(strstr(k, "dtl_atomic_add_double("));
+  /* block loops vary slowest: j (the thread loop) is decoded first */
+  char *pj = strstr(k, "const int64_t j = dtl__ka.dtl__mlo[1]"), *pi = strstr(k, "const int64_t ii = dtl__ka.dtl__mlo[0]");
+  assert_non_null(pj);
+  assert_non_null(pi);
+  assert_true(pj < pi);
+  free(k), free(host);
+  /* a full reduction: every loop is a thread, the updates atomic */
+  k = cuda_emit("param n = 8;\nmachine M = grid(g);\ntensor r int64;\ntensor b(n) int64 @ M(x -> x);\n"
+                "r = b(i) * b(i).distribute({i}, {io}, {ii}, M);\n", &host);
+  assert_non_null(strstr(k, "ii (threads)"));
+  assert_non_null(strstr(k, "dtl_atomic_add_int64("));
+  free(k), free(host);
+  /* substitute(gemm) calls the device kernel of libdistal_cuda */
+  k = cuda_emit("param n = 8;\nmachine M = grid(gx, gy);\ntensor A(n, n) @ M(xy -> xy);\ntensor B(n, n) @ M(xy -> xy);\n"
+                "tensor C(n, n) @ M(xy -> xy);\nA(i, j) = B(i, k) * C(k, j)\n"
+                "  .distribute({i, j}, {io, jo}, {ii, ji}, M).split(k, ko, ki, 4).reorder({ko, ii, ji, ki})\n"
+                "  .communicate(A, jo).communicate({B, C}, ko).substitute({ii, ji, ki}, gemm);\n", &host);
+  assert_non_null(strstr(host, "if (dtl_cu_gemm(dtl_ctx, DTL_DOUBLE, 0, 0, "));
+  assert_non_null(strstr(host, "dtl_cu_bcast_fetch_begin("));
+  assert_non_null(strstr(host, "dtl_cu_request *dtl_B_req"));
+  assert_null(strstr(k, "DTL_KERNEL_P"));
+  free(k), free(host);
+#undef MV
+}
+
 /* a hierarchical machine: the inner level's dims follow level 0's, blocks nest, and a
  * second distribute onto M[1] keeps the owner's block local */
 static void test_hierarchical(void **state) {
@@ -796,6 +873,7 @@ int main(void) {
       cmocka_unit_test(test_two_statements),
       cmocka_unit_test(test_lower_errors),
     cmocka_unit_test(test_hierarchical),
+      cmocka_unit_test(test_cuda_kernels),
       cmocka_unit_test(test_plan_summa),
       cmocka_unit_test(test_plan_element_size),
       cmocka_unit_test(test_pattern_names),

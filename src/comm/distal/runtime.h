@@ -89,6 +89,9 @@ struct dtl_ctx {
   char err[512];
   /* statistics, by operation */
   int64_t bytes_sent[DTL_NOPS], bytes_recv[DTL_NOPS], msgs_sent[DTL_NOPS], msgs_recv[DTL_NOPS];
+  /* device state of libdistal_cuda (distal/cuda.h), released by dtl_ctx_destroy */
+  void *dev;
+  void (*dev_free)(void *dev);
 };
 
 /* Collective over comm.  Creates the grid of ndims dims (product must equal the size of

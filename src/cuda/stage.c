@@ -1,0 +1,54 @@
+/* stage.c -- import and export of device blocks through host memory.
+ *
+ * Moving a tensor between the application's layout and a distribution is an exchange that
+ * happens once, outside the computation, so it reuses the host exchange of redist.c: the
+ * application's box and this rank's block are copied to host memory, exchanged, and the
+ * result copied back to the device. */
+#include <stdlib.h>
+
+#include <distal/cuda.h>
+
+static int64_t app_volume(int order, const int64_t *lo, const int64_t *hi) {
+  int64_t v = 1;
+  for (int d = 0; d < order; d++) v *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
+  return v;
+}
+
+int dtl_cu_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
+                  const void *data, void *local, const dtl_box *own) {
+  size_t es = dtl_type_size(t);
+  int64_t na = app_volume(d->order, lo, hi), nb = dtl_box_volume(own);
+  void *hdata = malloc((size_t)(na > 0 ? na : 1) * es), *hlocal = malloc((size_t)(nb > 0 ? nb : 1) * es);
+  int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an import") : 0;
+  if (!err && na > 0) err = dtl_cu_to_host(ctx, hdata, data, (size_t)na * es);
+  /* every rank takes part in the exchange, or none does */
+  if (!dtl_any_error(ctx, err)) {
+    err = dtl_import(ctx, d, t, lo, hi, hdata, hlocal, own);
+    if (!err && nb > 0) err = dtl_cu_to_device(ctx, local, hlocal, (size_t)nb * es);
+    err = dtl_any_error(ctx, err);
+  } else {
+    err = 1;
+  }
+  free(hdata);
+  free(hlocal);
+  return err;
+}
+
+int dtl_cu_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+                  const int64_t *lo, const int64_t *hi, void *data) {
+  size_t es = dtl_type_size(t);
+  int64_t na = app_volume(d->order, lo, hi), nb = dtl_box_volume(own);
+  void *hdata = malloc((size_t)(na > 0 ? na : 1) * es), *hlocal = malloc((size_t)(nb > 0 ? nb : 1) * es);
+  int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an export") : 0;
+  if (!err && nb > 0) err = dtl_cu_to_host(ctx, hlocal, local, (size_t)nb * es);
+  if (!dtl_any_error(ctx, err)) {
+    err = dtl_export(ctx, d, t, hlocal, own, lo, hi, hdata);
+    if (!err && na > 0) err = dtl_cu_to_device(ctx, data, hdata, (size_t)na * es);
+    err = dtl_any_error(ctx, err);
+  } else {
+    err = 1;
+  }
+  free(hdata);
+  free(hlocal);
+  return err;
+}
