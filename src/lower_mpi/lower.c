@@ -552,8 +552,13 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
             if (c->mask >> g & 1) fprintf(f, " coord%d=%lld", g, (long long)c->root[g]);
         }
       }
-      if (c->pattern == PAT_SHIFT) fprintf(f, " along grid dim %d (MPI_Sendrecv), aligned once by exchange", c->shift_dim);
-      if (c->pattern == PAT_EXCHANGE) fputs(c->output ? " (point-to-point accumulate)" : " (point-to-point)", f);
+      if (c->pattern == PAT_BCAST) fputs(lp->cuda ? " (ncclBroadcast)" : " (MPI_Ibcast)", f);
+      if (c->pattern == PAT_REDUCE && c->mask)
+        fputs(lp->cuda ? (c->allreduce ? " (ncclAllReduce)" : " (ncclReduce)") : (c->allreduce ? " (MPI_Allreduce)" : " (MPI_Reduce)"), f);
+      if (c->pattern == PAT_SHIFT)
+        fprintf(f, " along grid dim %d (%s), aligned once by exchange", c->shift_dim, lp->cuda ? "ncclSend/ncclRecv" : "MPI_Sendrecv");
+      if (c->pattern == PAT_EXCHANGE)
+        fprintf(f, " (point-to-point%s%s)", c->output ? " accumulate" : "", lp->cuda ? ", ncclSend/ncclRecv" : "");
       fprintf(f, " -- %s\n", c->why);
       if (c->alt) {
         fputs("    when ", f);

@@ -11,6 +11,9 @@ if [ ! -e "$top_builddir/libdistal_cuda.la" ]; then
   exit 77
 fi
 gpu_env_real
+# one architecture is enough to prove that the kernels compile and link (and is faster)
+DISTAL_CUDA_ARCH=${DISTAL_CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90"}
+export DISTAL_CUDA_ARCH
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 ls "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_srcdir"/tests/e2e/programs/*.dtl > "$dir/list"

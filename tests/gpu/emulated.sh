@@ -11,6 +11,24 @@ set -u
 gpu_env_emulated
 py=${PYTHON:-python3}
 status=0
+# the plan names the NCCL operations of the CUDA target
+for want in "ncclBroadcast" ; do
+  if "${DISTALC:?}" "$top_srcdir/examples/summa.dtl" --target cuda --emit plan --ranks 4 | grep -q "$want"; then
+    echo "PASS --emit plan names $want (summa)"
+  else
+    echo "FAIL --emit plan does not name $want (summa)"; status=1
+  fi
+done
+if "$DISTALC" "$top_srcdir/examples/cannon.dtl" --target cuda --emit plan --ranks 4 | grep -q "ncclSend/ncclRecv"; then
+  echo "PASS --emit plan names ncclSend/ncclRecv (cannon)"
+else
+  echo "FAIL --emit plan does not name ncclSend/ncclRecv (cannon)"; status=1
+fi
+if "$DISTALC" "$top_srcdir/examples/johnson.dtl" --target cuda --emit plan --ranks 8 | grep -q "ncclReduce"; then
+  echo "PASS --emit plan names ncclReduce (johnson)"
+else
+  echo "FAIL --emit plan does not name ncclReduce (johnson)"; status=1
+fi
 "$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite all --target cuda "$@" || status=1
 "$py" "$top_srcdir/tests/e2e/gen_random.py" --count 60 --seed 7000 --target cuda || status=1
 exit $status
