@@ -3,8 +3,9 @@
 examples(long) covers every program in examples/ at 1, 2, 3, 4, 6 and 8 ranks where its
 machine allows, at sizes that divide evenly over the grid and sizes that do not;
 programs(long) covers tests/e2e/programs/, plus runs that must fail cleanly and runs
-that check --fill.  The default is sized for `make check`; --long adds sizes and rank
-counts.
+that check --fill; gpu(long) covers tests/gpu/programs/ (gpu machines and GPU units,
+compiled for the CUDA target).  The default is sized for `make check`; --long adds sizes
+and rank counts.
 """
 
 import os
@@ -122,4 +123,15 @@ def programs(long=False):
     if long:
         runs.append(Run("programs", pr("grid3d.dtl"), None, {"n": 7, "m": 6, "p": 5},
                         fill_ranks=[1, 3, 8]))
+    return runs
+
+
+def gpu(long=False):
+    """Programs of gpu machines (tests/gpu/programs): only for --target cuda.  (hier.dtl,
+    whose hierarchical distributions the oracle does not read, runs with --validate in
+    tests/gpu/emulated.sh and run.sh.)"""
+    pr = lambda name: "tests/gpu/programs/" + name  # noqa: E731
+    ranks = [1, 2, 3, 4] + ([6, 8] if long else [])
+    runs = []
+    runs.extend(_expand("gpu", pr("units.dtl"), [{"n": 9, "m": 7}, {"n": 13, "m": 4}], ranks))
     return runs

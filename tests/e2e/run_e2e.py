@@ -11,7 +11,7 @@ inputs, which a run must leave unchanged.  Some runs add --validate and must exi
 some are expected to fail cleanly (a rank count that does not fit the machine, a
 missing param, a bad input file): they must exit nonzero, with a message, in time.
 
-usage: run_e2e.py [--suite examples|programs|all] [--long] [-j N] [--only TEXT]
+usage: run_e2e.py [--suite examples|programs|all|gpu] [--long] [-j N] [--only TEXT]
                   [--keep] [--list] [--timeout S] [--target cpu|cuda] [--max-ranks N]
 
 --target cuda compiles every program for the CUDA target (device tensors, kernels, NCCL):
@@ -537,7 +537,8 @@ def main(argv=None):
     import cases
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    ap.add_argument("--suite", choices=["examples", "programs", "all"], default="all")
+    ap.add_argument("--suite", choices=["examples", "programs", "all", "gpu"], default="all",
+                    help="all: examples and programs; gpu: gpu machines (with --target cuda)")
     ap.add_argument("--long", action="store_true", help="many more cases")
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("E2E_JOBS", "2")))
     ap.add_argument("--only", action="append", default=[],
@@ -558,6 +559,8 @@ def main(argv=None):
         runs += cases.examples(args.long)
     if args.suite in ("programs", "all"):
         runs += cases.programs(args.long)
+    if args.suite == "gpu":
+        runs += cases.gpu(args.long)
     if args.only:
         runs = [r for r in runs if any(o == r.id or o in r.id for o in args.only)]
     if args.max_ranks:

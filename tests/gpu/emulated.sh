@@ -31,4 +31,6 @@ else
 fi
 "$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite all --target cuda "$@" || status=1
 "$py" "$top_srcdir/tests/e2e/gen_random.py" --count 60 --seed 7000 --target cuda || status=1
+"$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite gpu --target cuda "$@" || status=1
+hier_runs 8 || status=1
 exit $status

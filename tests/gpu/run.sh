@@ -24,4 +24,6 @@ py=${PYTHON:-python3}
 status=0
 "$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite all --target cuda --max-ranks "$ngpus" "$@" || status=1
 "$py" "$top_srcdir/tests/e2e/gen_random.py" --count 100 --seed 7000 --target cuda --max-ranks "$ngpus" || status=1
+"$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite gpu --target cuda --max-ranks "$ngpus" "$@" || status=1
+hier_runs "$ngpus" || status=1
 exit $status

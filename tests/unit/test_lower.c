@@ -802,8 +802,8 @@ static void test_plan_summa(void **state) {
       "grid: 2 3 (6 ranks)\n",
       "statement 1: A(i,j) = B(i,k) * C(k,j)\n",
       "  write A at jo: local -- the owner computes its own block\n",
-      "  read B at ko: broadcast along grid dims {1} -- every rank along these dims needs the same box\n",
-      "  read C at ko: broadcast along grid dims {0} -- every rank along these dims needs the same box\n",
+      "  read B at ko: broadcast along grid dims {1} (MPI_Ibcast) -- every rank along these dims needs the same box\n",
+      "  read C at ko: broadcast along grid dims {0} (MPI_Ibcast) -- every rank along these dims needs the same box\n",
       /* B: 3 steps of a 6 x 4 box = n*n/gx; C: 3 steps of 4 x 4 = n*n/gy */
       "    bytes per rank (rank 0): 576 = 3 steps, 72 elements of 8 bytes\n",
       "    bytes per rank (rank 0): 384 = 3 steps, 48 elements of 8 bytes\n",
@@ -820,6 +820,14 @@ static void test_plan_summa(void **state) {
   plan = plan_text(&r, unknown, 6);
   assert_non_null(strstr(plan, "grid: ? ? (6 ranks)\n"));
   assert_non_null(strstr(plan, "bytes per rank: 8 x volume of the box per step (not evaluated)\n"));
+  free(plan);
+  finish(&r);
+  /* the CUDA target names the NCCL operation (after finish: the IR arena is shared) */
+  lower_cuda = true;
+  lower_ok(&r, SUMMA);
+  lower_cuda = false;
+  plan = plan_text(&r, params, 6);
+  assert_non_null(strstr(plan, "  read B at ko: broadcast along grid dims {1} (ncclBroadcast) -- "));
   free(plan);
   finish(&r);
 }
