@@ -1345,7 +1345,13 @@ static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
     fprintf(h, "int %s_%s_export(%s_plan *plan, const %s *block, const int64_t lo[], const int64_t hi[], %s *data);\n",
             o->prefix, n, o->prefix, ct, ct);
   }
-  fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks. */\n");
+  if (o->cuda)
+    fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks in the memory of the\n"
+               " * current GPU (device pointers; so are the data and blocks of import and export).\n"
+               " * plan_create uses the current device (dtl_cuda_select_device picks one per rank);\n"
+               " * compute returns when the results are in place. */\n");
+  else
+    fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks. */\n");
   fprintf(h, "int %s_compute(%s_plan *plan", o->prefix, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
     fprintf(h, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
