@@ -3,15 +3,19 @@
  *
  * Declares the subset of the CUDA runtime API that the device path calls, with the real
  * signatures and the real values of the enumerators that matter, so that the same sources
- * compile against this header and against the toolkit's.  "Device" memory is host memory
- * from malloc, and every stream runs its work at once, in the calling thread.
+ * compile against this header and against the toolkit's.  "Device" memory is host memory,
+ * pages mapped for each allocation, and every stream runs its work at once, in the calling
+ * thread.
  *
- * Not emulated: concurrency between streams (events and waits are bookkeeping only, so a
- * missing event or wait goes unnoticed), and the separation of device from host memory
- * beyond a table of live allocations: copies whose kind names a device side check that side
- * against the table, as do cuBLAS and NCCL buffers, but a kernel (a plain C function here)
- * can read host memory.  Plain C, usable from C11 and C++; never include it together with
- * the real CUDA headers. */
+ * Device and host memory are kept apart in both directions but one.  Copies whose kind names
+ * a device side check that side against a table of live allocations, as do cuBLAS and NCCL
+ * buffers; and device memory is PROT_NONE except during the emulated device operations
+ * (between cuemu_device_enter and cuemu_device_leave), so that host code dereferencing it
+ * ends the process with a message, as it would crash or read garbage on a GPU
+ * (CUEMU_NO_GUARD=1 at cudaMalloc turns that off for the allocation).  Not emulated: a
+ * kernel (a plain C function here) can read host memory, and concurrency between streams
+ * (events and waits are bookkeeping only, so a missing event or wait goes unnoticed).
+ * Plain C, usable from C11 and C++; never include it together with the real CUDA headers. */
 #ifndef CUEMU_CUDA_RUNTIME_H
 #define CUEMU_CUDA_RUNTIME_H
 
@@ -87,6 +91,14 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream CUEMU_DEFAULT(0));
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
+
+/* ---- emulation only: device memory open to the host ------------------------------------- */
+/* Nested over the whole process: the first enter makes every live device allocation
+ * readable and writable, the last leave makes them all PROT_NONE again.  Every emulated
+ * function that touches device memory brackets its accesses with them, as does a kernel
+ * launch (DTL_LAUNCH of distal/kernel.cuh, which declares them too). */
+void cuemu_device_enter(void);
+void cuemu_device_leave(void);
 
 /* ---- errors ------------------------------------------------------------------------------ */
 const char *cudaGetErrorString(cudaError_t error);

@@ -4,13 +4,23 @@
  * without a GPU, under mpirun with several ranks, each rank owning one emulated GPU.
  *
  * Devices: CUEMU_GPUS of them per process (default 8; read at every call so that a test can
- * change it), the current one per thread.  Device memory is host memory: cudaMalloc is malloc
- * (1 byte for 0), recorded in a table of live allocations.  The table is what makes the
- * emulation worth more than plain malloc: freeing an unknown pointer fails, and so does a
- * copy, memset, cuBLAS call or NCCL call whose device-side range does not lie inside one live
- * allocation, which catches host code that hands host pointers to device functions (and
- * copies that run past the end of a buffer).  Fresh and freed allocations are filled with
- * 0xff bytes (NaN as floating point, -1 as integers), since real device memory is not zeroed.
+ * change it), the current one per thread.  Device memory is host memory: cudaMalloc maps
+ * whole pages of its own (one page for 0 bytes), recorded in a table of live allocations.
+ * The table is what makes the emulation worth more than plain malloc: freeing an unknown
+ * pointer fails, and so does a copy, memset, cuBLAS call or NCCL call whose device-side range
+ * does not lie inside one live allocation, which catches host code that hands host pointers
+ * to device functions (and copies that run past the end of a buffer).  Fresh allocations are
+ * filled with 0xff bytes (NaN as floating point, -1 as integers), since real device memory
+ * is not zeroed; freed ones are unmapped.
+ *
+ * The other direction, host code that dereferences device memory (a crash or garbage on a
+ * GPU), is caught by the pages: between device operations every live allocation is
+ * PROT_NONE, and only the emulated functions that work on device memory open it, through
+ * cuemu_device_enter and cuemu_device_leave (kernel launches too: see DTL_LAUNCH in
+ * distal/kernel.cuh).  A host access in between faults, and the SIGSEGV handler ends the
+ * process (status 3) with a line naming the address and its allocation.  CUEMU_NO_GUARD=1,
+ * read at each cudaMalloc, leaves the allocations it makes accessible (to look at them in a
+ * debugger).
  *
  * Streams run everything at once, in the calling thread, so events and waits are
  * bookkeeping only (the handles are still checked).  NCCL communicators wrap a duplicate of
@@ -19,15 +29,20 @@
  * calls are validated as cuBLAS documents and run by CBLAS.
  *
  * Not emulated: concurrency between streams (a missing event or stream wait goes unnoticed),
- * device memory separation beyond the allocation table (a kernel, a plain C function here,
- * can read host memory), several ranks sharing one device, and sticky errors.
+ * the other half of the separation of device from host memory (a kernel, a plain C function
+ * here, can read host memory), host accesses from one thread while another one runs a device
+ * operation (the memory is open to the whole process then), several ranks sharing one
+ * device, and sticky errors.
  *
  * Every failing call prints one line saying why on stderr, unless CUEMU_QUIET is set.
  * CUEMU_MPI_MAX_COUNT (default INT_MAX), read when a communicator is created, is the
  * largest count passed to one MPI call: larger transfers are split or sent as a derived
  * type, and a small value lets the tests exercise that path with small buffers. */
-#ifndef _POSIX_C_SOURCE /* gethostname, getpid and clock_gettime under strict C11 */
+#ifndef _POSIX_C_SOURCE /* gethostname, getpid, clock_gettime, sigaction under strict C11 */
 #define _POSIX_C_SOURCE 200809L
+#endif
+#ifndef _DEFAULT_SOURCE /* MAP_ANONYMOUS, which POSIX 2008 lacks */
+#define _DEFAULT_SOURCE
 #endif
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
@@ -37,12 +52,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,12 +136,21 @@ static bool set_remove(handle_set *s, const void *p) {
  * binary search away. */
 typedef struct {
   uintptr_t base;
-  size_t size; /* as requested; the block itself has at least 1 byte */
+  size_t size;  /* as requested */
+  size_t pages; /* bytes mapped: size rounded up to whole pages, at least one */
+  bool guarded; /* PROT_NONE outside device operations (not under CUEMU_NO_GUARD) */
 } allocation;
 static allocation *allocs;
 static size_t nallocs, cap_allocs;
 
-/* index of the last allocation with base <= p, or -1; lock held */
+/* How many cuemu_device_enter calls are not yet left, over all threads: device memory is
+ * open while it is positive.  One count for the process, since the pages are the process's:
+ * a kernel of one thread must not lose its memory when another thread's copy ends.  Lock
+ * held to read or change it, together with the protection of the pages. */
+static int device_depth;
+
+/* index of the last allocation with base <= p, or -1; lock held (or in the signal handler,
+ * which reads the table without it) */
 static ptrdiff_t alloc_at(uintptr_t p) {
   ptrdiff_t lo = 0, hi = (ptrdiff_t)nallocs - 1, found = -1;
   while (lo <= hi) {
@@ -137,7 +163,53 @@ static ptrdiff_t alloc_at(uintptr_t p) {
   return found;
 }
 
-static bool alloc_add(void *p, size_t size) {
+/* mprotect that cannot be allowed to fail: memory left closed would turn the next device
+ * operation into a false report, memory left open would hide the host accesses looked for. */
+static void must_protect(uintptr_t base, size_t bytes, int prot) {
+  if (mprotect((void *)base, bytes, prot) != 0) {
+    fprintf(stderr, "cuemu: mprotect of [%p, +%zu) failed: %s\n", (void *)base, bytes,
+            strerror(errno));
+    abort();
+  }
+}
+
+/* Give every guarded allocation protection prot; lock held.  Allocations that follow each
+ * other in memory (mmap tends to place them so) go in one call, which keeps the number of
+ * system calls, and of the kernel's memory areas, low when there are many of them. */
+static void protect_all(int prot) {
+  for (size_t i = 0; i < nallocs;) {
+    if (!allocs[i].guarded) {
+      i++;
+      continue;
+    }
+    uintptr_t base = allocs[i].base, end = base + allocs[i].pages;
+    for (i++; i < nallocs && allocs[i].guarded && allocs[i].base == end; i++)
+      end += allocs[i].pages;
+    must_protect(base, end - base, prot);
+  }
+}
+
+void cuemu_device_enter(void) {
+  pthread_mutex_lock(&lock);
+  if (device_depth++ == 0)
+    protect_all(PROT_READ | PROT_WRITE);
+  pthread_mutex_unlock(&lock);
+}
+
+void cuemu_device_leave(void) {
+  pthread_mutex_lock(&lock);
+  if (device_depth == 0) { /* a bug of the emulation: the memory state is unknown from here */
+    fprintf(stderr, "cuemu: cuemu_device_leave without cuemu_device_enter\n");
+    abort();
+  }
+  if (--device_depth == 0)
+    protect_all(PROT_NONE);
+  pthread_mutex_unlock(&lock);
+}
+
+/* Record a fresh mapping; it is closed at once unless a device operation is under way, in
+ * which case the leave of that operation closes it with the others. */
+static bool alloc_add(void *p, size_t size, size_t pages, bool guarded) {
   bool ok = true;
   pthread_mutex_lock(&lock);
   if (nallocs == cap_allocs) {
@@ -151,21 +223,23 @@ static bool alloc_add(void *p, size_t size) {
   if (ok) {
     size_t at = (size_t)(alloc_at((uintptr_t)p) + 1);
     memmove(allocs + at + 1, allocs + at, (nallocs - at) * sizeof *allocs);
-    allocs[at] = (allocation){(uintptr_t)p, size};
+    allocs[at] = (allocation){(uintptr_t)p, size, pages, guarded};
     nallocs++;
+    if (guarded && device_depth == 0)
+      must_protect((uintptr_t)p, pages, PROT_NONE);
   }
   pthread_mutex_unlock(&lock);
   return ok;
 }
 
-/* Remove the allocation that starts at p; its size goes to *size.  False when p starts no
- * live allocation. */
-static bool alloc_remove(void *p, size_t *size) {
+/* Remove the allocation that starts at p; its mapped length goes to *pages.  False when p
+ * starts no live allocation. */
+static bool alloc_remove(void *p, size_t *pages) {
   bool found = false;
   pthread_mutex_lock(&lock);
   ptrdiff_t i = alloc_at((uintptr_t)p);
   if (i >= 0 && allocs[i].base == (uintptr_t)p) {
-    *size = allocs[i].size;
+    *pages = allocs[i].pages;
     memmove(allocs + i, allocs + i + 1, (nallocs - (size_t)i - 1) * sizeof *allocs);
     nallocs--;
     found = true;
@@ -417,6 +491,83 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 
 /* ---- CUDA runtime: memory -----------------------------------------------------------------------
  */
+/* The guard: a host access to closed device memory faults, and this handler, when the
+ * address lies in the pages of a live guarded allocation, says so and ends the process with
+ * status 3 (the fault would otherwise read as a plain segfault somewhere in host code; run
+ * the program under a debugger to see where).  Any other fault gets the default action, a
+ * plain segfault.  Only async-signal-safe calls: write, _exit, sigaction, raise. */
+static char *put_str(char *at, const char *s) {
+  while (*s)
+    *at++ = *s++;
+  return at;
+}
+
+/* v in base 10 or 16, without snprintf (not async-signal-safe) */
+static char *put_num(char *at, uintptr_t v, unsigned base) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = "0123456789abcdef"[v % base];
+    v /= base;
+  } while (v);
+  while (n)
+    *at++ = digits[--n];
+  return at;
+}
+
+static void on_segv(int sig, siginfo_t *info, void *context) {
+  (void)context;
+  uintptr_t addr = (uintptr_t)info->si_addr;
+  /* The table is read without the lock, which the faulting thread may hold.  No allocation
+   * is added or removed during a host access of a single-threaded program; with threads a
+   * fault during a change of the table is a risk the report takes. */
+  ptrdiff_t i = info->si_code > 0 ? alloc_at(addr) : -1;
+  if (i >= 0 && allocs[i].guarded && addr - allocs[i].base < allocs[i].pages) {
+    char msg[160], *at = msg;
+    at = put_str(at, "cuemu: host code touched device memory at 0x");
+    at = put_num(at, addr, 16);
+    at = put_str(at, " (allocation of ");
+    at = put_num(at, allocs[i].size, 10);
+    at = put_str(at, " bytes)\n");
+    ssize_t ignored = write(STDERR_FILENO, msg, (size_t)(at - msg));
+    (void)ignored;
+    _exit(3);
+  }
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGSEGV, &dfl, NULL);
+  /* a fault repeats under the default action when the access runs again on return; a
+   * signal sent by kill or raise (si_code <= 0) must be sent again */
+  if (info->si_code <= 0)
+    raise(sig);
+}
+
+/* Installed at the first guarded cudaMalloc, and again at a later one that finds another
+ * action in place: code that takes SIGSEGV for itself in between (cmocka does around each
+ * test, and puts the handler back with signal(), without SA_SIGINFO) would otherwise turn
+ * the report back into a bare segfault.  One sigaction call to look, per cudaMalloc. */
+static void keep_guard(void) {
+  struct sigaction sa;
+  if (sigaction(SIGSEGV, NULL, &sa) == 0 && (sa.sa_flags & SA_SIGINFO) &&
+      sa.sa_sigaction == on_segv)
+    return;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, NULL) != 0) {
+    fprintf(stderr, "cuemu: cannot install the SIGSEGV handler: %s\n", strerror(errno));
+    abort();
+  }
+}
+
+static bool guard_off(void) {
+  const char *s = getenv("CUEMU_NO_GUARD");
+  return s && *s && strcmp(s, "0") != 0;
+}
+
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
   if (!devPtr)
     return cuda_fail(cudaErrorInvalidValue, "cudaMalloc", "devPtr is NULL");
@@ -424,26 +575,36 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   cudaError_t e = need_device("cudaMalloc");
   if (e)
     return e;
-  void *p = malloc(size ? size : 1);
-  if (!p || !alloc_add(p, size)) {
-    free(p);
+  /* pages of its own, so that protecting them affects this allocation only */
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (size > SIZE_MAX - (page - 1))
+    return cuda_fail(cudaErrorMemoryAllocation, "cudaMalloc", "%zu bytes", size);
+  size_t pages = size ? (size + page - 1) / page * page : page;
+  void *p = mmap(NULL, pages, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return cuda_fail(cudaErrorMemoryAllocation, "cudaMalloc", "%zu bytes", size);
+  bool guarded = !guard_off();
+  if (guarded)
+    keep_guard();
+  /* filled while nobody else knows of it, so still open whatever the device depth */
+  memset(p, 0xff, size);
+  if (!alloc_add(p, size, pages, guarded)) {
+    munmap(p, pages);
     return cuda_fail(cudaErrorMemoryAllocation, "cudaMalloc", "%zu bytes", size);
   }
-  memset(p, 0xff, size);
   *devPtr = p;
   return cudaSuccess;
 }
 
+/* Unmapped: a use after free faults (as a plain segfault) until the address is mapped again. */
 cudaError_t cudaFree(void *devPtr) {
-  size_t size;
+  size_t pages;
   if (!devPtr)
     return cudaSuccess;
-  if (!alloc_remove(devPtr, &size))
+  if (!alloc_remove(devPtr, &pages))
     return cuda_fail(cudaErrorInvalidValue, "cudaFree",
                      "%p is not the start of a live device allocation", devPtr);
-  /* poisoned, so that a use after free reads garbage rather than the old data */
-  memset(devPtr, 0xff, size);
-  free(devPtr);
+  munmap(devPtr, pages);
   return cudaSuccess;
 }
 
@@ -493,7 +654,9 @@ static cudaError_t copy(const char *fn, void *dst, const void *src, size_t count
   if (k == cudaMemcpyDeviceToHost && is_dev(dst))
     return cuda_fail(cudaErrorInvalidValue, fn, "DeviceToHost: the destination %p is device memory",
                      dst);
+  cuemu_device_enter();
   memmove(dst, src, count);
+  cuemu_device_leave();
   return cudaSuccess;
 }
 
@@ -517,7 +680,9 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
   if (!dev_range(devPtr, count))
     return cuda_fail(cudaErrorInvalidValue, fn, "[%p, +%zu) is not inside a live device allocation",
                      devPtr, count);
+  cuemu_device_enter();
   memset(devPtr, value, count);
+  cuemu_device_leave();
   return cudaSuccess;
 }
 
@@ -719,6 +884,20 @@ static _Thread_local int group_depth;
 static _Thread_local ncclResult_t group_error;
 static _Thread_local pending *pend;
 static _Thread_local size_t npend, cap_pend;
+/* Whether this thread's group holds device memory open (one cuemu_device_enter): from the
+ * first access of an operation of the group, before its MPI request is posted, until every
+ * request has been waited for at the end of the group.  MPI may read and write the buffers
+ * of a pending request in any MPI call of any later host code (or a peer may, through
+ * single-copy shared memory), so the memory cannot close while one is pending. */
+static _Thread_local bool group_holds;
+
+/* Open device memory for the current group, before it is first touched. */
+static void hold_for_group(void) {
+  if (!group_holds) {
+    cuemu_device_enter();
+    group_holds = true;
+  }
+}
 
 /* Room for n more requests. */
 static bool reserve_pending(size_t n) {
@@ -771,6 +950,10 @@ static ncclResult_t complete_group(void) {
       r = e;
   }
   npend = 0;
+  if (group_holds) { /* nothing is pending any more */
+    group_holds = false;
+    cuemu_device_leave();
+  }
   return r;
 }
 
@@ -928,6 +1111,7 @@ static ncclResult_t p2p(const char *fn, bool recv, void *buf, size_t count, nccl
   int n;
   if ((r = message_type(bytes, comm->max_count, &p->type, &n, &p->derived)))
     return nccl_fail(r, fn, "cannot describe %zu bytes to MPI", bytes);
+  hold_for_group();
   int rc = recv ? MPI_Irecv(buf, n, p->type, peer, 0, comm->comm, &p->req)
                 : MPI_Isend(buf, n, p->type, peer, 0, comm->comm, &p->req);
   if (rc != MPI_SUCCESS) {
@@ -983,6 +1167,7 @@ ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
   size_t n = npieces(bytes, comm->max_count);
   if (!reserve_pending(n))
     return finish(nccl_fail(ncclSystemError, fn, "out of host memory"));
+  hold_for_group();
   /* the root's sendbuff is only read by the root; out of place, it lands in recvbuff first */
   if (comm->rank == root && sendbuff != recvbuff)
     memmove(recvbuff, sendbuff, bytes);
@@ -1023,6 +1208,7 @@ static ncclResult_t reduce(const char *fn, bool all, const void *sendbuff, void 
   if (!reserve_pending(n))
     return finish(nccl_fail(ncclSystemError, fn, "out of host memory"));
   bool in_place = gets && sendbuff == recvbuff;
+  hold_for_group();
   for (size_t i = 0; i < n && !r; i++) {
     size_t off = i * comm->max_count, len = min_size(count - off, comm->max_count);
     const void *sb = in_place ? MPI_IN_PLACE : (const char *)sendbuff + off * size;
@@ -1246,10 +1432,12 @@ cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                                 ldb, beta, C, ldc, sizeof *C);
   if (s || m == 0 || n == 0)
     return s;
+  cuemu_device_enter();
   if (*beta == 0)
     zero_d(C, m, n, (size_t)ldc);
   cblas_dgemm(CblasColMajor, op_cblas(transa), op_cblas(transb), m, n, k, *alpha, A, lda, B, ldb,
               *beta, C, ldc);
+  cuemu_device_leave();
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1261,10 +1449,12 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                                 ldb, beta, C, ldc, sizeof *C);
   if (s || m == 0 || n == 0)
     return s;
+  cuemu_device_enter();
   if (*beta == 0)
     zero_s(C, m, n, (size_t)ldc);
   cblas_sgemm(CblasColMajor, op_cblas(transa), op_cblas(transb), m, n, k, *alpha, A, lda, B, ldb,
               *beta, C, ldc);
+  cuemu_device_leave();
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1275,9 +1465,11 @@ cublasStatus_t cublasDgemv(cublasHandle_t handle, cublasOperation_t trans, int m
                                 incy, sizeof *y);
   if (s || m == 0 || n == 0)
     return s;
+  cuemu_device_enter();
   if (*beta == 0)
     zero_d(y, 1, trans == CUBLAS_OP_N ? m : n, stride(incy)); /* y as a 1 x len matrix */
   cblas_dgemv(CblasColMajor, op_cblas(trans), m, n, *alpha, A, lda, x, incx, *beta, y, incy);
+  cuemu_device_leave();
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -1288,8 +1480,10 @@ cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m
                                 incy, sizeof *y);
   if (s || m == 0 || n == 0)
     return s;
+  cuemu_device_enter();
   if (*beta == 0)
     zero_s(y, 1, trans == CUBLAS_OP_N ? m : n, stride(incy)); /* y as a 1 x len matrix */
   cblas_sgemv(CblasColMajor, op_cblas(trans), m, n, *alpha, A, lda, x, incx, *beta, y, incy);
+  cuemu_device_leave();
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -2,9 +2,10 @@
 # Runs test_cuemu, the tests of the host emulation of the CUDA runtime, NCCL and cuBLAS that
 # the test suite uses to run the device path of libdistal_cuda and generated CUDA code without
 # a GPU (tests/cuemu), under mpirun at 1, 2, 3 and 4 ranks, oversubscribed.  Builds nothing.
-# The emulation runs every stream's work at once and keeps device memory apart from host
-# memory only through its table of allocations, so neither stream concurrency nor real
-# device memory is tested here.
+# The emulation runs every stream's work at once (stream concurrency is not tested here);
+# device memory is kept apart from host memory by its table of allocations and by page
+# protection: outside emulated device operations it is inaccessible, so host code that
+# dereferences a device pointer dies with a message.
 # Environment: top_builddir (the build tree, default .), MPIRUN (default mpirun),
 # DTL_TEST_TIMEOUT (seconds per run, default 100: a wrongly completed NCCL group hangs, as it
 # would on a GPU, and the limit turns that into a failure).

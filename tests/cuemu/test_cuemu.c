@@ -5,14 +5,19 @@
  * Each emulated function is checked against the semantics of the real one that the device
  * path relies on (gemm and gemv against naive loops for every transpose, collectives and
  * point-to-point groups on the world and on a split, reordered sub-communicator), and against
- * the errors it reports.  The emulation does not model concurrency between streams nor device
- * memory beyond its table of allocations, so neither is tested here.
+ * the errors it reports.  The guard that keeps host code away from device memory is checked
+ * in forked children (a caught access ends the process it happens in), along with the
+ * emulated functions and kernel launches that must still reach guarded memory.  The
+ * emulation does not model concurrency between streams, so that is not tested here.
  *
  * As in tests/runtime, a check never jumps out of a test between collective calls: CHECK
  * records failures and all_ok() at the end of each test agrees across ranks, with the
  * failing ranks' first messages shown by rank 0. */
-#ifndef _POSIX_C_SOURCE /* strict C11 builds: setenv, strdup, dup2 */
+#ifndef _POSIX_C_SOURCE /* strict C11 builds: setenv, strdup, dup2, fork */
 #define _POSIX_C_SOURCE 200809L
+#endif
+#ifndef _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#define _DEFAULT_SOURCE
 #endif
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,13 +28,17 @@
 
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
+#include "distal/kernel.cuh"
 #include "nccl.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int g_rank, g_size;
@@ -127,6 +136,79 @@ static void to_host(void *host, const void *dev, size_t bytes) {
     CHECK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
 }
 static void dev_free(void *d) { CHECK(cudaFree(d) == cudaSuccess); }
+
+/* ---- forked children: what a host access does ---------------------------------------------- */
+/* How a child that ran f(arg) ended (its exit status, or minus the signal that killed it;
+ * -1000 when it could not run) and what it wrote on stderr.  A caught access ends the process
+ * it happens in, so it happens in a child; the child never calls MPI and leaves with _exit,
+ * and the parent forks only between MPI calls, with no request of its own pending. */
+typedef struct {
+  int status;
+  char err[512];
+} child_end;
+
+static child_end in_child(void (*f)(void *), void *arg) {
+  child_end end = {-1000, ""};
+  int fds[2];
+  if (pipe(fds) != 0)
+    return end;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], STDERR_FILENO);
+    f(arg);
+    _exit(0);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  ssize_t k;
+  char rest[256];
+  while ((k = read(fds[0], got < sizeof end.err - 1 ? end.err + got : rest,
+                   got < sizeof end.err - 1 ? sizeof end.err - 1 - got : sizeof rest)) > 0)
+    if (got < sizeof end.err - 1)
+      got += (size_t)k;
+  end.err[got] = 0;
+  close(fds[0]);
+  int st;
+  if (pid > 0 && waitpid(pid, &st, 0) == pid)
+    end.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1000;
+  return end;
+}
+
+static void host_read(void *p) {
+  volatile unsigned char *c = p;
+  unsigned char v = *c;
+  (void)v;
+}
+static void host_write(void *p) {
+  volatile unsigned char *c = p;
+  *c = 1;
+}
+
+/* That a host read and a host write at p, inside an allocation of `size` bytes, are caught
+ * and reported in the guard's words (which also says that no device operation was left
+ * open: the memory would be readable then). */
+static void expect_guarded(void *p, size_t size, const char *where) {
+  char want[160];
+  snprintf(want, sizeof want,
+           "cuemu: host code touched device memory at %p (allocation of %zu bytes)\n", p, size);
+  for (int w = 0; w < 2; w++) {
+    child_end e = in_child(w ? host_write : host_read, p);
+    CHECKF(e.status == 3 && strcmp(e.err, want) == 0,
+           "%s: host %s at %p: status %d, stderr \"%s\"", where, w ? "write" : "read", p, e.status,
+           e.err);
+  }
+}
+/* That every device operation so far has been left: a new allocation is closed at once then,
+ * and open until the last leave otherwise. */
+static void expect_all_left(const char *where) {
+  void *d = dev_from(NULL, 24);
+  if (d)
+    expect_guarded((char *)d + 5, 24, where);
+  dev_free(d);
+}
 
 /* ---- devices and errors -----------------------------------------------------------------------
  */
@@ -377,6 +459,7 @@ static void test_memory(void **state) {
       CHECK(cudaMemsetAsync(blk[k], 1, len[k], NULL) == cudaSuccess);
   }
   CHECK(cudaGetLastError() == cudaErrorInvalidValue);
+  expect_all_left("after the memory tests");
   all_ok();
 }
 
@@ -599,6 +682,7 @@ static void test_gemm(void **state) {
   CHECK(cublasDgemm(h, N, N, 4, 4, 4, &one, A, 4, B, 4, &zero, C, 4) ==
         CUBLAS_STATUS_NOT_INITIALIZED);
   dev_free(A), dev_free(B), dev_free(C), dev_free(dalpha);
+  expect_all_left("after gemm");
   all_ok();
 }
 
@@ -703,6 +787,7 @@ static void test_gemv(void **state) {
   CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
   CHECK(cublasDgemv(h, N, 4, 4, &one, A, 4, x, 1, &zero, y, 1) == CUBLAS_STATUS_NOT_INITIALIZED);
   dev_free(A), dev_free(x), dev_free(y);
+  expect_all_left("after gemv");
   all_ok();
 }
 
@@ -1129,6 +1214,7 @@ static void test_nccl_collectives(void **state) {
   CHECK(cudaStreamDestroy(s) == cudaSuccess);
   MPI_Comm_free(&sub);
   env_restore(max);
+  expect_all_left("after the collectives");
   all_ok();
 }
 
@@ -1154,6 +1240,7 @@ static void test_nccl_p2p(void **state) {
   CHECK(cudaStreamDestroy(s) == cudaSuccess);
   MPI_Comm_free(&sub);
   env_restore(max);
+  expect_all_left("after sends and receives");
   all_ok();
 }
 
@@ -1200,6 +1287,183 @@ static void test_nccl_errors(void **state) {
   CHECK(ncclGroupEnd() == ncclSuccess);
   CHECK(ncclCommDestroy(c) == ncclSuccess);
   dev_free(d);
+  expect_all_left("after the NCCL errors");
+  all_ok();
+}
+
+/* ---- the guard -------------------------------------------------------------------------------
+ */
+typedef struct {
+  double *x;
+  const double *y;
+  int64_t n;
+} guard_axpy_args;
+DTL_KERNEL(guard_axpy, guard_axpy_args) {
+  DTL_FOR_EACH(t, a.n) { a.x[t] += 2 * a.y[t]; }
+}
+
+/* a page of this process that no device allocation owns, closed */
+static void touch_own_closed_page(void *arg) {
+  (void)arg;
+  void *p = mmap(NULL, 1, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED)
+    host_read(p);
+}
+static void send_segv(void *arg) {
+  (void)arg;
+  raise(SIGSEGV);
+}
+/* a launch whose argument struct lies in device memory: the host reads it, as on a GPU */
+static void launch_from_device_args(void *arg) {
+  const guard_axpy_args *da = arg;
+  int rc = DTL_LAUNCH(guard_axpy, 1, NULL, *da);
+  (void)rc;
+}
+
+/* Host code that dereferences device memory is stopped with a message; the emulated
+ * functions, kernel launches and NCCL groups still reach it. */
+static void test_guard(void **state) {
+  (void)state;
+  saved_env noguard = env_save("CUEMU_NO_GUARD");
+  unsetenv("CUEMU_NO_GUARD");
+  unsigned char host[64], back[64];
+  for (int i = 0; i < 64; i++)
+    host[i] = (unsigned char)(3 * i + 1);
+
+  /* anywhere in the allocation's pages, the slack after its last byte included */
+  unsigned char *d = dev_from(host, 64), *z = dev_from(NULL, 0), *a = NULL;
+  CHECK(cudaMallocAsync((void **)&a, 100, NULL) == cudaSuccess && a);
+  if (!d || !z || !a) {
+    all_ok();
+    return;
+  }
+  expect_guarded(d, 64, "start");
+  expect_guarded(d + 63, 64, "last byte");
+  expect_guarded(d + 64, 64, "past the end, same page");
+  expect_guarded(z, 0, "zero bytes");
+  expect_guarded(a + 50, 100, "cudaMallocAsync");
+
+  /* faults elsewhere stay plain segfaults, and so does a SIGSEGV that is sent */
+  child_end e = in_child(touch_own_closed_page, NULL);
+  CHECKF(e.status == -SIGSEGV && !strstr(e.err, "cuemu:"), "own page: status %d, \"%s\"",
+         e.status, e.err);
+  e = in_child(send_segv, NULL);
+  CHECKF(e.status == -SIGSEGV && !strstr(e.err, "cuemu:"), "raise: status %d, \"%s\"", e.status,
+         e.err);
+
+  /* the emulated functions still work on it, and leave it closed */
+  CHECK(cudaMemsetAsync(d + 8, 0x21, 8, NULL) == cudaSuccess);
+  CHECK(cudaMemcpy(a, d, 64, cudaMemcpyDeviceToDevice) == cudaSuccess);
+  CHECK(cudaMemcpyAsync(a + 64, host, 36, cudaMemcpyDefault, NULL) == cudaSuccess);
+  CHECK(cudaMemcpy(back, a, 64, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int i = 0; i < 64; i++)
+    CHECK(back[i] == (i >= 8 && i < 16 ? 0x21 : host[i]));
+  expect_guarded(d + 9, 64, "after copies");
+  expect_guarded(a + 99, 100, "after copies");
+
+  /* enter and leave nest: open until the last leave, allocations made meanwhile too */
+  cuemu_device_enter();
+  d[0] = 200;
+  cuemu_device_enter();
+  unsigned char *b = dev_from(NULL, 16);
+  cuemu_device_leave();
+  d[1] = 201;
+  if (b)
+    b[0] = 202, b[15] = 203; /* still the fill elsewhere */
+  cuemu_device_leave();
+  expect_guarded(d + 1, 64, "after nested enters");
+  if (b) {
+    expect_guarded(b, 16, "allocated while open");
+    CHECK(cudaMemcpy(back, b, 16, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(back[0] == 202 && back[1] == 0xff && back[15] == 203);
+  }
+  CHECK(cudaMemcpy(back, d, 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back[0] == 200 && back[1] == 201);
+  dev_free(b);
+
+  /* kernels run on open memory, their arguments are evaluated before it opens */
+  enum { N = 700 }; /* across a page boundary */
+  double hx[N], hy[N];
+  for (int i = 0; i < N; i++)
+    hx[i] = i, hy[i] = 0.5 * i;
+  double *dx = dev_from(hx, sizeof hx), *dy = dev_from(hy, sizeof hy);
+  guard_axpy_args args = {dx, dy, N};
+  int rc = DTL_LAUNCH(guard_axpy, args.n, NULL, args);
+  CHECK(rc == 0);
+  rc = DTL_LAUNCH(guard_axpy, 0, NULL, args); /* nothing to do: not called */
+  CHECK(rc == 0);
+  to_host(hx, dx, sizeof hx);
+  for (int i = 0; i < N; i++)
+    CHECKF(hx[i] == 2.0 * i, "kernel: x[%d] = %g", i, hx[i]);
+  expect_guarded((char *)(dx + N - 1), sizeof hx, "after a kernel");
+  guard_axpy_args *dargs = dev_from(&args, sizeof args);
+  if (dargs) { /* the struct may be read from any of its bytes first */
+    char tail[64];
+    snprintf(tail, sizeof tail, " (allocation of %zu bytes)\n", sizeof args);
+    e = in_child(launch_from_device_args, dargs);
+    CHECKF(e.status == 3 && strstr(e.err, "cuemu: host code touched device memory at 0x") &&
+               strstr(e.err, tail),
+           "launch with device arguments: status %d, \"%s\"", e.status, e.err);
+  }
+  dev_free(dargs);
+
+  /* cuBLAS */
+  cublasHandle_t h = NULL;
+  CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS);
+  double one = 1, zero = 0;
+  CHECK(cublasDgemv(h, CUBLAS_OP_T, 7, 1, &one, dy, 7, dy, 1, &zero, dx, 1) ==
+        CUBLAS_STATUS_SUCCESS); /* x[0] = sum of (0.5 i)^2 for i < 7 */
+  to_host(hx, dx, sizeof(double));
+  CHECKF(hx[0] == 22.75, "gemv on guarded memory: %g", hx[0]);
+  CHECK(cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, dy, 2, dy, 2, &zero, dx, 2) ==
+        CUBLAS_STATUS_SUCCESS);
+  to_host(hx, dx, 4 * sizeof(double));
+  CHECKF(hx[0] == 0.5 && hx[1] == 0.75 && hx[2] == 1.5 && hx[3] == 2.75,
+         "gemm on guarded memory: %g %g %g %g", hx[0], hx[1], hx[2], hx[3]);
+  CHECK(cublasDestroy(h) == CUBLAS_STATUS_SUCCESS);
+  expect_guarded(dx, sizeof hx, "after cuBLAS");
+
+  /* NCCL: a ring shift in one group (pending until it ends), then collectives alone */
+  ncclComm_t c = make_comm(MPI_COMM_WORLD);
+  int64_t out[3] = {g_rank, 10 + g_rank, 20 + g_rank}, in[3];
+  int64_t *dout = dev_from(out, sizeof out), *din = dev_from(NULL, sizeof in);
+  CHECK(ncclGroupStart() == ncclSuccess);
+  CHECK(ncclRecv(din, 3, ncclInt64, (g_rank + g_size - 1) % g_size, c, NULL) == ncclSuccess);
+  CHECK(ncclSend(dout, 3, ncclInt64, (g_rank + 1) % g_size, c, NULL) == ncclSuccess);
+  CHECK(ncclGroupEnd() == ncclSuccess);
+  to_host(in, din, sizeof in);
+  int prev = (g_rank + g_size - 1) % g_size;
+  CHECK(in[0] == prev && in[1] == 10 + prev && in[2] == 20 + prev);
+  CHECK(ncclAllReduce(dout, din, 3, ncclInt64, ncclSum, c, NULL) == ncclSuccess);
+  CHECK(ncclBroadcast(dout, din + 1, 2, ncclInt64, g_size - 1, c, NULL) == ncclSuccess);
+  CHECK(ncclReduce(dout, dout, 1, ncclInt64, ncclMax, 0, c, NULL) == ncclSuccess);
+  to_host(in, din, sizeof in);
+  to_host(out, dout, sizeof out);
+  CHECK(in[0] == (int64_t)g_size * (g_size - 1) / 2 && in[1] == g_size - 1 &&
+        in[2] == 10 + g_size - 1);
+  CHECK(out[0] == (g_rank == 0 ? g_size - 1 : g_rank));
+  CHECK(ncclCommDestroy(c) == ncclSuccess);
+  expect_guarded(din + 2, sizeof in, "after NCCL");
+  expect_guarded(dout, sizeof out, "after NCCL");
+  dev_free(dx), dev_free(dy), dev_free(din), dev_free(dout);
+
+  /* CUEMU_NO_GUARD=1 at cudaMalloc: that allocation stays open, the others are still closed */
+  setenv("CUEMU_NO_GUARD", "1", 1);
+  unsigned char *u = dev_from(host, 64);
+  unsetenv("CUEMU_NO_GUARD");
+  if (u) {
+    CHECK(u[5] == host[5]);
+    u[6] = 99;
+    CHECK(cudaMemcpy(d, u, 64, cudaMemcpyDeviceToDevice) == cudaSuccess);
+    CHECK(u[6] == 99); /* still open after a device operation left */
+    child_end ue = in_child(host_write, u + 63);
+    CHECKF(ue.status == 0 && ue.err[0] == 0, "CUEMU_NO_GUARD: status %d, \"%s\"", ue.status,
+           ue.err);
+  }
+  expect_guarded(d + 6, 64, "next to an unguarded allocation");
+  dev_free(u), dev_free(d), dev_free(z), dev_free(a);
+  env_restore(noguard);
+  expect_all_left("after the guard tests");
   all_ok();
 }
 
@@ -1237,6 +1501,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_nccl_collectives, reset, NULL),
       cmocka_unit_test_setup_teardown(test_nccl_p2p, reset, NULL),
       cmocka_unit_test_setup_teardown(test_nccl_errors, reset, NULL),
+      cmocka_unit_test_setup_teardown(test_guard, reset, NULL),
   };
   char name[64];
   snprintf(name, sizeof name, "cuemu at %d rank%s", g_size, g_size == 1 ? "" : "s");

@@ -42,13 +42,37 @@
                           DTL_BLOCK, 0, (cudaStream_t)(stream)>>>(args),                      \
                    (int)cudaGetLastError()))
 #else
+/* The emulation keeps device memory PROT_NONE outside device operations, so that host code
+ * that dereferences it faults as it would on a GPU; a launch opens it for the kernel's run
+ * (both functions come from tests/cuemu/cuemu.c, linked into every emulated program). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+void cuemu_device_enter(void);
+void cuemu_device_leave(void);
+#ifdef __cplusplus
+}
+#endif
 #define DTL_HD static inline
 #define DTL_DEV static inline
 #define DTL_EXTERN_C
 #define DTL_KERNEL_P(name, args_type, param) static void name(const args_type param)
 #define DTL_KERNEL(name, args_type) DTL_KERNEL_P(name, args_type, a)
 #define DTL_FOR_EACH(t, total) for (int64_t t = 0; t < (total); t++)
-#define DTL_LAUNCH(name, total, stream, args) ((void)(stream), (total) <= 0 ? 0 : (name(args), 0))
+/* The arguments are evaluated before the memory opens, as on a GPU where the host evaluates
+ * them: a host dereference of device memory there is caught too.  A GNU statement expression
+ * for the copy (GCC and Clang, the compilers of the emulation). */
+#define DTL_LAUNCH(name, total, stream, args)                                                 \
+  __extension__({                                                                             \
+    (void)(stream);                                                                           \
+    if ((total) > 0) {                                                                        \
+      __typeof__(args) dtl_launch_args_ = (args);                                             \
+      cuemu_device_enter();                                                                   \
+      name(dtl_launch_args_);                                                                 \
+      cuemu_device_leave();                                                                   \
+    }                                                                                         \
+    0;                                                                                        \
+  })
 #endif
 
 /* The integer helpers of distal/runtime.h, for device code. */
