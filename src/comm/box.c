@@ -1,5 +1,6 @@
 /* box.c -- half-open boxes of global coordinates and copies between row-major blocks. */
 #include "distal/runtime.h"
+#include "comm_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -87,6 +88,22 @@ static void add_run(dtl_type t, void *dst, const void *src, int64_t n) {
   }
 }
 
+void dtl_copy_layout(const dtl_box *srcbox, const dtl_box *dstbox, const dtl_box *region,
+                     int64_t *sstride, int64_t *dstride, int64_t *ext, int64_t *soff,
+                     int64_t *doff) {
+  int64_t ss = 1, ds = 1;
+  *soff = *doff = 0;
+  for (int d = region->nd - 1; d >= 0; d--) {
+    sstride[d] = ss;
+    dstride[d] = ds;
+    ext[d] = region->hi[d] - region->lo[d];
+    *soff += (region->lo[d] - srcbox->lo[d]) * ss;
+    *doff += (region->lo[d] - dstbox->lo[d]) * ds;
+    ss *= srcbox->hi[d] - srcbox->lo[d];
+    ds *= dstbox->hi[d] - dstbox->lo[d];
+  }
+}
+
 /* The copy walks the region in runs: the innermost dims that the region covers entirely in
  * both layouts merge with the next one out into one contiguous run, which is a memcpy or a
  * vectorized add; an odometer over the remaining outer dims moves both offsets. */
@@ -104,16 +121,8 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
     return;
   }
   int64_t sstride[DTL_MAX_DIMS], dstride[DTL_MAX_DIMS], ext[DTL_MAX_DIMS] = {0};
-  int64_t soff = 0, doff = 0, ss = 1, ds = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    sstride[d] = ss;
-    dstride[d] = ds;
-    ext[d] = region->hi[d] - region->lo[d];
-    soff += (region->lo[d] - srcbox->lo[d]) * ss;
-    doff += (region->lo[d] - dstbox->lo[d]) * ds;
-    ss *= srcbox->hi[d] - srcbox->lo[d];
-    ds *= dstbox->hi[d] - dstbox->lo[d];
-  }
+  int64_t soff, doff;
+  dtl_copy_layout(srcbox, dstbox, region, sstride, dstride, ext, &soff, &doff);
   /* merge full inner dims: k is the outermost dim of the run */
   int k = nd - 1;
   int64_t run = ext[k];

@@ -19,6 +19,12 @@ static inline void dtl_count_recv(dtl_ctx *ctx, dtl_op op, int64_t bytes, int64_
 
 /* "[0,4)x[2,3)", or "(scalar)"; returns the length written. */
 int dtl_format_box(char *buf, size_t len, const dtl_box *b);
+/* The layout of a box copy (dtl_copy_box and its device twin): per dim, the strides of the
+ * source and destination layouts (row-major over srcbox and dstbox) and the region's
+ * extent, and the offsets of the region's first element in each. */
+void dtl_copy_layout(const dtl_box *srcbox, const dtl_box *dstbox, const dtl_box *region,
+                     int64_t *sstride, int64_t *dstride, int64_t *ext, int64_t *soff,
+                     int64_t *doff);
 
 /* Is `region` one contiguous run inside a row-major block over `box`?  Then *off is its
  * element offset, and it can be sent or received in place without packing. */

@@ -193,16 +193,8 @@ static int copy_box(dtl_ctx *ctx, cudaStream_t stream, dtl_type t, const void *s
   if (dtl_box_empty(region))
     return 0;
   int64_t sstride[DTL_MAX_DIMS], dstride[DTL_MAX_DIMS], ext[DTL_MAX_DIMS];
-  int64_t soff = 0, doff = 0, ss = 1, ds = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    sstride[d] = ss;
-    dstride[d] = ds;
-    ext[d] = region->hi[d] - region->lo[d];
-    soff += (region->lo[d] - srcbox->lo[d]) * ss;
-    doff += (region->lo[d] - dstbox->lo[d]) * ds;
-    ss *= srcbox->hi[d] - srcbox->lo[d];
-    ds *= dstbox->hi[d] - dstbox->lo[d];
-  }
+  int64_t soff, doff;
+  dtl_copy_layout(srcbox, dstbox, region, sstride, dstride, ext, &soff, &doff);
   int64_t e2[DTL_MAX_DIMS], s2[DTL_MAX_DIMS], d2[DTL_MAX_DIMS];
   int n = 0;
   for (int d = 0; d < nd; d++) {
