@@ -9,7 +9,8 @@
 # Everything lives under DIR: the munge key, socket and log, slurm.conf, the state,
 # spool and log directories and the pid files. The daemons are started directly (no
 # systemd) and listen on the loopback interface only (127.0.0.1), on two free TCP
-# ports picked at start-up (SLURM_UP_PORT=N uses N and N+1). The node is localhost
+# ports picked at start-up (SLURM_UP_PORT=N uses N and N+1; SLURM_UP_PORT="N M"
+# tries N, N+1 and then M, M+1). The node is localhost
 # with nproc cores; it declares SLURM_UP_CPUS CPUs (default 4 x nproc, at least 4) so
 # that small MPI jobs with more ranks than cores can run, and its partition also
 # allows oversubscription (OverSubscribe=FORCE:4).
@@ -125,26 +126,41 @@ if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
   munge -S "$SOCK" -n | unmunge -S "$SOCK" >/dev/null 2>&1 || die "munge credential round trip failed"
 fi
 
-# ---- ports: two free consecutive loopback ports
-port_free() { ! ss -Hltn "( sport = :$1 )" 2>/dev/null | grep -q .; }
-if [ -n "${SLURM_UP_PORT:-}" ]; then
-  PORT=$SLURM_UP_PORT
-else
+# ---- ports: two consecutive loopback ports that no socket uses, in any state.
+# They are taken below the kernel's ephemeral range (ip_local_port_range) where it
+# leaves room, so that outgoing connections and the listeners of concurrent MPI jobs,
+# which take ephemeral ports, do not race the daemons for them; a daemon that still
+# finds its port taken is restarted on another pair (see start_daemons).
+port_free() { ! ss -Htan "( sport = :$1 )" 2>/dev/null | grep -q .; }
+read -r EPH_LO EPH_HI </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || { EPH_LO=32768; EPH_HI=60999; }
+if [ "$EPH_LO" -ge 12000 ]; then PLO=10000; PHI=$((EPH_LO - 2)); else PLO=$((EPH_HI + 1)); PHI=65532; fi
+pick_port() {
+  local p
+  if [ -n "${SLURM_UP_PORT:-}" ]; then  # the caller's pairs, in order
+    set -- $SLURM_UP_PORT
+    [ "$attempt" -le $# ] || die "ports taken: ${SLURM_UP_PORT// /, } (SLURM_UP_PORT) and their successors"
+    eval "PORT=\${$attempt}"
+    case $PORT in ''|*[!0-9]*) die "SLURM_UP_PORT: '$PORT' is not a port number" ;; esac
+    [ "$PORT" -ge 1024 ] && [ "$PORT" -le 65534 ] || die "SLURM_UP_PORT: $PORT is not in 1024..65534"
+    return 0
+  fi
   PORT=
-  for _ in $(seq 50); do
-    p=$((20000 + (RANDOM % 20000) * 2))
-    if port_free "$p" && port_free $((p + 1)); then PORT=$p; break; fi
+  for _ in $(seq 100); do
+    p=$((PLO + (RANDOM * 32768 + RANDOM) % ((PHI - PLO) / 2) * 2))
+    if port_free "$p" && port_free $((p + 1)); then PORT=$p; return 0; fi
   done
-  [ -n "$PORT" ] || die "no free TCP port pair found"
-fi
+  die "no free TCP port pair found in $PLO-$PHI"
+}
 
-# ---- slurm.conf
 NCORES=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 CPUS=${SLURM_UP_CPUS:-$((NCORES * 4))}
 [ "$CPUS" -ge 4 ] || CPUS=4
 MEM=$(free -m | awk '/^Mem:/ {print $2}')
 [ -n "$MEM" ] && [ "$MEM" -gt 0 ] || MEM=1024
 : >"$DIR/etc/plugstack.conf"
+export SLURM_CONF=$CONF
+
+write_conf() {
 cat >"$CONF" <<EOF
 # one-node test cluster written by scripts/slurm-up.sh; remove with scripts/slurm-down.sh
 ClusterName=distal
@@ -194,40 +210,73 @@ KillWait=5
 NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
+}
+
+# a daemon that died because its port was taken: stop the other one, keep the logs
+# of the attempt and return 0 so that the caller tries another port pair
+port_clash() {
+  local d pid
+  grep -qs "Address already in use" "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" || return 1
+  for d in slurmd slurmctld; do
+    pid=$(alive "$DIR/run/$d.pid" "$d") && kill -KILL "$pid" 2>/dev/null
+  done
+  for _ in $(seq 50); do
+    alive "$DIR/run/slurmd.pid" slurmd >/dev/null || alive "$DIR/run/slurmctld.pid" slurmctld >/dev/null || break
+    sleep 0.1
+  done
+  for d in slurmctld slurmd; do
+    [ -f "$DIR/log/$d.log" ] && mv "$DIR/log/$d.log" "$DIR/log/$d.log.port$PORT"
+    rm -f "$DIR/run/$d.pid"
+  done
+  rm -rf "$DIR/state" "$DIR/spool" && mkdir -p "$DIR/state" "$DIR/spool"
+  return 0
+}
+
+# start slurmctld and slurmd on PORT and wait until the node is idle; 2 when a
+# daemon found its port taken
+start_daemons() {
+  local deadline state d
+  write_conf
+  (cd "$DIR" && slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1) ||
+    { port_clash && return 2; die "slurmctld did not start; see $DIR/log/slurmctld.log"; }
+  (cd "$DIR" && slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1) ||
+    { port_clash && return 2; die "slurmd did not start; see $DIR/log/slurmd.log"; }
+  deadline=$(( $(date +%s) + WAIT_S ))
+  while :; do
+    for d in slurmctld slurmd; do  # a daemon that died (its pid file names a dead process)
+      if [ -s "$DIR/run/$d.pid" ] && ! alive "$DIR/run/$d.pid" "$d" >/dev/null; then
+        sleep 0.3
+        if ! alive "$DIR/run/$d.pid" "$d" >/dev/null; then
+          port_clash && return 2
+          tail -n 5 "$DIR/log/$d.log" >&2 2>/dev/null
+          die "$d exited; see $DIR/log/$d.log"
+        fi
+      fi
+    done
+    state=$(node_state || true)
+    case $state in idle*) [ "$state" = idle ] && return 0 ;; esac
+    case $state in
+      down*|drain*|fail*|inval*)
+        SLURM_CONF=$CONF scontrol show node localhost >&2 2>/dev/null || true
+        die "node localhost is $state; see $DIR/log/slurmctld.log and $DIR/log/slurmd.log" ;;
+    esac
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      port_clash && return 2
+      tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" >&2 2>/dev/null || true
+      die "node localhost not idle after ${WAIT_S}s (state '${state:-no answer}')"
+    fi
+    sleep 0.2
+  done
+}
 
 # ---- daemons
-export SLURM_CONF=$CONF
-cd "$DIR"
-slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 ||
-  die "slurmctld did not start; see $DIR/log/slurmctld.log"
-slurmd -f "$CONF" -N localhost </dev/null >>"$DIR/log/slurmd.out" 2>&1 ||
-  die "slurmd did not start; see $DIR/log/slurmd.log"
-
-# ---- wait until the node is idle
-deadline=$(( $(date +%s) + WAIT_S ))
-state=
-while :; do
-  for d in slurmctld slurmd; do  # a daemon that died (its pid file names a dead process)
-    if [ -s "$DIR/run/$d.pid" ] && ! alive "$DIR/run/$d.pid" "$d" >/dev/null; then
-      sleep 0.3
-      if ! alive "$DIR/run/$d.pid" "$d" >/dev/null; then
-        tail -n 5 "$DIR/log/$d.log" >&2 2>/dev/null
-        die "$d exited; see $DIR/log/$d.log"
-      fi
-    fi
-  done
-  state=$(node_state || true)
-  case $state in idle*) [ "$state" = idle ] && break ;; esac
-  case $state in
-    down*|drain*|fail*|inval*)
-      SLURM_CONF=$CONF scontrol show node localhost >&2 2>/dev/null || true
-      die "node localhost is $state; see $DIR/log/slurmctld.log and $DIR/log/slurmd.log" ;;
-  esac
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    tail -n 20 "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log" >&2 2>/dev/null || true
-    die "node localhost not idle after ${WAIT_S}s (state '${state:-no answer}')"
-  fi
-  sleep 0.2
+for attempt in 1 2 3 4 5; do
+  pick_port
+  rc=0
+  start_daemons || rc=$?
+  [ "$rc" = 0 ] && break
+  say "port $PORT or $((PORT + 1)) was taken when the daemons started (attempt $attempt); trying another pair"
+  [ "$attempt" -lt 5 ] || die "the daemons found their ports taken 5 times"
 done
 t1=$(date +%s.%N)
 say "up in $DIR: node localhost idle, $CPUS CPUs on $NCORES cores, ${MEM} MB, ports $PORT-$((PORT + 1)) on 127.0.0.1 ($(awk "BEGIN {printf \"%.1f\", $t1 - $t0}") s)"

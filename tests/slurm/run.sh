@@ -3,7 +3,8 @@
 # job script that `distalc --slurm` writes for examples/summa.dtl, launched with
 # srun --mpi=pmix (the default) and with mpirun (DISTAL_LAUNCHER=mpirun), 4 ranks on
 # this machine's cores, and rejects an impossible request at submission
-# (EnforcePartLimits=ALL). Exit 77 (skip) only when the Slurm packages are missing.
+# (EnforcePartLimits=ALL); slurm-up.sh moves to other ports when a daemon's port is
+# taken. Exit 77 (skip) only when the Slurm packages are missing.
 # Environment (set by make check): DISTALC, DISTAL_CFLAGS, DISTAL_LIBS, top_srcdir.
 set -u
 export PATH="$PATH:/usr/sbin:/sbin"
@@ -128,4 +129,41 @@ for pid in $pids; do
   [ -z "$st" ] || [ "$st" = Z ] || fail "daemon $pid still running after slurm-down.sh"
 done
 [ ! -e "$cluster" ] || fail "slurm-down.sh left $cluster"
-echo "PASS: slurm (srun --mpi=pmix and mpirun, 4 ranks) in $(elapsed) s"
+
+# ---- a daemon port taken by another program: slurm-up.sh moves to the next pair
+PY=${PYTHON:-python3}
+"$PY" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); sys.stdout.close(); time.sleep(120)' >"$tmp/taken" &
+bg=$!
+for _ in $(seq 50); do [ -s "$tmp/taken" ] && break; sleep 0.1; done
+taken=$(cat "$tmp/taken")
+[ -n "$taken" ] || fail "could not occupy a port"
+free=$("$PY" -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(10000, 30000, 2)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break')
+[ -n "$free" ] || fail "no free port pair for the retry test"
+if SLURM_UP_PORT=$taken "$top_srcdir/scripts/slurm-up.sh" "$cluster" >/dev/null 2>"$tmp/err"; then
+  fail "slurm-up.sh came up on the taken port $taken"
+fi
+cat "$tmp/err"
+grep -q "ports taken: $taken" "$tmp/err" || fail "slurm-up.sh: no clear error for the taken port $taken"
+"$top_srcdir/scripts/slurm-down.sh" "$cluster" || fail "slurm-down.sh after the taken port"
+exports=$(SLURM_UP_PORT="$taken $free" "$top_srcdir/scripts/slurm-up.sh" "$cluster") ||
+  { show_logs; fail "slurm-up.sh did not move from the taken port $taken to $free"; }
+eval "$exports"
+grep -q "^SlurmctldPort=$free\$" "$SLURM_CONF" || fail "slurm-up.sh is not on port $free"
+sinfo -h -o %T | grep -qx idle || fail "node not idle after the port retry"
+echo "slurm-up.sh moved from the taken port $taken to $free"
+"$top_srcdir/scripts/slurm-down.sh" "$cluster" || fail "slurm-down.sh"
+kill "$bg" 2>/dev/null; bg=
+
+echo "PASS: slurm (srun --mpi=pmix and mpirun, 4 ranks; a taken port) in $(elapsed) s"
