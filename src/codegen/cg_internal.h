@@ -10,6 +10,10 @@ const char *cg_ident(const char *name);
 const char *cg_ctype(fe_type t);    /* double, float, int32_t, int64_t */
 const char *cg_dtltype(fe_type t);  /* DTL_DOUBLE, ... */
 bool cg_written(const fe_program *p, int t); /* the left side of some statement */
+bool cg_any_sparse(const fe_program *p);
+/* Print ", TYPE *NAME" of tensor t as generated functions take it (const when only read;
+ * a sparse tensor is a const dtl_sparse *). */
+void cg_tensor_param(FILE *f, const fe_program *p, int t);
 /* Print a user expression over global coordinates; access(t, vars) prints an element. */
 typedef void (*cg_access_fn)(FILE *f, const ir_stmt *s, const ir_expr *e, void *ctx);
 void cg_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e,

@@ -58,6 +58,24 @@ bool cg_written(const fe_program *p, int t) {
   return false;
 }
 
+static const char *dtl_type_name_fe(fe_type t) {
+  static const char *n[] = {"double", "float", "int32", "int64"};
+  return n[t];
+}
+
+bool cg_any_sparse(const fe_program *p) {
+  for (int t = 0; t < p->ntensors; t++)
+    if (lw_sparse(p, t)) return true;
+  return false;
+}
+
+/* ", const double *A" or, for a sparse tensor, ", const dtl_sparse *A" */
+void cg_tensor_param(FILE *f, const fe_program *p, int t) {
+  if (lw_sparse(p, t)) fprintf(f, ", const dtl_sparse *%s", cg_ident(p->tensors[t].name));
+  else
+    fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+}
+
 /* ---- expressions ----------------------------------------------------------------------- */
 static int prec_of(ir_expr_kind k) {
   return k == IR_ADD || k == IR_SUB ? 1 : k == IR_MUL || k == IR_DIV ? 2 : 3;
@@ -184,6 +202,11 @@ typedef struct {
   bool in_kernel;     /* printing a kernel body */
   bool atomic;        /* ... whose threads may update the same output element */
   bool mapped[LW_MAX_LOOPS]; /* ... whose loops are the threads */
+  /* sparse operands: the accesses of the right side to sparse tensors */
+  int nsp;
+  const ir_expr *sp_e[32];
+  bool sp_factor[32];  /* the whole right side is zero where this access is */
+  int sp_known[32];    /* levels [0, known) have a position variable in scope */
 } st;
 
 /* The runtime function for an operation: dtl_NAME on the host, dtl_cu_NAME on the device
@@ -210,9 +233,21 @@ static const fe_tensor *tensor(const st *g, int t) { return &g->lp->ir->ast->ten
 static const char *tname(const st *g, int t) { return cg_ident(tensor(g, t)->name); }
 static const char *vname(const st *g, int v) { return cg_ident(g->ls->s->vars[v].name); }
 
+static int sp_index(const st *g, const ir_expr *e) {
+  for (int a = 0; a < g->nsp; a++)
+    if (g->sp_e[a] == e) return a;
+  return -1;
+}
+
 static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
   st *g = vc;
   const char *n = tname(g, e->tensor);
+  int a = sp_index(g, e);
+  if (a >= 0) { /* a sparse entry: its position at the last level, -1 where none is stored */
+    fprintf(f, "(dtl_sp%d_p%d < 0 ? (%s)0 : dtl_%s_vals[dtl_sp%d_p%d])", a, e->nidx - 1,
+            cg_ctype(tensor(g, e->tensor)->type), n, a, e->nidx - 1);
+    return;
+  }
   /* the output, if also read, is read from the snapshot taken at statement start */
   const cin_node *asg = cin_assign(s->root);
   bool snap = e->tensor == asg->lhs_tensor;
@@ -293,6 +328,105 @@ static void bind_parents(st *g, bool collective, int tight) {
       changed = true;
     }
   }
+}
+
+/* ---- sparse operands ------------------------------------------------------------------------- */
+/* Positions of sparse accesses: dtl_spA_pX is the position of access A at level X, -1 when
+ * the coordinates bound so far hold no stored entry.  Each level's position is computed as
+ * soon as its index variable is bound (a dense level by arithmetic, a compressed one by a
+ * binary search in its parent's segment), unless a loop iterates over the level's stored
+ * coordinates, which gives the position directly. */
+static void sp_parent(char *b, size_t n, int a, int x) {
+  if (x == 0) snprintf(b, n, "0");
+  else snprintf(b, n, "dtl_sp%d_p%d", a, x - 1);
+}
+
+static void sp_advance(st *g) {
+  const ir_stmt *s = g->ls->s;
+  for (int a = 0; a < g->nsp; a++) {
+    const ir_expr *e = g->sp_e[a];
+    const fe_tensor *ft = tensor(g, e->tensor);
+    const char *n = tname(g, e->tensor);
+    while (g->sp_known[a] < e->nidx && g->bound[e->vars[g->sp_known[a]]]) {
+      int x = g->sp_known[a];
+      const char *v = cg_ident(s->vars[e->vars[x]].name);
+      char par[64];
+      sp_parent(par, sizeof par, a, x);
+      if (ft->formats[x] == FE_COMPRESSED && x == 0)
+        line(g, "const int64_t dtl_sp%d_p0 = dtl_sp_find(dtl_%s_crd[0], dtl_%s_pos[0][0], dtl_%s_pos[0][1], %s - dtl_%s_lo[0]);", a, n,
+             n, n, v, n);
+      else if (ft->formats[x] == FE_COMPRESSED)
+        line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : dtl_sp_find(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_%s_pos[%d][%s + 1], %s - dtl_%s_lo[%d]);",
+             a, x, par, n, x, n, x, par, n, x, par, v, n, x);
+      else if (x == 0)
+        line(g, "const int64_t dtl_sp%d_p0 = %s - dtl_%s_lo[0];", a, v, n);
+      else
+        line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : %s * dtl_%s_ext[%d] + (%s - dtl_%s_lo[%d]);", a, x, par, par, n, x, v,
+             n, x);
+      line(g, "(void)dtl_sp%d_p%d;", a, x);
+      g->sp_known[a]++;
+    }
+  }
+}
+
+static bool guarded_by(const ir_expr *e, int var) {
+  if (!e) return false;
+  for (int q = 0; q < e->nguards; q++)
+    if (e->guards[q] == var) return true;
+  return guarded_by(e->a, var) || guarded_by(e->b, var);
+}
+
+/* Can local loop k iterate over the stored coordinates of a sparse access instead of its
+ * whole range?  Only when that access is a factor of the whole right side (every skipped
+ * iteration would add zero), the level is compressed with its parent levels positioned,
+ * and the loop's variable is the level's index variable or the inner half of a divide or
+ * split of it whose outer half is bound (then index = base + loop variable).  Sets *acc,
+ * *level and base (a C expression). */
+static bool sp_driver(st *g, int k, int *acc, int *level, char *base, size_t blen) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  const cin_node *n = ls->loops[k];
+  if (g->o->cuda || g->in_kernel || n->par != PAR_NONE || n->distributed || k < ls->outer) return false;
+  for (int a = 0; a < g->nsp; a++) {
+    const ir_expr *e = g->sp_e[a];
+    int x = g->sp_known[a];
+    if (!g->sp_factor[a] || x >= e->nidx || tensor(g, e->tensor)->formats[x] != FE_COMPRESSED) continue;
+    int j = e->vars[x];
+    if (g->bound[j] || guarded_by(cin_assign(s->root)->rhs, j)) continue;
+    if (j == n->var) {
+      snprintf(base, blen, "0");
+    } else {
+      const ir_var *iv = &s->vars[n->var];
+      if (iv->def < 0) continue;
+      const ir_rel *R = &s->rels[iv->def];
+      if (!((R->kind == REL_DIVIDE || R->kind == REL_SPLIT) && R->out[1] == n->var && R->in[0] == j &&
+            g->bound[R->out[0]]))
+        continue;
+      const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
+      nctx nc = {g->lp, ls, false};
+      FILE *m = fmemopen(base, blen, "w");
+      fputc('(', m);
+      psym(m, sym_mul(sym_var(R->out[0]), stp), &nc);
+      fputc(')', m);
+      fclose(m);
+    }
+    *acc = a, *level = x;
+    return true;
+  }
+  return false;
+}
+
+/* The pointers of a sparse piece the loops read (the rank's own, or a fetched box). */
+static void sp_bind(st *g, int t, const char *src) {
+  const char *n = tname(g, t);
+  line(g, "dtl_%s = %s;", n, src);
+  line(g, "for (int dtl_x = 0; dtl_x < %d; dtl_x++) {", tensor(g, t)->order);
+  line(g, "  dtl_%s_lo[dtl_x] = dtl_%s->box.lo[dtl_x];", n, n);
+  line(g, "  dtl_%s_ext[dtl_x] = dtl_%s->box.hi[dtl_x] > dtl_%s->box.lo[dtl_x] ? dtl_%s->box.hi[dtl_x] - dtl_%s->box.lo[dtl_x] : 0;", n, n,
+       n, n, n);
+  line(g, "  dtl_%s_pos[dtl_x] = dtl_%s->pos[dtl_x], dtl_%s_crd[dtl_x] = dtl_%s->crd[dtl_x];", n, n, n, n);
+  line(g, "}");
+  line(g, "dtl_%s_vals = (const %s *)dtl_%s->vals;", n, cg_ctype(tensor(g, t)->type), n);
 }
 
 static void set_layout(st *g, const char *n, const char *box) {
@@ -387,6 +521,16 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   }
   line(g, "/* %s %s: %s%s */", c->output ? "produce" : "fetch", tensor(g, t)->name,
        lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
+  if (lw_sparse(g->lp->ir->ast, t)) { /* the stored entries of the box, from the holders */
+    args_fill(g, c->depth);
+    line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", slot);
+    line(g, "if (dtl_sparse_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s_s%d_box%d, &dtl_args, &dtl_plan->sp[%d])) return 1;", t, n,
+         fnprefix(g), g->ls->s->index, q, slot);
+    char src[64];
+    snprintf(src, sizeof src, "&dtl_plan->sp[%d]", slot);
+    sp_bind(g, t, src);
+    return;
+  }
   char box[300];
   snprintf(box, sizeof box, "dtl_%s_box", nm);
   if (overlapped(g->ls, c)) {
@@ -786,6 +930,7 @@ static void emit_kernel(st *g, int k) {
 
 static void emit_assign(st *g) {
   const ir_stmt *s = g->ls->s;
+  if (g->nsp) sp_advance(g);
   const cin_node *asg = cin_assign(s->root);
   fe_type ty = tensor(g, asg->lhs_tensor)->type;
   ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
@@ -868,8 +1013,13 @@ static void emit_level(st *g, int k) {
   const char *v = vname(g, n->var);
   nctx nc = {g->lp, ls, false};
   bool collective = k < ls->outer;
+  if (!collective && g->nsp) sp_advance(g); /* positions the enclosing loops determine */
   bool saved[512];
   memcpy(saved, g->bound, sizeof saved);
+  int known_saved[32];
+  memcpy(known_saved, g->sp_known, sizeof known_saved);
+  int drv_a = -1, drv_x = -1;
+  char drv_base[1024];
   int ncond0 = g->ncond;
   int tight = -1;
   char b[4096];
@@ -921,12 +1071,32 @@ static void emit_level(st *g, int k) {
     }
     if (!collective && !g->o->cuda && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!collective && !g->o->cuda && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
-    m = fmemopen(b, sizeof b, "w");
-    fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
-    psym(m, hi, &nc);
-    fprintf(m, "; %s++) {", v);
-    fclose(m);
-    line(g, "%s", b);
+    if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, drv_base, sizeof drv_base)) {
+      /* only the stored coordinates of the sparse factor: the others add zero */
+      const ir_expr *e = g->sp_e[drv_a];
+      const char *tn = tname(g, e->tensor);
+      char par[64], hs[2048];
+      sp_parent(par, sizeof par, drv_a, drv_x);
+      m = fmemopen(hs, sizeof hs, "w");
+      psym(m, hi, &nc);
+      fclose(m);
+      line(g, "{ /* loop %s over the stored coordinates of %s, level %d */", v, tensor(g, e->tensor)->name, drv_x);
+      g->ind += 2;
+      line(g, "const int64_t dtl_sp%d_e%d = %s < 0 ? 0 : dtl_%s_pos[%d][%s + 1];", drv_a, drv_x, par, tn, drv_x, par);
+      line(g, "const int64_t dtl_sp%d_b%d = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", drv_a, drv_x, drv_base, tn, drv_x, v);
+      line(g, "for (int64_t dtl_sp%d_p%d = %s < 0 ? 0 : dtl_sp_lower(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_sp%d_e%d, dtl_sp%d_b%d); dtl_sp%d_p%d < dtl_sp%d_e%d; dtl_sp%d_p%d++) {",
+           drv_a, drv_x, par, tn, drv_x, tn, drv_x, par, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x);
+      line(g, "  const int64_t %s = dtl_%s_crd[%d][dtl_sp%d_p%d] - dtl_sp%d_b%d;", v, tn, drv_x, drv_a, drv_x, drv_a, drv_x);
+      line(g, "  if (%s >= %s) break;", v, hs);
+      g->sp_known[drv_a] = drv_x + 1;
+    } else {
+      m = fmemopen(b, sizeof b, "w");
+      fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
+      psym(m, hi, &nc);
+      fprintf(m, "; %s++) {", v);
+      fclose(m);
+      line(g, "%s", b);
+    }
   }
   g->ind += 2;
   line(g, "(void)%s;", v);
@@ -939,7 +1109,12 @@ static void emit_level(st *g, int k) {
     if (ls->comm[q].depth == k) emit_comm_out(g, q);
   g->ind -= 2;
   line(g, "}");
+  if (drv_a >= 0) {
+    g->ind -= 2;
+    line(g, "}");
+  }
   memcpy(g->bound, saved, sizeof saved);
+  memcpy(g->sp_known, known_saved, sizeof known_saved);
   g->ncond = ncond0; /* conditions of this loop go out of scope with it */
 }
 
@@ -1195,6 +1370,10 @@ static void emit_view(st *g, const lw_comm *c) {
   const char *n = cg_ident(p->tensors[t].name);
   bool snap = !c->output && t == asg->lhs_tensor;
   line(g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
+  if (lw_sparse(p, t)) {
+    sp_bind(g, t, n);
+    return;
+  }
   if (snap) line(g, "dtl_in_%s = dtl_snap;", n);
   else if (c->output) line(g, "dtl_%s = %s;", n, n);
   else line(g, "dtl_%s = (%s *)%s; /* only read */", n, cg_ctype(p->tensors[t].type), n);
@@ -1202,6 +1381,29 @@ static void emit_view(st *g, const lw_comm *c) {
   snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
   snprintf(bx, sizeof bx, "dtl_plan->own[%d]", t);
   set_layout(g, nm, bx);
+}
+
+/* Is e a factor of x: x is zero wherever e is (a product with e, e over something, -e)? */
+static bool factor_of(const ir_expr *x, const ir_expr *e) {
+  if (x == e) return true;
+  if (x->nguards) return false;
+  switch (x->kind) {
+  case IR_MUL: return factor_of(x->a, e) || factor_of(x->b, e);
+  case IR_DIV:
+  case IR_NEG: return factor_of(x->a, e);
+  default: return false;
+  }
+}
+
+static void collect_sparse(st *g, const ir_expr *rhs, const ir_expr *e) {
+  if (!e) return;
+  if (e->kind == IR_ACCESS && lw_sparse(g->lp->ir->ast, e->tensor) && g->nsp < 32) {
+    g->sp_e[g->nsp] = e;
+    g->sp_factor[g->nsp] = factor_of(rhs, e);
+    g->sp_known[g->nsp++] = 0;
+  }
+  collect_sparse(g, rhs, e->a);
+  collect_sparse(g, rhs, e->b);
 }
 
 static int count_access(const ir_expr *e) {
@@ -1244,7 +1446,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   fputs(" */\n", f);
   fprintf(f, "static int %s_s%d(%s_plan *dtl_plan", o->prefix, s->index, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
-    fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+    cg_tensor_param(f, p, t);
   fputs(") {\n", f);
   fprintf(f, "  dtl_ctx *dtl_ctx = dtl_plan->ctx;\n  const int64_t *dtl_coords = dtl_ctx->coords;\n  (void)dtl_coords;\n");
   for (int t = 0; t < p->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_ident(p->tensors[t].name));
@@ -1252,6 +1454,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   declare_params(f, p, "dtl_plan->p.", 2);
   st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot, .cu = cu, .decl = decl};
   g.kdepth = ls->kernel_depth;
+  collect_sparse(&g, asg->rhs, asg->rhs);
   /* axpy's scalar is computed on the host: when it reads a tensor (device memory) the loops
    * become a kernel of their own instead */
   if (o->cuda && g.kdepth >= 0 && ls->loops[g.kdepth]->kernel == KERNEL_AXPY && count_access(asg->rhs) > 1)
@@ -1267,6 +1470,15 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     const char *ct = cg_ctype(p->tensors[t].type);
     g.comm_slot[q] = (*slot);
     *slot += 2;
+    if (lw_sparse(p, t)) {
+      int ord = c->order + 1;
+      line(&g, "const dtl_sparse *dtl_%s = NULL;", n);
+      line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_ext[%d] = {0};", n, ord, n, ord);
+      line(&g, "const int64_t *dtl_%s_pos[%d] = {0}, *dtl_%s_crd[%d] = {0};", n, ord, n, ord);
+      line(&g, "const %s *dtl_%s_vals = NULL;", ct, n);
+      line(&g, "(void)dtl_%s, (void)dtl_%s_lo, (void)dtl_%s_ext, (void)dtl_%s_pos, (void)dtl_%s_crd, (void)dtl_%s_vals;", n, n, n, n, n, n);
+      continue;
+    }
     line(&g, "%s *dtl_%s = NULL;", ct, nm);
     line(&g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_st[%d] = {0}, dtl_%s_vol = 0;", nm, c->order + 1, nm, c->order + 1, nm);
     line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];", nm, t);
@@ -1339,6 +1551,7 @@ static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
              " * the box [lo, hi) (row-major; boxes of different ranks do not overlap, e.g. row\n"
              " * blocks), and this rank's block of the kernel's distribution. */\n");
   for (int t = 0; t < p->ntensors; t++) {
+    if (lw_sparse(p, t)) continue; /* a sparse block is built with dtl_sparse_from_coo */
     const char *ct = cg_ctype(p->tensors[t].type), *n = p->tensors[t].name;
     fprintf(h, "int %s_%s_import(%s_plan *plan, const int64_t lo[], const int64_t hi[], const %s *data, %s *block);\n",
             o->prefix, n, o->prefix, ct, ct);
@@ -1351,10 +1564,11 @@ static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
                " * plan_create uses the current device (dtl_cuda_select_device picks one per rank);\n"
                " * compute returns when the results are in place. */\n");
   else
-    fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks. */\n");
+    fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks.%s */\n",
+            cg_any_sparse(p) ? "  A sparse tensor is\n * a dtl_sparse piece whose box is exactly this rank's block (its _block query), built\n * with dtl_sparse_from_coo; compute fails on every rank when one passes another box" : "");
   fprintf(h, "int %s_compute(%s_plan *plan", o->prefix, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
-    fprintf(h, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+    cg_tensor_param(h, p, t);
   fputs(");\n", h);
   fprintf(h, "const char *%s_error(const %s_plan *plan); /* message of the last failure */\n", o->prefix, o->prefix);
   fputs("\n#ifdef __cplusplus\n}\n#endif\n#endif\n", h);
@@ -1374,8 +1588,10 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   const char *P = o->prefix;
   int nslots = count_slots(lp);
   fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
-             "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n};\n\n",
+             "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n",
           P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
+  if (cg_any_sparse(p)) fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n", nslots);
+  fputs("};\n\n", c);
   if (o->cuda)
     fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
                "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
@@ -1540,9 +1756,9 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
             P, P, nslots);
   else
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
-             "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
+             "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-          P, P, nslots);
+          P, P, nslots, cg_any_sparse(p) ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]);\n" : "");
   for (int t = 0; t < p->ntensors; t++) {
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, p->tensors[t].name, P);
     fprintf(c, "  if (!plan || !plan->ctx) return 0;\n  const dtl_box *b = &plan->own[%d];\n"
@@ -1552,6 +1768,7 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
                "  return dtl_box_volume(b);\n}\n\n", t);
   }
   for (int t = 0; t < p->ntensors; t++) {
+    if (lw_sparse(p, t)) continue; /* a sparse block is built with dtl_sparse_from_coo */
     const char *ct = cg_ctype(p->tensors[t].type), *n = p->tensors[t].name, *dt = cg_dtltype(p->tensors[t].type);
     fprintf(c, "int %s_%s_import(%s_plan *plan, const int64_t lo[], const int64_t hi[], const %s *data, %s *block) {\n"
                "  if (!plan || !plan->ctx) return 1;\n"
@@ -1605,8 +1822,25 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *
   }
   fprintf(c, "int %s_compute(%s_plan *dtl_plan", o->prefix, o->prefix);
   for (int t = 0; t < p->ntensors; t++)
-    fprintf(c, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+    cg_tensor_param(c, p, t);
   fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n", c);
+  if (cg_any_sparse(p)) {
+    /* every sparse piece must be this rank's block, in the declared formats (collective) */
+    fputs("  {\n    int dtl_bad = 0;\n", c);
+    for (int t = 0; t < p->ntensors; t++) {
+      if (!lw_sparse(p, t)) continue;
+      const fe_tensor *ft = &p->tensors[t];
+      const char *n = cg_ident(ft->name);
+      fprintf(c, "    if (!dtl_bad && (!%s || %s->order != %d || %s->type != %s || !dtl_box_equal(&%s->box, &dtl_plan->own[%d])", n, n,
+              ft->order, n, cg_dtltype(ft->type), n, t);
+      for (int x = 0; x < ft->order; x++)
+        fprintf(c, " || %s->level[%d] != %s", n, x, ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
+      fprintf(c, "))\n      dtl_bad = dtl_fail(dtl_plan->ctx, \"tensor %s: the sparse piece is not this rank's block of type %s in the "
+                 "declared level formats (build it with dtl_sparse_from_coo over the box of %s_%s_block)\");\n",
+              ft->name, dtl_type_name_fe(ft->type), o->prefix, ft->name);
+    }
+    fputs("    if (dtl_any_error(dtl_plan->ctx, dtl_bad)) return 1;\n  }\n", c);
+  }
   for (int i = 0; i < lp->nstmts; i++) {
     fprintf(c, "  if (%s_s%d(dtl_plan", o->prefix, i);
     for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s", cg_ident(p->tensors[t].name));

@@ -126,6 +126,14 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
+    if (lw_sparse(p, t)) {
+      const fe_tensor *ft = &p->tensors[t];
+      fprintf(c, "  dtl_sparse s_%s; /* this rank's piece */\n  memset(&s_%s, 0, sizeof s_%s);\n  bool dn_%s = false;\n", n, n, n, n);
+      fprintf(c, "  static const dtl_level lv_%s[%d] = {", n, ft->order);
+      for (int x = 0; x < ft->order; x++)
+        fprintf(c, "%s%s", x ? ", " : "", ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
+      fputs("};\n", c);
+    }
     if (o->cuda) fprintf(c, "  %s *d_%s = NULL; /* the block in GPU memory */\n", ct, n);
     fprintf(c, "  int64_t n_%s = 0, gv_%s = 1;\n", n, n);
   }
@@ -156,8 +164,15 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "  n_%s = dtl_box_volume(&plan->own[%d]);\n", n, t);
-    fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
-    fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+    if (lw_sparse(p, t)) {
+      /* a sparse piece is dense only for --validate and --save */
+      fprintf(c, "  dn_%s = opt.validate;\n  for (int k = 0; k < opt.nsave; k++) dn_%s |= opt.save_tensor[k] == %d;\n"
+                 "  t_%s = calloc((size_t)(dn_%s && n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, t, n, n, n, n, ct);
+      fprintf(c, "  i_%s = calloc(1, sizeof(%s));\n", n, ct);
+    } else {
+      fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+      fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+    }
     fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, n);
     if (o->cuda) {
       fprintf(c, "  d_%s = dtl_cu_malloc((size_t)(n_%s > 0 ? n_%s : 1) * sizeof(%s));\n", n, n, n, ct);
@@ -168,6 +183,16 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name;
+    if (lw_sparse(p, t)) {
+      fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
+      fprintf(c, "    if (path) {\n      if (dtl_sparse_read(ctx, path, &plan->dist[%d], %s, lv_%s, &plan->own[%d], &s_%s)) goto fail;\n    } else {\n",
+              t, cg_dtltype(p->tensors[t].type), n, t, n);
+      fprintf(c, "      char fe[256];\n      int e = dtl_sparse_fill(&s_%s, %s, opt.fill, opt.seed, %d, opt.density, %d, lv_%s, plan->dist[%d].extent, &plan->own[%d], fe, sizeof fe);\n"
+                 "      if (e) dtl_fail(ctx, \"tensor %s: %%s\", fe);\n      if (dtl_any_error(ctx, e)) goto fail;\n    }\n",
+              n, cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, n, t, t, n);
+      fprintf(c, "    if (dn_%s) dtl_sparse_densify(&s_%s, t_%s);\n  }\n", n, n, n);
+      continue;
+    }
     fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
     fprintf(c, "    if (path) {\n      if (dtl_npy_read(ctx, path, &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n    } else {\n",
             t, cg_dtltype(p->tensors[t].type), n, t);
@@ -219,7 +244,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
         "      ctx->bytes_sent[op] = ctx->bytes_recv[op] = ctx->msgs_sent[op] = ctx->msgs_recv[op] = 0;\n", c);
   fputs("    MPI_Barrier(MPI_COMM_WORLD);\n    double t0 = MPI_Wtime();\n", c);
   fprintf(c, "    int rc = %s_compute(plan", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", o->cuda ? "d" : "t", p->tensors[t].name);
+  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", lw_sparse(p, t) ? "&s" : o->cuda ? "d" : "t", p->tensors[t].name);
   fputs(");\n    double dt = MPI_Wtime() - t0;\n", c);
   fputs("    if (dtl_any_error(ctx, rc)) goto fail;\n", c);
   fputs("    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
@@ -229,7 +254,8 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int i = 0; i < np; i++)
     fprintf(c, "    const int64_t dtl_p%d = values[%d];\n    (void)dtl_p%d;\n", i, i, i);
   fputs("    flops = ", c);
-  cg_print_flops(c, lp);
+  if (cg_any_sparse(p)) fputs("0 /* not counted for sparse operands */", c);
+  else cg_print_flops(c, lp);
   fputs(";\n  }\n", c);
   fputs("  double bytes = 0;\n", c);
   for (int t = 0; t < nt; t++)
@@ -290,6 +316,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name;
     fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
+    if (lw_sparse(p, t)) fprintf(c, "  dtl_sparse_free(&s_%s);\n", n);
     if (o->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
   }
   fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);

@@ -72,6 +72,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
   opt->seed = 1;
   opt->iters = 1;
   opt->warmup = 0;
+  opt->density = 0.1;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (arg[0] != '-' || !arg[1] || (arg[1] == '-' && !arg[2]))
@@ -99,7 +100,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
     }
     int p = find_name(name, len, nparams, param_names);
     bool known = p >= 0 || IS("fill") || IS("seed") || IS("iters") || IS("warmup") || IS("load") ||
-                 IS("save");
+                 IS("save") || IS("density");
     if (!known)
       return failf(err, errlen, "unknown option '%s'", flag);
     const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
@@ -118,6 +119,13 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       else
         return failf(err, errlen,
                      "invalid value '%s' for %s: expected random, ones, zeros or index", v, flag);
+    } else if (IS("density")) {
+      char *end;
+      errno = 0;
+      double dv = strtod(v, &end);
+      if (end == v || *end || errno || !(dv > 0 && dv <= 1))
+        return failf(err, errlen, "invalid value '%s' for %s: expected a number in (0, 1]", v, flag);
+      opt->density = dv;
     } else if (IS("seed")) {
       if (!parse_int(v, 0, &n))
         return failf(err, errlen, "invalid value '%s' for %s: expected an integer >= 0", v, flag);
@@ -162,6 +170,8 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
   fprintf(out, "options:\n"
                "  --fill random|ones|zeros|index  initial data (default random)\n"
                "  --seed N                   seed of --fill random (default 1)\n"
+               "  --density F                fraction of entries a sparse tensor's --fill stores\n"
+               "                             (default 0.1)\n"
                "  --iters N                  timed repetitions (default 1)\n"
                "  --warmup N                 untimed repetitions first (default 0)\n"
                "  --load T=FILE.npy          read tensor T from a .npy file\n"

@@ -369,6 +369,13 @@ static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   if (c->pattern == PAT_EXCHANGE) try_assumption(lp, ls, c);
 }
 
+bool lw_sparse(const fe_program *p, int t) {
+  const fe_tensor *ft = &p->tensors[t];
+  for (int x = 0; x < ft->order; x++)
+    if (ft->formats && ft->formats[x] == FE_COMPRESSED) return true;
+  return false;
+}
+
 static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   fe_source *src = lp->ir->ast->src;
   ls->s = s;
@@ -401,10 +408,36 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   }
   const cin_node *asg = cin_assign(s->root);
   int lhs = asg->lhs_tensor;
+  const fe_program *p = lp->ir->ast;
+  if (lw_sparse(p, lhs)) {
+    fe_error(src, s->ast->loc,
+             "statement writes sparse tensor '%s': sparse tensors can only be read (declare the output dense)",
+             p->tensors[lhs].name);
+    return false;
+  }
+  for (int t = 0; t < p->ntensors; t++)
+    if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(asg->rhs, t)) {
+      const cin_node *n = ls->loops[ls->kernel_depth];
+      fe_error(src, s->vars[n->var].loc,
+               "substitute: the kernel reads sparse tensor '%s'; leaf kernels take dense operands "
+               "(leave the loops to the compiler, which iterates over the stored entries)",
+               p->tensors[t].name);
+      return false;
+    }
   add_comm(lp, ls, lhs, true);
   ls->lhs_on_rhs = expr_reads(asg->rhs, lhs);
   for (int t = 0; t < lp->ir->ast->ntensors; t++)
-    if (expr_reads(asg->rhs, t)) add_comm(lp, ls, t, false);
+    if (expr_reads(asg->rhs, t)) {
+      add_comm(lp, ls, t, false);
+      lw_comm *c = &ls->comm[ls->ncomm - 1];
+      if (lw_sparse(p, t) && c->pattern != PAT_LOCAL) {
+        /* a sparse piece moves as its stored entries, point to point from the holders */
+        c->pattern = PAT_EXCHANGE;
+        c->why = "sparse: the stored entries of the box, point to point from the holders";
+        c->alt = NULL;
+        c->nassume = 0;
+      }
+    }
   ls->outer = 0;
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].depth + 1 > ls->outer) ls->outer = ls->comm[q].depth + 1;
@@ -453,11 +486,10 @@ lw_program *lw_lower(ir_program *ir, bool cuda) {
       fe_error(src, ft->loc, "tensor '%s' has more than %d dimensions", ft->name, LW_MAX_DIMS);
       return NULL;
     }
-    for (int x = 0; x < ft->order; x++)
-      if (ft->formats && ft->formats[x] == FE_COMPRESSED) {
-        fe_error(src, ft->loc, "tensor '%s': compressed level formats are not supported by the MPI code generator yet", ft->name);
-        return NULL;
-      }
+    if (lw_sparse(p, t) && cuda) {
+      fe_error(src, ft->loc, "tensor '%s' is sparse: the CUDA target (gpu machines) supports dense tensors only", ft->name);
+      return NULL;
+    }
 
   }
   lp->owner = ir_alloc((p->ntensors + 1) * sizeof *lp->owner);
@@ -588,6 +620,14 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       if (ls->lidx_var0 + ls->nloops < 512)
         sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
       int64_t es = type_size(t->type);
+      if (lw_sparse(p, c->tensor)) {
+        /* what moves are the stored entries: order coordinates (int64) and a value each */
+        fprintf(f, "    bytes per rank: %lld per stored entry in the box (%d coordinates and the value)", (long long)(8 * c->order + es),
+                c->order);
+        if (budget >= 0 && count > 0) fprintf(f, "; the box holds %lld elements over %lld steps (rank 0)", (long long)total, (long long)count);
+        fputc('\n', f);
+        continue;
+      }
       if (budget < 0 || count == 0)
         fprintf(f, "    bytes per rank: %lld x volume of the box per step (not evaluated)\n", (long long)es);
       else

@@ -83,6 +83,9 @@ lw_program *lw_lower(ir_program *ir, bool cuda);
  * unknown; grid params are then solved from nranks). */
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);
 const char *lw_pattern_name(lw_pattern p);
+/* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
+ * its block as a dtl_sparse, and non-local boxes move as their stored entries. */
+bool lw_sparse(const fe_program *p, int t);
 
 /* Symbolic value of loop variable at chain position k when it is fixed (at or above a
  * communicate point), and the interval of any variable given that loops [0, depth] are

@@ -1906,6 +1906,344 @@ static void test_tensor_kernels(void **state) {
   all_ok();
 }
 
+/* ---- sparse pieces ---------------------------------------------------------------------------- */
+/* The global sparse tensor of the sparse tests: about a third of the elements are stored,
+ * with the index value (never zero: 1 + the linear index). */
+static double sp_value(dtl_type t, uint64_t seed, int nd, const int64_t *ext, const int64_t *x) {
+  int64_t lin = lin_of(nd, ext, x);
+  if (mix(seed ^ (uint64_t)lin) % 3)
+    return 0;
+  return 1 + index_value(t, lin);
+}
+
+/* The entries of the global tensor inside box, as coordinates and values. */
+static int64_t sp_entries(dtl_type t, uint64_t seed, int nd, const int64_t *ext, const dtl_box *box,
+                          int64_t **coords, void **vals) {
+  int64_t vol = dtl_box_volume(box), n = 0, x[DTL_MAX_DIMS];
+  *coords = malloc((size_t)(vol + 1) * (size_t)(nd + 1) * sizeof **coords);
+  *vals = alloc_box(t, box);
+  if (vol > 0 && nd > 0) {
+    memcpy(x, box->lo, sizeof x);
+    do {
+      double v = sp_value(t, seed, nd, ext, x);
+      if (v != 0) {
+        memcpy(*coords + n * nd, x, (size_t)nd * sizeof *x);
+        set_el(t, *vals, n++, v);
+      }
+    } while (box_next(box, x));
+  }
+  return n;
+}
+
+/* Count the elements of a densified piece over box that differ from the global tensor. */
+static int64_t sp_mismatches(dtl_type t, uint64_t seed, const void *dense, const dtl_box *box,
+                             const int64_t *ext) {
+  int64_t bad = 0, i = 0, x[DTL_MAX_DIMS];
+  if (dtl_box_empty(box))
+    return 0;
+  memcpy(x, box->lo, sizeof x);
+  do {
+    if (get_el(t, dense, i++) != sp_value(t, seed, box->nd, ext, x))
+      bad++;
+  } while (box_next(box, x));
+  return bad;
+}
+
+static void random_levels(uint64_t *s, int order, dtl_level *lv) {
+  for (int k = 0; k < order; k++)
+    lv[k] = rnd(s, 3) ? DTL_LEVEL_COMPRESSED : DTL_LEVEL_DENSE;
+}
+
+/* The level structure is well formed: segments increase, coordinates sorted and in range. */
+static bool sp_well_formed(const dtl_sparse *sp) {
+  int64_t np = 1;
+  for (int k = 0; k < sp->order; k++) {
+    int64_t ext = sp->box.hi[k] > sp->box.lo[k] ? sp->box.hi[k] - sp->box.lo[k] : 0;
+    if (sp->level[k] == DTL_LEVEL_DENSE) {
+      np *= ext;
+    } else {
+      if (sp->pos[k][0] != 0)
+        return false;
+      for (int64_t p = 0; p < np; p++) {
+        if (sp->pos[k][p + 1] < sp->pos[k][p])
+          return false;
+        for (int64_t q = sp->pos[k][p]; q < sp->pos[k][p + 1]; q++)
+          if (sp->crd[k][q] < 0 || sp->crd[k][q] >= ext || (q > sp->pos[k][p] && sp->crd[k][q] <= sp->crd[k][q - 1]))
+            return false;
+      }
+      np = sp->pos[k][np];
+    }
+    if (sp->npos[k] != np)
+      return false;
+  }
+  return true;
+}
+
+static void test_sparse_build(void **state) {
+  (void)state;
+  uint64_t s = 71;
+  for (int round = 0; round < 200; round++) {
+    dtl_type t = (dtl_type)rnd(&s, 4);
+    int order = 1 + (int)rnd(&s, 4);
+    int64_t ext[DTL_MAX_DIMS];
+    dtl_level lv[DTL_MAX_DIMS];
+    random_extents(&s, order, ext);
+    random_levels(&s, order, lv);
+    dtl_box box;
+    hashed_box(mix(s++), 5, order, ext, &box);
+    uint64_t seed = mix(s++);
+    int64_t *c = NULL;
+    void *v = NULL;
+    int64_t n = sp_entries(t, seed, order, ext, &box, &c, &v);
+    /* every entry twice, halves of its value, in reverse order: duplicates sum */
+    int64_t *c2 = malloc((size_t)(2 * n + 1) * (size_t)order * sizeof *c2);
+    void *v2 = calloc((size_t)(2 * n + 1), dtl_type_size(t));
+    for (int64_t e = 0; e < n; e++) {
+      double x = get_el(t, v, e), h = (t == DTL_INT32 || t == DTL_INT64) ? (double)((int64_t)x / 2) : x / 2;
+      memcpy(c2 + (n - 1 - e) * order, c + e * order, (size_t)order * sizeof *c);
+      memcpy(c2 + (n + e) * order, c + e * order, (size_t)order * sizeof *c);
+      set_el(t, v2, n - 1 - e, h);
+      set_el(t, v2, n + e, x - h);
+    }
+    dtl_sparse sp;
+    char err[256];
+    int rc = dtl_sparse_from_coo(&sp, t, order, lv, &box, 2 * n, c2, v2, err, sizeof err);
+    CHECKF(rc == 0, "from_coo: %s", err);
+    CHECK(sp_well_formed(&sp));
+    void *dense = alloc_box(t, &box);
+    dtl_sparse_densify(&sp, dense);
+    CHECKF(sp_mismatches(t, seed, dense, &box, ext) == 0, "round %d: densify", round);
+    /* extract a random region: exactly the stored nonzeros inside it, in order */
+    dtl_box region;
+    hashed_box(mix(s++), 9, order, ext, &region);
+    int64_t m = 0, *rc_ = NULL;
+    void *rv = NULL;
+    CHECK(dtl_sparse_extract(&sp, &region, &m, &rc_, &rv) == 0);
+    dtl_box both;
+    int64_t want = 0;
+    if (dtl_box_intersect(&box, &region, &both)) {
+      int64_t *wc = NULL;
+      void *wv = NULL;
+      want = sp_entries(t, seed, order, ext, &both, &wc, &wv);
+      CHECKF(m == want, "round %d: extract gave %lld entries, want %lld", round, (long long)m, (long long)want);
+      for (int64_t e = 0; e < m && e < want; e++) {
+        CHECK(!memcmp(rc_ + e * order, wc + e * order, (size_t)order * sizeof *wc));
+        CHECK(get_el(t, rv, e) == get_el(t, wv, e));
+      }
+      free(wc), free(wv);
+    } else {
+      CHECK(m == 0);
+    }
+    /* and from the dense block again */
+    dtl_sparse sd;
+    CHECK(dtl_sparse_from_dense(&sd, t, order, lv, &box, dense, err, sizeof err) == 0);
+    CHECK(dtl_sparse_nvals(&sd) == dtl_sparse_nvals(&sp));
+    void *dense2 = alloc_box(t, &box);
+    dtl_sparse_densify(&sd, dense2);
+    CHECK(!memcmp(dense, dense2, (size_t)dtl_box_volume(&box) * dtl_type_size(t)));
+    /* an entry outside the box is an error with a message */
+    if (!dtl_box_empty(&box) && n > 0) {
+      c[0] = box.hi[0];
+      dtl_sparse bad;
+      CHECK(dtl_sparse_from_coo(&bad, t, order, lv, &box, n, c, v, err, sizeof err) != 0);
+      CHECK(strstr(err, "outside the block") != NULL);
+    }
+    dtl_sparse_free(&sp), dtl_sparse_free(&sd);
+    free(c), free(v), free(c2), free(v2), free(dense), free(dense2), free(rc_), free(rv);
+  }
+  all_ok();
+}
+
+static void test_sparse_fetch(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS], moved = 0, total = 0;
+  uint64_t s = 91;
+  for (int nd = 1; nd <= 3; nd++) {
+    int ng = grids(nd, gs, nd == 3 ? 5 : 4);
+    for (int i = 0; i < ng; i++)
+      for (int debug = 0; debug <= 1; debug++) {
+        dtl_ctx *ctx = make_ctx(nd, gs[i], debug);
+        if (!ctx)
+          continue;
+        for (int round = 0; round < (debug ? 3 : 10); round++) {
+          dtl_type t = (dtl_type)rnd(&s, 4);
+          int order = 1 + (int)rnd(&s, 3);
+          box_arg arg = {.seed = mix(s++), .order = order, .ndims = nd};
+          random_extents(&s, order, arg.ext);
+          dtl_level lv[DTL_MAX_DIMS];
+          random_levels(&s, order, lv);
+          dtl_dist d = random_dist(&s, ctx, order, arg.ext, true);
+          uint64_t seed = mix(s++);
+          dtl_box own, need;
+          bool holder = dtl_dist_block(ctx, &d, ctx->coords, &own);
+          own.nd = order;
+          if (!holder)
+            for (int k = 0; k < order; k++)
+              own.lo[k] = own.hi[k] = 0;
+          int64_t *c = NULL;
+          void *v = NULL;
+          int64_t n = holder ? sp_entries(t, seed, order, arg.ext, &own, &c, &v) : 0;
+          dtl_sparse mine, got;
+          char err[256];
+          CHECKF(dtl_sparse_from_coo(&mine, t, order, lv, &own, n, c, v, err, sizeof err) == 0, "%s", err);
+          int rc = dtl_sparse_fetch(ctx, &d, &mine, random_need, &arg, &got);
+          CHECKF(rc == 0, "sparse fetch: %s", ctx->err);
+          random_need(&arg, ctx->coords, &need);
+          CHECK(dtl_box_equal(&got.box, &need));
+          CHECK(sp_well_formed(&got));
+          for (int k = 0; k < order; k++)
+            CHECK(got.level[k] == lv[k]);
+          void *dense = alloc_box(t, &need);
+          dtl_sparse_densify(&got, dense);
+          int64_t bad = sp_mismatches(t, seed, dense, &need, arg.ext);
+          CHECKF(bad == 0, "sparse fetch round %d (order %d, grid %d dims): %lld wrong", round, order, nd, (long long)bad);
+          dtl_sparse_free(&mine), dtl_sparse_free(&got);
+          free(c), free(v), free(dense);
+        }
+        moved += ctx->msgs_recv[DTL_OP_EXCHANGE];
+        dtl_ctx_destroy(&ctx);
+      }
+  }
+  MPI_Allreduce(&moved, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  CHECKF(g_size == 1 || total > 5 * g_size, "only %lld messages", (long long)total);
+  all_ok();
+}
+
+/* Fills depend on global coordinates only; .mtx and .tns files are read into every block. */
+static void test_sparse_fill_and_read(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS];
+  uint64_t s = 113;
+  make_dir();
+  CHECK(g_dir[0] != '\0');
+  for (int nd = 1; nd <= 2; nd++) {
+    int ng = grids(nd, gs, 3);
+    for (int i = 0; i < ng; i++) {
+      dtl_ctx *ctx = make_ctx(nd, gs[i], false);
+      if (!ctx)
+        continue;
+      for (int round = 0; round < 8; round++) {
+        dtl_type t = (dtl_type)rnd(&s, 4);
+        int order = 1 + (int)rnd(&s, 3);
+        int64_t ext[DTL_MAX_DIMS];
+        for (int k = 0; k < order; k++)
+          ext[k] = 1 + rnd(&s, 9);
+        dtl_level lv[DTL_MAX_DIMS];
+        random_levels(&s, order, lv);
+        dtl_dist d = random_dist(&s, ctx, order, ext, false);
+        dtl_box own, all = {.nd = order};
+        for (int k = 0; k < order; k++)
+          all.hi[k] = ext[k];
+        bool holder = dtl_dist_block(ctx, &d, ctx->coords, &own);
+        own.nd = order;
+        double density = round % 3 == 0 ? 1.0 : 0.3;
+        dtl_sparse f, whole;
+        char err[256];
+        dtl_fill_kind kind = round % 4 == 3 ? DTL_FILL_ONES : DTL_FILL_RANDOM;
+        CHECK(dtl_sparse_fill(&f, t, kind, 5, 2, density, order, lv, ext, &own, err, sizeof err) == 0);
+        CHECK(dtl_sparse_fill(&whole, t, kind, 5, 2, density, order, lv, ext, &all, err, sizeof err) == 0);
+        /* this block of the whole tensor equals the block filled on its own */
+        if (holder && !dtl_box_empty(&own)) {
+          int64_t n1 = 0, n2 = 0, *c1 = NULL, *c2 = NULL;
+          void *v1 = NULL, *v2 = NULL;
+          CHECK(dtl_sparse_extract(&f, &own, &n1, &c1, &v1) == 0);
+          CHECK(dtl_sparse_extract(&whole, &own, &n2, &c2, &v2) == 0);
+          CHECKF(n1 == n2, "fill: block has %lld entries, the whole tensor %lld there", (long long)n1, (long long)n2);
+          for (int64_t e = 0; e < n1 && e < n2; e++) {
+            CHECK(!memcmp(c1 + e * order, c2 + e * order, (size_t)order * sizeof *c1));
+            CHECK(get_el(t, v1, e) == get_el(t, v2, e));
+          }
+          free(c1), free(c2), free(v1), free(v2);
+        }
+        if (density == 1.0 && order >= 1) /* every element of every row */
+          CHECK(dtl_sparse_nvals(&whole) == dtl_box_volume(&all) || lv[order - 1] == DTL_LEVEL_DENSE);
+        /* write the whole tensor as .tns (and .mtx for matrices) on rank 0, read it back */
+        char tns[400], mtx[400];
+        snprintf(tns, sizeof tns, "%s/t%d.tns", g_dir, round);
+        snprintf(mtx, sizeof mtx, "%s/t%d.mtx", g_dir, round);
+        int64_t n = 0, *c = NULL;
+        void *v = NULL;
+        CHECK(dtl_sparse_extract(&whole, &all, &n, &c, &v) == 0);
+        if (g_rank == 0) {
+          FILE *ft = fopen(tns, "w"), *fm = order == 2 ? fopen(mtx, "w") : NULL;
+          CHECK(ft != NULL);
+          if (fm)
+            fprintf(fm, "%%%%MatrixMarket matrix coordinate %s general\n%% a comment\n%lld %lld %lld\n",
+                    t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)ext[0], (long long)ext[1], (long long)n);
+          fprintf(ft, "# a comment\n");
+          for (int64_t e = 0; e < n && ft; e++) {
+            for (int k = 0; k < order; k++)
+              fprintf(ft, "%lld ", (long long)c[e * order + k] + 1);
+            fprintf(ft, "%.17g\n", get_el(t, v, e));
+            if (fm)
+              fprintf(fm, "%lld %lld %.17g\n", (long long)c[e * 2] + 1, (long long)c[e * 2 + 1] + 1, get_el(t, v, e));
+          }
+          if (ft)
+            fclose(ft);
+          if (fm)
+            fclose(fm);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int file = 0; file < (order == 2 ? 2 : 1); file++) {
+          dtl_sparse r;
+          int rc = dtl_sparse_read(ctx, file ? mtx : tns, &d, t, lv, &own, &r);
+          CHECKF(rc == 0, "read %s: %s", file ? mtx : tns, ctx->err);
+          if (rc)
+            continue;
+          int64_t n1 = 0, n2 = 0, *c1 = NULL, *c2 = NULL;
+          void *v1 = NULL, *v2 = NULL;
+          CHECK(dtl_sparse_extract(&r, &own, &n1, &c1, &v1) == 0);
+          CHECK(dtl_sparse_extract(&whole, &own, &n2, &c2, &v2) == 0);
+          CHECKF(n1 == (holder ? n2 : 0), "read %s: %lld entries, want %lld", file ? mtx : tns, (long long)n1, (long long)n2);
+          for (int64_t e = 0; e < n1 && e < n2; e++)
+            CHECK(get_el(t, v1, e) == get_el(t, v2, e));
+          free(c1), free(c2), free(v1), free(v2);
+          dtl_sparse_free(&r);
+        }
+        dtl_sparse_free(&f), dtl_sparse_free(&whole);
+        free(c), free(v);
+      }
+      /* bad files: every rank fails with the same message */
+      static const char *const bad[][2] = {
+          {"bad1.mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n"},
+          {"bad2.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1.5\n"},
+          {"bad3.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1.5\n"},
+          {"bad4.tns", "1 1 1.0\n1 x 2.0\n"},
+          {"bad5.tns", "1 1\n"},
+          {"bad6.mtx", "%%MatrixMarket matrix coordinate real general\n3 2 1\n1 1 1.5\n"},
+      };
+      static const char *const want[] = {"only 'matrix coordinate'", "announces 2 entries", "index out of range",
+                                         "missing index", "missing value", "the matrix is 3 x 2"};
+      for (int b = 0; b < 6; b++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", g_dir, bad[b][0]);
+        if (g_rank == 0) {
+          FILE *f = fopen(path, "w");
+          if (f) {
+            fputs(bad[b][1], f);
+            fclose(f);
+          }
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        int64_t ext[2] = {2, 2};
+        dtl_dist d = random_dist(&s, ctx, 2, ext, false);
+        dtl_box own;
+        dtl_dist_block(ctx, &d, ctx->coords, &own);
+        own.nd = 2;
+        dtl_level lv[2] = {DTL_LEVEL_DENSE, DTL_LEVEL_COMPRESSED};
+        dtl_sparse r;
+        int rc = dtl_sparse_read(ctx, path, &d, DTL_DOUBLE, lv, &own, &r);
+        CHECKF(rc != 0 && strstr(ctx->err, want[b]), "%s: rc %d, message '%s'", bad[b][0], rc, ctx->err);
+      }
+      dtl_ctx_destroy(&ctx);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0)
+    remove_dir(g_dir);
+  all_ok();
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
@@ -1947,6 +2285,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_report, reset, report_time),
       cmocka_unit_test_setup_teardown(test_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_fill_and_read, reset, report_time),
   };
   char name[64];
   snprintf(name, sizeof name, "runtime at %d rank%s", g_size, g_size == 1 ? "" : "s");

@@ -672,8 +672,17 @@ static void test_lower_errors(void **state) {
                      2, 13, "machine 'M' has a gpu level");
   expect_lower_error("param n = 8;\nmachine M = [grid(2), grid(2) : gpu];\ntensor a(n);\ntensor b(n);\na(i) = b(i);\n",
                      2, 23, "machine 'M' has a gpu level");
-  expect_lower_error("param n = 8;\ntensor a(n);\ntensor B(n, n) csr;\ntensor c(n);\na(i) = B(i,j) * c(j);\n",
-                     3, 8, "tensor 'B': compressed level formats are not supported");
+  /* sparse tensors are read only, and leaf kernels take dense operands */
+  expect_lower_error("param n = 8;\ntensor a(n, n) csr;\ntensor b(n, n);\na(i, j) = b(i, j) * 2;\n",
+                     4, 1, "statement writes sparse tensor 'a': sparse tensors can only be read");
+  expect_lower_error("param n = 8;\ntensor A(n, n);\ntensor B(n, n) csr;\ntensor C(n, n);\n"
+                     "A(i, j) = B(i, k) * C(k, j).substitute({i, j, k}, gemm);\n",
+                     5, 3, "substitute: the kernel reads sparse tensor 'B'");
+  lower_cuda = true;
+  expect_lower_error("param n = 8;\nmachine M = grid(2) : gpu;\ntensor a(n) @ M(x -> x);\n"
+                     "tensor B(n, n) csr @ M(xy -> x);\na(i) = B(i, j);\n",
+                     4, 8, "tensor 'B' is sparse: the CUDA target (gpu machines) supports dense tensors only");
+  lower_cuda = false;
   expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\na(i) = b(i).parallelize(i, gpu_thread);\n",
                      4, 3, "parallelize: GPU units need a gpu machine and --target cuda");
   /* the kernel must lie inside every communicate point */

@@ -284,6 +284,7 @@ int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
 typedef struct {
   dtl_fill_kind fill;
   uint64_t seed;
+  double density; /* --density: sparse fills (default 0.1) */
   int iters, warmup;
   bool validate, json, stats, verbose, help;
   int nload, nsave;
@@ -363,6 +364,75 @@ void dtl_innerprod(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B
 int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
                int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
                const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl);
+
+/* ---- sparse tensors (sparse.c) ----------------------------------------------------------- */
+/* Level formats, one per dimension in storage order (row-major: the first dimension is the
+ * outermost level). */
+typedef enum { DTL_LEVEL_DENSE = 0, DTL_LEVEL_COMPRESSED = 1 } dtl_level;
+/* A piece of a sparse tensor: the entries inside `box` (global coordinates), stored by
+ * levels.  Positions: level -1 has one; a dense level k has npos[k-1] * extent_k positions
+ * (p * extent_k + c for coordinate c of parent p); a compressed level has one position per
+ * stored coordinate, those of parent p being pos[k][p] .. pos[k][p+1]-1 with coordinates
+ * crd[k][q] in increasing order.  Coordinates are relative to box.lo.  vals holds one value
+ * per position of the last level. */
+typedef struct {
+  dtl_type type;
+  int order;
+  dtl_box box;
+  dtl_level level[DTL_MAX_DIMS];
+  int64_t npos[DTL_MAX_DIMS];
+  int64_t *pos[DTL_MAX_DIMS], *crd[DTL_MAX_DIMS];
+  void *vals;
+} dtl_sparse;
+
+/* Build a piece from n entries (coords: n x order global coordinates inside box, vals: n
+ * values of type t); duplicates are summed.  Returns nonzero with a message in err. */
+int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *level,
+                        const dtl_box *box, int64_t n, const int64_t *coords, const void *vals,
+                        char *err, size_t errlen);
+/* The nonzeros of a dense row-major block over box. */
+int dtl_sparse_from_dense(dtl_sparse *s, dtl_type t, int order, const dtl_level *level,
+                          const dtl_box *box, const void *dense, char *err, size_t errlen);
+void dtl_sparse_free(dtl_sparse *s);
+int64_t dtl_sparse_nvals(const dtl_sparse *s); /* stored values (positions of the last level) */
+/* The nonzero entries inside region (global coordinates; malloc'ed, freed by the caller).
+ * Returns nonzero when out of memory. */
+int dtl_sparse_extract(const dtl_sparse *s, const dtl_box *region, int64_t *n, int64_t **coords,
+                       void **vals);
+/* The piece as a dense row-major block over s->box. */
+void dtl_sparse_densify(const dtl_sparse *s, void *dense);
+/* Collective over ctx->cart, as dtl_fetch: every processor receives the entries of its box
+ * need(p) from the holders of the tensor (d, own: this rank's piece), assembled into *out
+ * (released with dtl_sparse_free).  Each piece moves as a count, then its coordinates and
+ * values. */
+int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl_box_fn need,
+                     const void *arg, dtl_sparse *out);
+/* This rank's piece of a deterministic sparse tensor: in every row (all coordinates but the
+ * last) about density x extent entries at hashed columns, a function of (seed, tensor_id,
+ * coordinates) only; values as dtl_fill.  zeros: no entries. */
+int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed, int tensor_id,
+                    double density, int order, const dtl_level *level, const int64_t *extent,
+                    const dtl_box *own, char *err, size_t errlen);
+/* Collective.  Read this rank's piece from a Matrix Market .mtx (coordinate; real, integer or
+ * pattern; general, symmetric or skew-symmetric), FROSTT .tns or dense .npy file; every
+ * rank fails with one message on a bad file. */
+int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
+                    const dtl_level *level, const dtl_box *own, dtl_sparse *out);
+
+/* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
+ * of key in [lo, hi) or -1. */
+static inline int64_t dtl_sp_lower(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (crd[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+static inline int64_t dtl_sp_find(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
+  int64_t q = dtl_sp_lower(crd, lo, hi, key);
+  return q < hi && crd[q] == key ? q : -1;
+}
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,818 @@
+/* sparse.c -- sparse tensor pieces (distal/runtime.h, "sparse tensors"): level storage built
+ * from coordinates, extraction of the entries of a box, the point-to-point fetch of the
+ * boxes a statement needs, deterministic fills and Matrix Market / FROSTT / .npy input. */
+#include "comm_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_SPARSE = 0x4460 };
+
+void dtl_sparse_free(dtl_sparse *s) {
+  if (!s)
+    return;
+  for (int k = 0; k < DTL_MAX_DIMS; k++) {
+    free(s->pos[k]);
+    free(s->crd[k]);
+    s->pos[k] = s->crd[k] = NULL;
+  }
+  free(s->vals);
+  s->vals = NULL;
+}
+
+int64_t dtl_sparse_nvals(const dtl_sparse *s) {
+  return s->order ? s->npos[s->order - 1] : 1;
+}
+
+/* ---- building from coordinates -------------------------------------------------------------- */
+typedef struct {
+  int order;
+  const int64_t *c;
+} sort_ctx;
+static sort_ctx g_sort; /* qsort has no argument pointer; set just before each sort */
+
+static int cmp_entry(const void *a, const void *b) {
+  const int64_t *x = g_sort.c + *(const int64_t *)a * g_sort.order;
+  const int64_t *y = g_sort.c + *(const int64_t *)b * g_sort.order;
+  for (int k = 0; k < g_sort.order; k++)
+    if (x[k] != y[k])
+      return x[k] < y[k] ? -1 : 1;
+  /* equal coordinates keep their input order, so duplicates sum in a fixed order */
+  int64_t ia = *(const int64_t *)a, ib = *(const int64_t *)b;
+  return ia < ib ? -1 : ia > ib;
+}
+
+static void add_value(dtl_type t, void *vals, int64_t at, const void *src, int64_t from) {
+  switch (t) {
+  case DTL_DOUBLE: ((double *)vals)[at] += ((const double *)src)[from]; break;
+  case DTL_FLOAT: ((float *)vals)[at] += ((const float *)src)[from]; break;
+  case DTL_INT32: ((int32_t *)vals)[at] += ((const int32_t *)src)[from]; break;
+  case DTL_INT64: ((int64_t *)vals)[at] += ((const int64_t *)src)[from]; break;
+  }
+}
+
+int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *level,
+                        const dtl_box *box, int64_t n, const int64_t *coords, const void *vals,
+                        char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->type = t;
+  s->order = order;
+  s->box = *box;
+  s->box.nd = order;
+  if (order < 1 || order > DTL_MAX_DIMS) {
+    snprintf(err, errlen, "sparse tensor of order %d (1..%d supported)", order, DTL_MAX_DIMS);
+    return 1;
+  }
+  int64_t ext[DTL_MAX_DIMS];
+  for (int k = 0; k < order; k++) {
+    s->level[k] = level[k];
+    ext[k] = box->hi[k] > box->lo[k] ? box->hi[k] - box->lo[k] : 0;
+  }
+  for (int64_t e = 0; e < n; e++)
+    for (int k = 0; k < order; k++) {
+      int64_t c = coords[e * order + k];
+      if (c < box->lo[k] || c >= box->hi[k]) {
+        char b[200];
+        dtl_format_box(b, sizeof b, box);
+        snprintf(err, errlen, "entry %lld: coordinate %lld of dimension %d lies outside the block %s",
+                 (long long)e, (long long)c, k, b);
+        return 1;
+      }
+    }
+  const size_t es = dtl_type_size(t);
+  int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
+  int64_t *par = malloc((size_t)(n > 0 ? n : 1) * sizeof *par);
+  if (!perm || !par)
+    goto oom;
+  for (int64_t e = 0; e < n; e++)
+    perm[e] = e;
+  g_sort.order = order;
+  g_sort.c = coords;
+  qsort(perm, (size_t)n, sizeof *perm, cmp_entry);
+  /* unique entries: u of them, perm[0..u) their first occurrences */
+  int64_t u = 0;
+  for (int64_t e = 0; e < n; e++) {
+    if (u > 0 && !memcmp(coords + perm[u - 1] * order, coords + perm[e] * order,
+                         (size_t)order * sizeof *coords))
+      continue;
+    perm[u++] = perm[e];
+  }
+  /* level by level: each unique entry's position at the level */
+  int64_t np = 1;
+  for (int64_t e = 0; e < u; e++)
+    par[e] = 0;
+  for (int k = 0; k < order; k++) {
+    if (level[k] == DTL_LEVEL_DENSE) {
+      if (ext[k] > 0 && np > INT64_MAX / ext[k])
+        goto oom;
+      for (int64_t e = 0; e < u; e++)
+        par[e] = par[e] * ext[k] + (coords[perm[e] * order + k] - box->lo[k]);
+      np *= ext[k];
+    } else {
+      int64_t *pos = calloc((size_t)np + 1, sizeof *pos);
+      int64_t cnt = 0;
+      for (int64_t e = 0; e < u; e++)
+        if (!(e > 0 && par[e] == par[e - 1] &&
+              coords[perm[e] * order + k] == coords[perm[e - 1] * order + k]))
+          cnt++;
+      int64_t *crd = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *crd);
+      if (!pos || !crd) {
+        free(pos);
+        free(crd);
+        goto oom;
+      }
+      int64_t q = -1, prev_par = -1;
+      for (int64_t e = 0; e < u; e++) {
+        int64_t c = coords[perm[e] * order + k] - box->lo[k];
+        if (!(q >= 0 && par[e] == prev_par && crd[q] == c)) {
+          crd[++q] = c;
+          pos[par[e] + 1]++;
+        }
+        prev_par = par[e];
+        par[e] = q;
+      }
+      for (int64_t p = 0; p < np; p++)
+        pos[p + 1] += pos[p];
+      s->pos[k] = pos;
+      s->crd[k] = crd;
+      np = cnt;
+    }
+    s->npos[k] = np;
+  }
+  s->vals = calloc((size_t)(np > 0 ? np : 1), es);
+  if (!s->vals)
+    goto oom;
+  /* every occurrence adds to its position: duplicates sum */
+  {
+    int64_t *all = malloc((size_t)(n > 0 ? n : 1) * sizeof *all);
+    if (!all)
+      goto oom;
+    for (int64_t x = 0; x < n; x++)
+      all[x] = x;
+    qsort(all, (size_t)n, sizeof *all, cmp_entry);
+    int64_t ue = -1;
+    for (int64_t x = 0; x < n; x++) {
+      if (ue < 0 || memcmp(coords + all[x] * order, coords + perm[ue] * order,
+                           (size_t)order * sizeof *coords))
+        ue++;
+      add_value(t, s->vals, par[ue], vals, all[x]);
+    }
+    free(all);
+  }
+  free(perm);
+  free(par);
+  return 0;
+oom:
+  free(perm);
+  free(par);
+  dtl_sparse_free(s);
+  snprintf(err, errlen, "out of memory for a sparse block of %lld entries", (long long)n);
+  return 1;
+}
+
+/* ---- walking the stored entries ------------------------------------------------------------- */
+typedef struct {
+  const dtl_sparse *s;
+  const dtl_box *region; /* global coordinates */
+  int64_t c[DTL_MAX_DIMS];
+  void (*visit)(void *acc, const int64_t *coords, const char *val);
+  void *acc;
+} walk_ctx;
+
+static bool is_zero(dtl_type t, const char *v) {
+  switch (t) {
+  case DTL_DOUBLE: return *(const double *)v == 0;
+  case DTL_FLOAT: return *(const float *)v == 0;
+  case DTL_INT32: return *(const int32_t *)v == 0;
+  case DTL_INT64: return *(const int64_t *)v == 0;
+  }
+  return false;
+}
+
+static void walk(walk_ctx *w, int k, int64_t p) {
+  const dtl_sparse *s = w->s;
+  int64_t lo = dtl_max(w->region->lo[k], s->box.lo[k]) - s->box.lo[k];
+  int64_t hi = dtl_min(w->region->hi[k], s->box.hi[k]) - s->box.lo[k];
+  if (lo >= hi)
+    return;
+  if (s->level[k] == DTL_LEVEL_DENSE) {
+    int64_t ext = s->box.hi[k] - s->box.lo[k];
+    for (int64_t c = lo; c < hi; c++) {
+      w->c[k] = c + s->box.lo[k];
+      int64_t q = p * ext + c;
+      if (k + 1 < s->order)
+        walk(w, k + 1, q);
+      else {
+        const char *v = (const char *)s->vals + q * (int64_t)dtl_type_size(s->type);
+        if (!is_zero(s->type, v))
+          w->visit(w->acc, w->c, v);
+      }
+    }
+    return;
+  }
+  int64_t q = dtl_sp_lower(s->crd[k], s->pos[k][p], s->pos[k][p + 1], lo);
+  for (; q < s->pos[k][p + 1] && s->crd[k][q] < hi; q++) {
+    w->c[k] = s->crd[k][q] + s->box.lo[k];
+    if (k + 1 < s->order)
+      walk(w, k + 1, q);
+    else {
+      const char *v = (const char *)s->vals + q * (int64_t)dtl_type_size(s->type);
+      if (!is_zero(s->type, v))
+        w->visit(w->acc, w->c, v);
+    }
+  }
+}
+
+static void sparse_walk(const dtl_sparse *s, const dtl_box *region,
+                        void (*visit)(void *, const int64_t *, const char *), void *acc) {
+  if (s->order == 0 || dtl_box_empty(&s->box) || dtl_box_empty(region))
+    return;
+  walk_ctx w = {.s = s, .region = region, .visit = visit, .acc = acc};
+  walk(&w, 0, 0);
+}
+
+typedef struct {
+  int order;
+  size_t es;
+  int64_t n, cap;
+  int64_t *c;
+  char *v;
+  bool oom;
+} coo;
+
+static void coo_push(void *acc, const int64_t *coords, const char *val) {
+  coo *a = acc;
+  if (a->oom)
+    return;
+  if (a->n == a->cap) {
+    int64_t cap = a->cap ? 2 * a->cap : 64;
+    int64_t *c = realloc(a->c, (size_t)cap * (size_t)a->order * sizeof *c);
+    if (c)
+      a->c = c;
+    char *v = c ? realloc(a->v, (size_t)cap * a->es) : NULL;
+    if (!c || !v) {
+      a->oom = true;
+      return;
+    }
+    a->v = v;
+    a->cap = cap;
+  }
+  memcpy(a->c + a->n * a->order, coords, (size_t)a->order * sizeof *coords);
+  memcpy(a->v + a->n * (int64_t)a->es, val, a->es);
+  a->n++;
+}
+
+int dtl_sparse_extract(const dtl_sparse *s, const dtl_box *region, int64_t *n, int64_t **coords,
+                       void **vals) {
+  coo a = {.order = s->order, .es = dtl_type_size(s->type)};
+  sparse_walk(s, region, coo_push, &a);
+  if (a.oom) {
+    free(a.c);
+    free(a.v);
+    *n = 0, *coords = NULL, *vals = NULL;
+    return 1;
+  }
+  *n = a.n, *coords = a.c, *vals = a.v;
+  return 0;
+}
+
+typedef struct {
+  const dtl_box *box;
+  size_t es;
+  char *dense;
+} dense_acc;
+
+static void dense_put(void *acc, const int64_t *coords, const char *val) {
+  dense_acc *a = acc;
+  int64_t lin = 0;
+  for (int k = 0; k < a->box->nd; k++)
+    lin = lin * (a->box->hi[k] - a->box->lo[k]) + (coords[k] - a->box->lo[k]);
+  memcpy(a->dense + lin * (int64_t)a->es, val, a->es);
+}
+
+void dtl_sparse_densify(const dtl_sparse *s, void *dense) {
+  int64_t vol = dtl_box_volume(&s->box);
+  if (!dense || vol <= 0)
+    return;
+  dtl_zero(s->type, dense, vol);
+  dense_acc a = {&s->box, dtl_type_size(s->type), dense};
+  sparse_walk(s, &s->box, dense_put, &a);
+}
+
+int dtl_sparse_from_dense(dtl_sparse *s, dtl_type t, int order, const dtl_level *level,
+                          const dtl_box *box, const void *dense, char *err, size_t errlen) {
+  coo a = {.order = order, .es = dtl_type_size(t)};
+  /* a dense piece read as one all-dense level structure, then walked for its nonzeros */
+  dtl_sparse d = {.type = t, .order = order, .box = *box, .vals = (void *)dense};
+  d.box.nd = order;
+  for (int k = 0; k < order; k++)
+    d.level[k] = DTL_LEVEL_DENSE;
+  sparse_walk(&d, box, coo_push, &a);
+  int rc;
+  if (a.oom) {
+    snprintf(err, errlen, "out of memory for a sparse block");
+    memset(s, 0, sizeof *s);
+    rc = 1;
+  } else {
+    rc = dtl_sparse_from_coo(s, t, order, level, box, a.n, a.c, a.v, err, errlen);
+  }
+  free(a.c);
+  free(a.v);
+  return rc;
+}
+
+/* ---- fetch ------------------------------------------------------------------------------------ */
+int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl_box_fn need,
+                     const void *arg, dtl_sparse *out) {
+  dtl_xplan pl;
+  dtl_box mine, myneed;
+  const int order = own->order;
+  const size_t es = dtl_type_size(own->type);
+  memset(out, 0, sizeof *out);
+  int err = dtl_xplan_build(ctx, d, &own->box, need, arg, true, 0, &pl, &mine, &myneed);
+  int ns = pl.send.n, nr = pl.recv.n;
+  int64_t *scnt = calloc((size_t)ns + 1, sizeof *scnt), *rcnt = calloc((size_t)nr + 1, sizeof *rcnt);
+  int64_t **sc = calloc((size_t)ns + 1, sizeof *sc), **rc_ = calloc((size_t)nr + 1, sizeof *rc_);
+  void **sv = calloc((size_t)ns + 1, sizeof *sv), **rv = calloc((size_t)nr + 1, sizeof *rv);
+  MPI_Request *req = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *req);
+  MPI_Datatype *types = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *types);
+  int64_t self_n = 0, *self_c = NULL;
+  void *self_v = NULL;
+  int nreq = 0, ntypes = 0, rc = MPI_SUCCESS;
+  if (!err && (!scnt || !rcnt || !sc || !rc_ || !sv || !rv || !req || !types))
+    err = dtl_fail(ctx, "out of memory for a sparse fetch");
+  /* what this rank sends: the stored entries of each piece */
+  for (int i = 0; i < ns && !err; i++)
+    if (dtl_sparse_extract(own, &pl.send.v[i].box, &scnt[i], &sc[i], &sv[i]))
+      err = dtl_fail(ctx, "out of memory for a sparse fetch");
+  if (!err && pl.self && dtl_sparse_extract(own, &pl.self_box, &self_n, &self_c, &self_v))
+    err = dtl_fail(ctx, "out of memory for a sparse fetch");
+  /* counts first (every planned piece is a message, also an empty one) */
+  if (!err) {
+    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++)
+      if ((rc = MPI_Irecv(&rcnt[i], 1, MPI_INT64_T, pl.recv.v[i].peer, TAG_SPARSE, ctx->cart,
+                          &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++)
+      if ((rc = MPI_Isend(&scnt[i], 1, MPI_INT64_T, pl.send.v[i].peer, TAG_SPARSE, ctx->cart,
+                          &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse fetch (counts)");
+    nreq = 0;
+  }
+  int64_t total = self_n;
+  for (int i = 0; i < nr && !err; i++) {
+    total += rcnt[i];
+    rc_[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * (size_t)order * sizeof(int64_t));
+    rv[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * es);
+    if (!rc_[i] || !rv[i])
+      err = dtl_fail(ctx, "out of memory for a sparse fetch of %lld entries", (long long)rcnt[i]);
+  }
+  /* then the entries: coordinates and values */
+  if (!err) {
+    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
+      if (!rcnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, rcnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rc_[i], cnt, types[ntypes++], pl.recv.v[i].peer,
+                                               TAG_SPARSE + 1, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(own->type, rcnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rv[i], cnt, types[ntypes++], pl.recv.v[i].peer,
+                                               TAG_SPARSE + 2, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
+    }
+    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
+      if (!scnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, scnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sc[i], cnt, types[ntypes++], pl.send.v[i].peer,
+                                               TAG_SPARSE + 1, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(own->type, scnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sv[i], cnt, types[ntypes++], pl.send.v[i].peer,
+                                               TAG_SPARSE + 2, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
+    }
+    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < ntypes; i++)
+      dtl_count_free(&types[i]);
+    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse fetch");
+  }
+  /* assemble the needed box from all pieces */
+  if (!err) {
+    int64_t *ac = malloc((size_t)(total > 0 ? total : 1) * (size_t)order * sizeof *ac);
+    char *av = malloc((size_t)(total > 0 ? total : 1) * es);
+    if (!ac || !av) {
+      err = dtl_fail(ctx, "out of memory for a sparse fetch of %lld entries", (long long)total);
+    } else {
+      int64_t at = 0;
+      if (self_n) {
+        memcpy(ac, self_c, (size_t)(self_n * order) * sizeof *ac);
+        memcpy(av, self_v, (size_t)self_n * es);
+        at = self_n;
+      }
+      for (int i = 0; i < nr; i++) {
+        memcpy(ac + at * order, rc_[i], (size_t)(rcnt[i] * order) * sizeof *ac);
+        memcpy(av + at * (int64_t)es, rv[i], (size_t)rcnt[i] * es);
+        at += rcnt[i];
+      }
+      char msg[256];
+      if (dtl_sparse_from_coo(out, own->type, order, own->level, &myneed, total, ac, av, msg,
+                              sizeof msg))
+        err = dtl_fail(ctx, "sparse fetch: %s", msg);
+    }
+    free(ac);
+    free(av);
+  }
+  for (int i = 0; i < ns; i++)
+    if (sc) {
+      free(sc[i]);
+      free(sv[i]);
+    }
+  for (int i = 0; i < nr; i++)
+    if (rc_) {
+      free(rc_[i]);
+      free(rv[i]);
+    }
+  free(scnt), free(rcnt), free(sc), free(rc_), free(sv), free(rv), free(req), free(types);
+  free(self_c), free(self_v);
+  dtl_xplan_free(&pl);
+  return err;
+}
+
+/* ---- fill ------------------------------------------------------------------------------------ */
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed, int tensor_id,
+                    double density, int order, const dtl_level *level, const int64_t *extent,
+                    const dtl_box *own, char *err, size_t errlen) {
+  coo a = {.order = order, .es = dtl_type_size(t)};
+  dtl_box box = *own;
+  box.nd = order;
+  if (kind != DTL_FILL_ZEROS && !dtl_box_empty(&box) && order > 0 && density > 0) {
+    /* Row by row (a row: all coordinates but the last): the row's candidates are
+     * round(density * extent) hashed columns, the same on every rank; a rank keeps those in
+     * its block.  Values are those of dtl_fill at the same coordinates. */
+    uint64_t key = mix(mix(seed ^ 0x5350415253ull) ^ (uint64_t)(int64_t)tensor_id);
+    int64_t last = extent[order - 1];
+    double want = density * (double)last;
+    int64_t idx[DTL_MAX_DIMS];
+    for (int k = 0; k < order; k++)
+      idx[k] = box.lo[k];
+    for (;;) {
+      int64_t row = 0;
+      for (int k = 0; k + 1 < order; k++)
+        row = row * extent[k] + idx[k];
+      uint64_t rk = mix(key ^ mix((uint64_t)row));
+      int64_t cand = (int64_t)want;
+      if ((double)(rk >> 11) * 0x1.0p-53 < want - (double)cand)
+        cand++;
+      if (density >= 1)
+        cand = last;
+      for (int64_t x = 0; x < cand; x++) {
+        int64_t col = density >= 1 ? x : (int64_t)(mix(rk + (uint64_t)x + 1) % (uint64_t)last);
+        if (col < box.lo[order - 1] || col >= box.hi[order - 1])
+          continue;
+        idx[order - 1] = col;
+        char v[8];
+        dtl_box one = {.nd = order};
+        for (int k = 0; k < order; k++)
+          one.lo[k] = idx[k], one.hi[k] = idx[k] + 1;
+        dtl_fill(t, kind, seed, tensor_id, order, extent, &one, v);
+        coo_push(&a, idx, v);
+      }
+      int k = order - 2;
+      while (k >= 0 && ++idx[k] == box.hi[k])
+        idx[k] = box.lo[k], k--;
+      if (k < 0)
+        break;
+    }
+  }
+  if (a.oom) {
+    free(a.c);
+    free(a.v);
+    memset(s, 0, sizeof *s);
+    snprintf(err, errlen, "out of memory for a sparse fill");
+    return 1;
+  }
+  /* a column drawn twice in a row is one entry: keep the first draw only */
+  int64_t w = 0;
+  if (a.n) {
+    g_sort.order = order;
+    g_sort.c = a.c;
+    int64_t *perm = malloc((size_t)a.n * sizeof *perm);
+    int64_t *c2 = malloc((size_t)a.n * (size_t)order * sizeof *c2);
+    char *v2 = malloc((size_t)a.n * a.es);
+    if (!perm || !c2 || !v2) {
+      free(perm), free(c2), free(v2), free(a.c), free(a.v);
+      snprintf(err, errlen, "out of memory for a sparse fill");
+      memset(s, 0, sizeof *s);
+      return 1;
+    }
+    for (int64_t e = 0; e < a.n; e++)
+      perm[e] = e;
+    qsort(perm, (size_t)a.n, sizeof *perm, cmp_entry);
+    for (int64_t e = 0; e < a.n; e++) {
+      const int64_t *c = a.c + perm[e] * order;
+      if (w && !memcmp(c2 + (w - 1) * order, c, (size_t)order * sizeof *c))
+        continue;
+      memcpy(c2 + w * order, c, (size_t)order * sizeof *c);
+      memcpy(v2 + w * (int64_t)a.es, a.v + perm[e] * (int64_t)a.es, a.es);
+      w++;
+    }
+    free(perm), free(a.c), free(a.v);
+    a.c = c2, a.v = v2;
+  }
+  int rc = dtl_sparse_from_coo(s, t, order, level, &box, w, a.c, a.v, err, errlen);
+  free(a.c);
+  free(a.v);
+  return rc;
+}
+
+/* ---- reading .mtx, .tns and .npy --------------------------------------------------------------- */
+static bool ends_with(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n >= m && !strcmp(s + n - m, suf);
+}
+
+typedef struct {
+  char *line;
+  size_t cap;
+  FILE *f;
+  int64_t lineno;
+} reader;
+
+static bool next_line(reader *r) {
+  for (;;) {
+    if (getline(&r->line, &r->cap, r->f) < 0)
+      return false;
+    r->lineno++;
+    char *p = r->line;
+    while (isspace((unsigned char)*p))
+      p++;
+    if (*p && *p != '%' && *p != '#')
+      return true;
+  }
+}
+
+static int parse_value(dtl_type t, const char *tok, char *out, bool pattern) {
+  if (pattern) {
+    double one = 1;
+    int64_t ione = 1;
+    float fone = 1;
+    int32_t i32 = 1;
+    switch (t) {
+    case DTL_DOUBLE: memcpy(out, &one, 8); break;
+    case DTL_FLOAT: memcpy(out, &fone, 4); break;
+    case DTL_INT32: memcpy(out, &i32, 4); break;
+    case DTL_INT64: memcpy(out, &ione, 8); break;
+    }
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  if (t == DTL_DOUBLE || t == DTL_FLOAT) {
+    double v = strtod(tok, &end);
+    if (end == tok || errno)
+      return 1;
+    if (t == DTL_DOUBLE)
+      memcpy(out, &v, 8);
+    else {
+      float f = (float)v;
+      memcpy(out, &f, 4);
+    }
+  } else {
+    long long v = strtoll(tok, &end, 10);
+    if (end == tok || errno || (*end && !isspace((unsigned char)*end)))
+      return 1;
+    if (t == DTL_INT32) {
+      if (v < INT32_MIN || v > INT32_MAX)
+        return 1;
+      int32_t x = (int32_t)v;
+      memcpy(out, &x, 4);
+    } else {
+      int64_t x = v;
+      memcpy(out, &x, 8);
+    }
+  }
+  return 0;
+}
+
+/* Read the entries of the file that lie in box (global coordinates, 0-based) into a. */
+static int read_text(const char *path, dtl_type t, int order, const int64_t *extent,
+                     const dtl_box *box, coo *a, char *err, size_t errlen) {
+  bool mtx = ends_with(path, ".mtx");
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return 1;
+  }
+  reader r = {.f = f};
+  bool pattern = false, symmetric = false, skew = false;
+  int rc = 1;
+  if (mtx) {
+    if (order != 2) {
+      snprintf(err, errlen, "%s: a Matrix Market file holds a matrix, the tensor has order %d", path, order);
+      goto done;
+    }
+    if (getline(&r.line, &r.cap, f) < 0 || strncmp(r.line, "%%MatrixMarket", 14)) {
+      snprintf(err, errlen, "%s:1: not a Matrix Market file (no %%%%MatrixMarket header)", path);
+      goto done;
+    }
+    r.lineno = 1;
+    char obj[64] = "", fmt[64] = "", field[64] = "", sym[64] = "";
+    if (sscanf(r.line + 14, "%63s %63s %63s %63s", obj, fmt, field, sym) != 4) {
+      snprintf(err, errlen, "%s:1: incomplete Matrix Market header", path);
+      goto done;
+    }
+    for (char *p = obj; *p; p++) *p = (char)tolower((unsigned char)*p);
+    for (char *p = fmt; *p; p++) *p = (char)tolower((unsigned char)*p);
+    for (char *p = field; *p; p++) *p = (char)tolower((unsigned char)*p);
+    for (char *p = sym; *p; p++) *p = (char)tolower((unsigned char)*p);
+    if (strcmp(obj, "matrix") || strcmp(fmt, "coordinate")) {
+      snprintf(err, errlen, "%s:1: only 'matrix coordinate' Matrix Market files are read (not '%s %s')", path, obj, fmt);
+      goto done;
+    }
+    if (!strcmp(field, "pattern"))
+      pattern = true;
+    else if (!strcmp(field, "complex")) {
+      snprintf(err, errlen, "%s:1: complex matrices are not supported", path);
+      goto done;
+    } else if ((t == DTL_INT32 || t == DTL_INT64) && strcmp(field, "integer")) {
+      snprintf(err, errlen, "%s:1: field '%s' does not fit the tensor's type %s (integer expected)", path, field, dtl_type_name(t));
+      goto done;
+    } else if (strcmp(field, "real") && strcmp(field, "integer") && strcmp(field, "double")) {
+      snprintf(err, errlen, "%s:1: unknown field '%s'", path, field);
+      goto done;
+    }
+    if (!strcmp(sym, "symmetric"))
+      symmetric = true;
+    else if (!strcmp(sym, "skew-symmetric"))
+      symmetric = skew = true;
+    else if (strcmp(sym, "general")) {
+      snprintf(err, errlen, "%s:1: symmetry '%s' is not supported (general, symmetric, skew-symmetric)", path, sym);
+      goto done;
+    }
+    if (!next_line(&r)) {
+      snprintf(err, errlen, "%s: no size line", path);
+      goto done;
+    }
+    long long m, n, nnz;
+    if (sscanf(r.line, "%lld %lld %lld", &m, &n, &nnz) != 3) {
+      snprintf(err, errlen, "%s:%lld: expected 'rows columns entries'", path, (long long)r.lineno);
+      goto done;
+    }
+    if (m != extent[0] || n != extent[1]) {
+      snprintf(err, errlen, "%s:%lld: the matrix is %lld x %lld, the tensor %lld x %lld", path,
+               (long long)r.lineno, m, n, (long long)extent[0], (long long)extent[1]);
+      goto done;
+    }
+    if (symmetric && m != n) {
+      snprintf(err, errlen, "%s: a symmetric matrix must be square", path);
+      goto done;
+    }
+    int64_t seen = 0;
+    while (next_line(&r)) {
+      char *p = r.line, *end;
+      int64_t c[2];
+      for (int k = 0; k < 2; k++) {
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 1 || v > extent[k]) {
+          snprintf(err, errlen, "%s:%lld: %s %d: expected an index in 1..%lld", path, (long long)r.lineno,
+                   end == p ? "missing index" : "index out of range in dimension", k, (long long)extent[k]);
+          goto done;
+        }
+        c[k] = v - 1;
+        p = end;
+      }
+      while (isspace((unsigned char)*p)) p++;
+      char v[8];
+      if (parse_value(t, p, v, pattern)) {
+        snprintf(err, errlen, "%s:%lld: bad value '%.40s' for type %s", path, (long long)r.lineno, p, dtl_type_name(t));
+        goto done;
+      }
+      seen++;
+      for (int mirror = 0; mirror < (symmetric && c[0] != c[1] ? 2 : 1); mirror++) {
+        int64_t cc[2] = {mirror ? c[1] : c[0], mirror ? c[0] : c[1]};
+        if (mirror && skew) {
+          switch (t) {
+          case DTL_DOUBLE: *(double *)v = -*(double *)v; break;
+          case DTL_FLOAT: *(float *)v = -*(float *)v; break;
+          case DTL_INT32: *(int32_t *)v = -*(int32_t *)v; break;
+          case DTL_INT64: *(int64_t *)v = -*(int64_t *)v; break;
+          }
+        }
+        if (cc[0] >= box->lo[0] && cc[0] < box->hi[0] && cc[1] >= box->lo[1] && cc[1] < box->hi[1])
+          coo_push(a, cc, v);
+      }
+    }
+    if (seen != nnz) {
+      snprintf(err, errlen, "%s: the header announces %lld entries, the file has %lld", path, nnz, (long long)seen);
+      goto done;
+    }
+  } else {
+    /* FROSTT: one entry per line, `order` 1-based coordinates then the value */
+    while (next_line(&r)) {
+      char *p = r.line, *end;
+      int64_t c[DTL_MAX_DIMS];
+      for (int k = 0; k < order; k++) {
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 1 || v > extent[k]) {
+          snprintf(err, errlen, "%s:%lld: %s %d: expected an index in 1..%lld (the tensor has order %d)", path,
+                   (long long)r.lineno, end == p ? "missing index for dimension" : "index out of range in dimension",
+                   k, (long long)extent[k], order);
+          goto done;
+        }
+        c[k] = v - 1;
+        p = end;
+      }
+      while (isspace((unsigned char)*p)) p++;
+      char v[8];
+      if (!*p || parse_value(t, p, v, false)) {
+        snprintf(err, errlen, "%s:%lld: %s for type %s (the tensor has order %d)", path, (long long)r.lineno,
+                 *p ? "bad value" : "missing value", dtl_type_name(t), order);
+        goto done;
+      }
+      char *q = p;
+      while (*q && !isspace((unsigned char)*q)) q++;
+      while (isspace((unsigned char)*q)) q++;
+      if (*q) {
+        snprintf(err, errlen, "%s:%lld: more fields than %d coordinates and a value (the tensor has order %d)", path,
+                 (long long)r.lineno, order, order);
+        goto done;
+      }
+      bool in = true;
+      for (int k = 0; k < order; k++) in &= c[k] >= box->lo[k] && c[k] < box->hi[k];
+      if (in) coo_push(a, c, v);
+    }
+  }
+  if (ferror(f)) {
+    snprintf(err, errlen, "%s: read error", path);
+    goto done;
+  }
+  if (a->oom) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    goto done;
+  }
+  rc = 0;
+done:
+  free(r.line);
+  fclose(f);
+  return rc;
+}
+
+int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
+                    const dtl_level *level, const dtl_box *own, dtl_sparse *out) {
+  char err[400] = "";
+  int rc = 0;
+  dtl_box box = *own;
+  box.nd = d->order;
+  memset(out, 0, sizeof *out);
+  if (ends_with(path, ".npy")) {
+    int64_t vol = dtl_box_volume(&box);
+    void *dense = calloc((size_t)(vol > 0 ? vol : 1), dtl_type_size(t));
+    rc = dense ? 0 : dtl_fail(ctx, "out of memory reading %s", path);
+    if (dtl_any_error(ctx, rc) || dtl_npy_read(ctx, path, d, t, dense, own)) {
+      free(dense);
+      return 1;
+    }
+    rc = dtl_sparse_from_dense(out, t, d->order, level, &box, dense, err, sizeof err);
+    free(dense);
+  } else if (ends_with(path, ".mtx") || ends_with(path, ".tns")) {
+    coo a = {.order = d->order, .es = dtl_type_size(t)};
+    rc = read_text(path, t, d->order, d->extent, &box, &a, err, sizeof err);
+    if (!rc)
+      rc = dtl_sparse_from_coo(out, t, d->order, level, &box, a.n, a.c, a.v, err, sizeof err);
+    free(a.c);
+    free(a.v);
+  } else {
+    snprintf(err, sizeof err, "%s: a sparse tensor is read from .mtx (Matrix Market), .tns (FROSTT) or .npy", path);
+    rc = 1;
+  }
+  if (rc)
+    dtl_fail(ctx, "%s", err);
+  if (dtl_any_error(ctx, rc)) {
+    dtl_sparse_free(out);
+    return 1;
+  }
+  return 0;
+}
