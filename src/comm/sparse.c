@@ -816,3 +816,167 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   }
   return 0;
 }
+
+/* ---- import: entries held anywhere to the blocks that hold them --------------------------------- */
+typedef struct {
+  const int64_t *c;
+  int order;
+} imp_sort;
+static imp_sort g_imp;
+
+static int cmp_dim0(const void *a, const void *b) {
+  int64_t x = g_imp.c[*(const int64_t *)a * g_imp.order], y = g_imp.c[*(const int64_t *)b * g_imp.order];
+  return x < y ? -1 : x > y;
+}
+
+int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_level *level,
+                      const dtl_box *own, int64_t n, const int64_t *coords, const void *vals,
+                      dtl_sparse *out) {
+  const int order = d->order, P = ctx->size;
+  const size_t es = dtl_type_size(t);
+  memset(out, 0, sizeof *out);
+  int err = 0;
+  /* every entry must lie in the tensor */
+  for (int64_t e = 0; e < n && !err; e++)
+    for (int k = 0; k < order && !err; k++)
+      if (coords[e * order + k] < 0 || coords[e * order + k] >= d->extent[k])
+        err = dtl_fail(ctx, "import: entry %lld has coordinate %lld in dimension %d, outside [0, %lld)", (long long)e,
+                       (long long)coords[e * order + k], k, (long long)d->extent[k]);
+  if (dtl_any_error(ctx, err))
+    return 1;
+  /* entries sorted by their first coordinate: a block's entries are a run of that order,
+   * filtered along the other dimensions */
+  int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
+  int *scnt = calloc((size_t)P, sizeof *scnt), *rcnt = calloc((size_t)P, sizeof *rcnt);
+  int *sdsp = calloc((size_t)P + 1, sizeof *sdsp), *rdsp = calloc((size_t)P + 1, sizeof *rdsp);
+  dtl_box *blocks = malloc((size_t)P * sizeof *blocks);
+  bool *holds = malloc((size_t)P * sizeof *holds);
+  int64_t *dest = NULL, ndest = 0, capdest = 0; /* (rank, entry) pairs, by rank */
+  int64_t *sc = NULL, *rc_ = NULL;
+  char *sv = NULL, *rv = NULL;
+  if (!perm || !scnt || !rcnt || !sdsp || !rdsp || !blocks || !holds)
+    err = dtl_fail(ctx, "import: out of memory");
+  for (int64_t e = 0; e < n && !err; e++)
+    perm[e] = e;
+  if (!err && n > 0 && order > 0) {
+    g_imp.c = coords, g_imp.order = order;
+    qsort(perm, (size_t)n, sizeof *perm, cmp_dim0);
+  }
+  for (int r = 0; r < P && !err; r++) {
+    int64_t cr[DTL_MAX_DIMS];
+    dtl_coords_of(ctx, r, cr);
+    holds[r] = dtl_dist_block(ctx, d, cr, &blocks[r]) && !dtl_box_empty(&blocks[r]);
+    if (!holds[r])
+      continue;
+    int64_t lo = 0, hi = n;
+    if (order > 0) { /* the run of entries whose first coordinate lies in the block */
+      int64_t a = 0, b = n;
+      while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (coords[perm[m] * order] < blocks[r].lo[0]) a = m + 1;
+        else b = m;
+      }
+      lo = a, b = n;
+      while (a < b) {
+        int64_t m = a + (b - a) / 2;
+        if (coords[perm[m] * order] < blocks[r].hi[0]) a = m + 1;
+        else b = m;
+      }
+      hi = a;
+    }
+    for (int64_t x = lo; x < hi && !err; x++) {
+      const int64_t *c = coords + perm[x] * order;
+      bool in = true;
+      for (int k = 1; k < order && in; k++)
+        in = c[k] >= blocks[r].lo[k] && c[k] < blocks[r].hi[k];
+      if (!in)
+        continue;
+      if (ndest == capdest) {
+        capdest = capdest ? 2 * capdest : 1024;
+        int64_t *nd = realloc(dest, (size_t)capdest * 2 * sizeof *nd);
+        if (!nd) {
+          err = dtl_fail(ctx, "import: out of memory");
+          break;
+        }
+        dest = nd;
+      }
+      dest[2 * ndest] = r, dest[2 * ndest + 1] = perm[x];
+      ndest++;
+      if (scnt[r] == INT32_MAX)
+        err = dtl_fail(ctx, "import: more than %d entries for one rank in one call", INT32_MAX);
+      scnt[r]++;
+    }
+  }
+  if (!err) {
+    for (int r = 0; r < P; r++)
+      sdsp[r + 1] = sdsp[r] + scnt[r];
+    sc = malloc((size_t)(ndest + 1) * (size_t)(order + 1) * sizeof *sc);
+    sv = malloc((size_t)(ndest + 1) * es);
+    if (!sc || !sv)
+      err = dtl_fail(ctx, "import: out of memory");
+  }
+  if (!err) { /* dest is in rank order already: ranks were visited in order */
+    for (int64_t x = 0; x < ndest; x++) {
+      memcpy(sc + x * order, coords + dest[2 * x + 1] * order, (size_t)order * sizeof *sc);
+      memcpy(sv + x * (int64_t)es, (const char *)vals + dest[2 * x + 1] * (int64_t)es, es);
+    }
+  }
+  if (dtl_any_error(ctx, err))
+    goto done;
+  int rc = MPI_Alltoall(scnt, 1, MPI_INT, rcnt, 1, MPI_INT, ctx->cart);
+  int64_t total = 0;
+  for (int r = 0; r < P; r++) {
+    rdsp[r + 1] = rdsp[r] + rcnt[r];
+    total += rcnt[r];
+  }
+  if (rc == MPI_SUCCESS && total > INT32_MAX / (order > 0 ? order : 1))
+    err = dtl_fail(ctx, "import: more than %d entries arrive at one rank in one call", INT32_MAX / (order > 0 ? order : 1));
+  if (rc == MPI_SUCCESS && !err) {
+    rc_ = malloc((size_t)(total + 1) * (size_t)(order + 1) * sizeof *rc_);
+    rv = malloc((size_t)(total + 1) * es);
+    if (!rc_ || !rv)
+      err = dtl_fail(ctx, "import: out of memory");
+  }
+  if (rc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall");
+  if (dtl_any_error(ctx, err))
+    goto done;
+  /* coordinates (order per entry) and values, as two all-to-alls */
+  {
+    int *sc2 = malloc((size_t)P * sizeof *sc2), *sd2 = malloc((size_t)P * sizeof *sd2);
+    int *rc2 = malloc((size_t)P * sizeof *rc2), *rd2 = malloc((size_t)P * sizeof *rd2);
+    if (!sc2 || !sd2 || !rc2 || !rd2)
+      err = dtl_fail(ctx, "import: out of memory");
+    if (!dtl_any_error(ctx, err)) {
+      for (int r = 0; r < P; r++)
+        sc2[r] = scnt[r] * order, sd2[r] = sdsp[r] * order, rc2[r] = rcnt[r] * order, rd2[r] = rdsp[r] * order;
+      rc = MPI_Alltoallv(sc, sc2, sd2, MPI_INT64_T, rc_, rc2, rd2, MPI_INT64_T, ctx->cart);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Alltoallv(sv, scnt, sdsp, dtl_type_mpi(t), rv, rcnt, rdsp, dtl_type_mpi(t), ctx->cart);
+      if (rc != MPI_SUCCESS)
+        err = dtl_mpi_fail(ctx, rc, "MPI_Alltoallv");
+      for (int r = 0; r < P; r++)
+        if (r != ctx->rank) {
+          if (scnt[r])
+            dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[r] * (int64_t)(order * sizeof(int64_t) + es), 1);
+          if (rcnt[r])
+            dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[r] * (int64_t)(order * sizeof(int64_t) + es), 1);
+        }
+    }
+    free(sc2), free(sd2), free(rc2), free(rd2);
+    if (!err) {
+      char msg[256];
+      dtl_box box = *own;
+      box.nd = order;
+      if (dtl_sparse_from_coo(out, t, order, level, &box, total, rc_, rv, msg, sizeof msg))
+        err = dtl_fail(ctx, "import: %s", msg);
+    }
+    err = dtl_any_error(ctx, err);
+  }
+done:
+  free(perm), free(scnt), free(rcnt), free(sdsp), free(rdsp), free(blocks), free(holds), free(dest);
+  free(sc), free(sv), free(rc_), free(rv);
+  if (err)
+    dtl_sparse_free(out);
+  return err ? 1 : 0;
+}

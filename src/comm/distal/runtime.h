@@ -419,6 +419,14 @@ int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed
 int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
                     const dtl_level *level, const dtl_box *own, dtl_sparse *out);
 
+/* Collective.  Build this rank's piece (own: its block of d) from entries held anywhere:
+ * every rank passes any n entries (global coordinates, n x order, and values); each goes
+ * to every rank whose block holds it (replicas included) and duplicates are summed.  The
+ * generated PREFIX_T_import functions of sparse tensors call this. */
+int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_level *level,
+                      const dtl_box *own, int64_t n, const int64_t *coords, const void *vals,
+                      dtl_sparse *out);
+
 /* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
  * of key in [lo, hi) or -1. */
 static inline int64_t dtl_sp_lower(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
