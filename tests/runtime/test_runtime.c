@@ -2109,6 +2109,84 @@ static void test_sparse_fetch(void **state) {
   all_ok();
 }
 
+/* Import: every entry of the global tensor is given by one rank (chosen by hash), some as
+ * two halves from two ranks; each block (replicas too) must come out whole. */
+static void test_sparse_import(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS];
+  uint64_t s = 131;
+  for (int nd = 1; nd <= 3; nd++) {
+    int ng = grids(nd, gs, 3);
+    for (int i = 0; i < ng; i++) {
+      dtl_ctx *ctx = make_ctx(nd, gs[i], false);
+      if (!ctx)
+        continue;
+      for (int round = 0; round < 6; round++) {
+        dtl_type t = rnd(&s, 2) ? DTL_DOUBLE : DTL_INT64; /* halves sum exactly */
+        int order = 1 + (int)rnd(&s, 3);
+        int64_t ext[DTL_MAX_DIMS];
+        random_extents(&s, order, ext);
+        dtl_level lv[DTL_MAX_DIMS];
+        random_levels(&s, order, lv);
+        dtl_dist d = random_dist(&s, ctx, order, ext, true);
+        uint64_t seed = mix(s++);
+        dtl_box all = {.nd = order}, own;
+        for (int k = 0; k < order; k++)
+          all.hi[k] = ext[k];
+        bool holder = dtl_dist_block(ctx, &d, ctx->coords, &own);
+        own.nd = order;
+        if (!holder)
+          for (int k = 0; k < order; k++)
+            own.lo[k] = own.hi[k] = 0;
+        int64_t *c = NULL;
+        void *v = NULL;
+        int64_t n = sp_entries(t, seed, order, ext, &all, &c, &v), mine = 0;
+        int64_t *mc = malloc((size_t)(2 * n + 1) * (size_t)order * sizeof *mc);
+        void *mv = calloc((size_t)(2 * n + 1), dtl_type_size(t));
+        for (int64_t e = 0; e < n; e++) {
+          int who = (int)(mix(seed + (uint64_t)e) % (uint64_t)g_size), other = (who + 1) % g_size;
+          bool split = e % 3 == 0;
+          double x = get_el(t, v, e), h = t == DTL_INT64 ? (double)((int64_t)x / 2) : x / 2;
+          if (who == g_rank) {
+            memcpy(mc + mine * order, c + e * order, (size_t)order * sizeof *c);
+            set_el(t, mv, mine++, split ? h : x);
+          }
+          if (split && other == g_rank) {
+            memcpy(mc + mine * order, c + e * order, (size_t)order * sizeof *c);
+            set_el(t, mv, mine++, x - h);
+          }
+        }
+        dtl_sparse got;
+        int rc = dtl_sparse_import(ctx, &d, t, lv, &own, mine, mc, mv, &got);
+        CHECKF(rc == 0, "import: %s", ctx->err);
+        if (!rc) {
+          CHECK(sp_well_formed(&got));
+          void *dense = alloc_box(t, &own);
+          dtl_sparse_densify(&got, dense);
+          int64_t bad = sp_mismatches(t, seed, dense, &own, ext);
+          CHECKF(bad == 0, "import round %d (order %d, grid %d dims): %lld wrong", round, order, nd, (long long)bad);
+          free(dense);
+          dtl_sparse_free(&got);
+        }
+        free(c), free(v), free(mc), free(mv);
+      }
+      /* an entry outside the tensor fails on every rank */
+      int64_t ext[2] = {3, 4}, bad_c[2] = {g_rank == 0 ? 3 : 0, 0};
+      double one = 1;
+      dtl_dist d = random_dist(&s, ctx, 2, ext, false);
+      dtl_box own;
+      dtl_dist_block(ctx, &d, ctx->coords, &own);
+      own.nd = 2;
+      dtl_level lv[2] = {DTL_LEVEL_DENSE, DTL_LEVEL_COMPRESSED};
+      dtl_sparse got;
+      int rc = dtl_sparse_import(ctx, &d, DTL_DOUBLE, lv, &own, 1, bad_c, &one, &got);
+      CHECKF(rc != 0 && strstr(ctx->err, "outside [0, 3)"), "import of a bad entry: rc %d, '%s'", rc, ctx->err);
+      dtl_ctx_destroy(&ctx);
+    }
+  }
+  all_ok();
+}
+
 /* Fills depend on global coordinates only; .mtx and .tns files are read into every block. */
 static void test_sparse_fill_and_read(void **state) {
   (void)state;
@@ -2287,6 +2365,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_import, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fill_and_read, reset, report_time),
   };
   char name[64];
