@@ -439,6 +439,17 @@ int main(int argc, char **argv) {
                    taken[k], taken[k]);
           bad++;
         }
+    /* --density (fills of sparse tensors) exists in programs with sparse tensors */
+    bool sparse = false;
+    for (int t = 0; t < prog->ntensors; t++)
+      for (int x = 0; x < prog->tensors[t].order; x++)
+        sparse |= prog->tensors[t].formats && prog->tensors[t].formats[x] == FE_COMPRESSED;
+    for (int i = 0; i < prog->nparams && sparse; i++)
+      if (!strcmp(prog->params[i].name, "density")) {
+        fe_error(src, prog->params[i].loc,
+                 "param 'density' has the name of an option of generated executables with sparse tensors (--density); rename it");
+        bad++;
+      }
     if (bad) goto done;
   }
   prefix = name ? strdup(name) : stem_of(out && !exe ? out : input);

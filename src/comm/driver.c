@@ -119,7 +119,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       else
         return failf(err, errlen,
                      "invalid value '%s' for %s: expected random, ones, zeros or index", v, flag);
-    } else if (IS("density")) {
+    } else if (IS("density") && p < 0) { /* a param named density wins (dense programs) */
       char *end;
       errno = 0;
       double dv = strtod(v, &end);
