@@ -207,6 +207,8 @@ typedef struct {
   const ir_expr *sp_e[32];
   bool sp_factor[32];  /* the whole right side is zero where this access is */
   int sp_known[32];    /* levels [0, known) have a position variable in scope */
+  bool sp_valid[32][LW_MAX_DIMS]; /* ... and that position is never -1 (a stored entry) */
+  bool acc_mode;       /* the innermost loop sums into dtl__acc, added to the output after it */
 } st;
 
 /* The runtime function for an operation: dtl_NAME on the host, dtl_cu_NAME on the device
@@ -244,8 +246,11 @@ static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) 
   const char *n = tname(g, e->tensor);
   int a = sp_index(g, e);
   if (a >= 0) { /* a sparse entry: its position at the last level, -1 where none is stored */
-    fprintf(f, "(dtl_sp%d_p%d < 0 ? (%s)0 : dtl_%s_vals[dtl_sp%d_p%d])", a, e->nidx - 1,
-            cg_ctype(tensor(g, e->tensor)->type), n, a, e->nidx - 1);
+    if (g->sp_valid[a][e->nidx - 1])
+      fprintf(f, "dtl_%s_vals[dtl_sp%d_p%d]", n, a, e->nidx - 1);
+    else
+      fprintf(f, "(dtl_sp%d_p%d < 0 ? (%s)0 : dtl_%s_vals[dtl_sp%d_p%d])", a, e->nidx - 1,
+              cg_ctype(tensor(g, e->tensor)->type), n, a, e->nidx - 1);
     return;
   }
   /* the output, if also read, is read from the snapshot taken at statement start */
@@ -364,6 +369,8 @@ static void sp_advance(st *g) {
         line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : %s * dtl_%s_ext[%d] + (%s - dtl_%s_lo[%d]);", a, x, par, par, n, x, v,
              n, x);
       line(g, "(void)dtl_sp%d_p%d;", a, x);
+      /* a dense level below a stored entry is a stored entry */
+      g->sp_valid[a][x] = ft->formats[x] != FE_COMPRESSED && (x == 0 || g->sp_valid[a][x - 1]);
       g->sp_known[a]++;
     }
   }
@@ -948,9 +955,18 @@ static void emit_assign(st *g) {
     if (x + 1 < lhs.nidx) fprintf(m, " * dtl_%s_st[%d]", n, x);
   }
   fputs(g->in_kernel && g->atomic ? "], " : "] += ", m);
+  if (g->acc_mode) { /* the sum of the innermost loop: a register, not the output */
+    fclose(m);
+    m = fmemopen(b, sizeof b, "w");
+    fputs("dtl__acc += ", m);
+  }
   cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
   fputs(g->in_kernel && g->atomic ? ");" : ";", m);
   fclose(m);
+  if (g->acc_mode) {
+    line(g, "%s", b);
+    return;
+  }
   if (g->in_kernel) {
     line(g, "%s", b);
     return;
@@ -960,6 +976,42 @@ static void emit_assign(st *g) {
     atomic |= g->ls->loops[k]->par == PAR_CPU_THREAD && g->ls->loops[k]->race == RACE_ATOMICS && k >= g->ls->outer;
   if (atomic) line(g, "#pragma omp atomic");
   line(g, "%s", b);
+}
+
+/* After the innermost loop in acc_mode: the output element gets the loop's sum. */
+static void emit_acc_update(st *g) {
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  const char *n = tname(g, asg->lhs_tensor);
+  char b[4096];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  fprintf(m, "dtl_%s[", n);
+  if (!asg->nlhs) fputc('0', m);
+  for (int x = 0; x < asg->nlhs; x++) {
+    if (x) fputs(" + ", m);
+    fprintf(m, "(%s - dtl_%s_lo[%d])", vname(g, asg->lhs_vars[x]), n, x);
+    if (x + 1 < asg->nlhs) fprintf(m, " * dtl_%s_st[%d]", n, x);
+  }
+  fputs("] += dtl__acc;", m);
+  fclose(m);
+  bool atomic = false;
+  for (int k = 0; k < g->ls->nloops; k++)
+    atomic |= g->ls->loops[k]->par == PAR_CPU_THREAD && g->ls->loops[k]->race == RACE_ATOMICS && k >= g->ls->outer;
+  if (atomic) line(g, "#pragma omp atomic");
+  line(g, "%s", b);
+}
+
+/* Can the innermost loop k sum into a scalar?  When it is a plain local loop and every index
+ * variable of the output is bound outside it: all its iterations add to one element. */
+static bool acc_loop(const st *g, int k) {
+  const lw_stmt *ls = g->ls;
+  const cin_node *n = ls->loops[k];
+  const cin_node *asg = cin_assign(ls->s->root);
+  if (k != ls->nloops - 1 || k < ls->outer || n->distributed || n->par != PAR_NONE || g->o->cuda || g->in_kernel ||
+      k == g->kdepth)
+    return false;
+  for (int x = 0; x < asg->nlhs; x++)
+    if (!g->bound[asg->lhs_vars[x]]) return false;
+  return true;
 }
 
 static void loop_comment(st *g, int k) {
@@ -1020,6 +1072,16 @@ static void emit_level(st *g, int k) {
   memcpy(known_saved, g->sp_known, sizeof known_saved);
   int drv_a = -1, drv_x = -1;
   char drv_base[1024];
+  bool valid_saved[32][LW_MAX_DIMS];
+  memcpy(valid_saved, g->sp_valid, sizeof valid_saved);
+  bool acc = acc_loop(g, k);
+  if (acc) {
+    line(g, "{ /* the loop's sum, added to the output element after it */");
+    g->ind += 2;
+    line(g, "%s dtl__acc = (%s)0;", cg_ctype(tensor(g, cin_assign(s->root)->lhs_tensor)->type),
+         cg_ctype(tensor(g, cin_assign(s->root)->lhs_tensor)->type));
+    g->acc_mode = true;
+  }
   int ncond0 = g->ncond;
   int tight = -1;
   char b[4096];
@@ -1082,13 +1144,20 @@ static void emit_level(st *g, int k) {
       fclose(m);
       line(g, "{ /* loop %s over the stored coordinates of %s, level %d */", v, tensor(g, e->tensor)->name, drv_x);
       g->ind += 2;
-      line(g, "const int64_t dtl_sp%d_e%d = %s < 0 ? 0 : dtl_%s_pos[%d][%s + 1];", drv_a, drv_x, par, tn, drv_x, par);
+      /* a parent position that may be -1 (no stored entry) gives an empty loop */
+      char chk[96] = "";
+      if (drv_x > 0 && !g->sp_valid[drv_a][drv_x - 1]) snprintf(chk, sizeof chk, "%s < 0 ? 0 : ", par);
+      line(g, "const int64_t dtl_sp%d_e%d = %sdtl_%s_pos[%d][%s + 1];", drv_a, drv_x, chk, tn, drv_x, par);
       line(g, "const int64_t dtl_sp%d_b%d = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", drv_a, drv_x, drv_base, tn, drv_x, v);
-      line(g, "for (int64_t dtl_sp%d_p%d = %s < 0 ? 0 : dtl_sp_lower(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_sp%d_e%d, dtl_sp%d_b%d); dtl_sp%d_p%d < dtl_sp%d_e%d; dtl_sp%d_p%d++) {",
-           drv_a, drv_x, par, tn, drv_x, tn, drv_x, par, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x);
+      /* the segment's first coordinate at or after the loop's start (the whole segment when the
+       * loop starts at the block's first coordinate) */
+      line(g, "for (int64_t dtl_sp%d_p%d = %s(dtl_sp%d_b%d <= 0 ? dtl_%s_pos[%d][%s] : dtl_sp_lower(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_sp%d_e%d, dtl_sp%d_b%d)); dtl_sp%d_p%d < dtl_sp%d_e%d; dtl_sp%d_p%d++) {",
+           drv_a, drv_x, chk, drv_a, drv_x, tn, drv_x, par, tn, drv_x, tn, drv_x, par, drv_a, drv_x, drv_a, drv_x, drv_a, drv_x, drv_a,
+           drv_x, drv_a, drv_x);
       line(g, "  const int64_t %s = dtl_%s_crd[%d][dtl_sp%d_p%d] - dtl_sp%d_b%d;", v, tn, drv_x, drv_a, drv_x, drv_a, drv_x);
       line(g, "  if (%s >= %s) break;", v, hs);
       g->sp_known[drv_a] = drv_x + 1;
+      g->sp_valid[drv_a][drv_x] = true;
     } else {
       m = fmemopen(b, sizeof b, "w");
       fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
@@ -1113,8 +1182,15 @@ static void emit_level(st *g, int k) {
     g->ind -= 2;
     line(g, "}");
   }
+  if (acc) {
+    g->acc_mode = false;
+    emit_acc_update(g);
+    g->ind -= 2;
+    line(g, "}");
+  }
   memcpy(g->bound, saved, sizeof saved);
   memcpy(g->sp_known, known_saved, sizeof known_saved);
+  memcpy(g->sp_valid, valid_saved, sizeof valid_saved);
   g->ncond = ncond0; /* conditions of this loop go out of scope with it */
 }
 

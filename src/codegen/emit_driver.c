@@ -258,8 +258,17 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   else cg_print_flops(c, lp);
   fputs(";\n  }\n", c);
   fputs("  double bytes = 0;\n", c);
-  for (int t = 0; t < nt; t++)
+  for (int t = 0; t < nt; t++) {
+    if (lw_sparse(p, t)) { /* the stored entries, counted once: a value and a coordinate each */
+      const char *n = p->tensors[t].name;
+      fprintf(c, "  {\n    int64_t nz = dtl_dist_canonical(&plan->dist[%d], ctx->coords) ? dtl_sparse_nvals(&s_%s) : 0;\n"
+                 "    MPI_Allreduce(MPI_IN_PLACE, &nz, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);\n"
+                 "    bytes += (double)nz * (double)(dtl_type_size(%s) + sizeof(int64_t));\n  }\n",
+              t, n, cg_dtltype(p->tensors[t].type));
+      continue;
+    }
     fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", p->tensors[t].name, cg_dtltype(p->tensors[t].type));
+  }
   fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
   fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
   if (o->cuda) {

@@ -44,6 +44,35 @@ static int cmp_entry(const void *a, const void *b) {
   return ia < ib ? -1 : ia > ib;
 }
 
+/* perm = 0..n-1 ordered by coordinates (row-major), equal coordinates by index: a counting
+ * sort on the first coordinate, then each run sorted on the rest. */
+static void sort_entries(const int64_t *coords, int order, const dtl_box *box, const int64_t *ext,
+                         int64_t n, int64_t *perm) {
+  g_sort.order = order;
+  g_sort.c = coords;
+  int64_t *start = NULL;
+  if (order > 0 && ext[0] > 0 && ext[0] <= 4 * n + 1024)
+    start = calloc((size_t)ext[0] + 1, sizeof *start);
+  if (!start) {
+    for (int64_t e = 0; e < n; e++)
+      perm[e] = e;
+    qsort(perm, (size_t)n, sizeof *perm, cmp_entry);
+    return;
+  }
+  for (int64_t e = 0; e < n; e++)
+    start[coords[e * order] - box->lo[0] + 1]++;
+  for (int64_t r = 0; r < ext[0]; r++)
+    start[r + 1] += start[r];
+  for (int64_t e = 0; e < n; e++) /* increasing e: stable */
+    perm[start[coords[e * order] - box->lo[0]]++] = e;
+  /* start[r] is now the end of run r */
+  if (order > 1)
+    for (int64_t r = 0, b = 0; r < ext[0]; b = start[r], r++)
+      if (start[r] - b > 1)
+        qsort(perm + b, (size_t)(start[r] - b), sizeof *perm, cmp_entry);
+  free(start);
+}
+
 static void add_value(dtl_type t, void *vals, int64_t at, const void *src, int64_t from) {
   switch (t) {
   case DTL_DOUBLE: ((double *)vals)[at] += ((const double *)src)[from]; break;
@@ -83,22 +112,24 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
     }
   const size_t es = dtl_type_size(t);
   int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
+  int64_t *uniq = malloc((size_t)(n > 0 ? n : 1) * sizeof *uniq); /* sorted entry -> unique entry */
   int64_t *par = malloc((size_t)(n > 0 ? n : 1) * sizeof *par);
-  if (!perm || !par)
+  int64_t *first = NULL;
+  if (!perm || !uniq || !par)
     goto oom;
-  for (int64_t e = 0; e < n; e++)
-    perm[e] = e;
-  g_sort.order = order;
-  g_sort.c = coords;
-  qsort(perm, (size_t)n, sizeof *perm, cmp_entry);
-  /* unique entries: u of them, perm[0..u) their first occurrences */
+  sort_entries(coords, order, box, ext, n, perm);
+  /* unique coordinates: first[u] is the sorted index of unique entry u's first occurrence */
   int64_t u = 0;
   for (int64_t e = 0; e < n; e++) {
-    if (u > 0 && !memcmp(coords + perm[u - 1] * order, coords + perm[e] * order,
-                         (size_t)order * sizeof *coords))
-      continue;
-    perm[u++] = perm[e];
+    if (e == 0 || memcmp(coords + perm[e - 1] * order, coords + perm[e] * order, (size_t)order * sizeof *coords))
+      u++;
+    uniq[e] = u - 1;
   }
+  first = malloc((size_t)(u > 0 ? u : 1) * sizeof *first);
+  if (!first)
+    goto oom;
+  for (int64_t e = n - 1; e >= 0; e--)
+    first[uniq[e]] = e;
   /* level by level: each unique entry's position at the level */
   int64_t np = 1;
   for (int64_t e = 0; e < u; e++)
@@ -108,15 +139,15 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
       if (ext[k] > 0 && np > INT64_MAX / ext[k])
         goto oom;
       for (int64_t e = 0; e < u; e++)
-        par[e] = par[e] * ext[k] + (coords[perm[e] * order + k] - box->lo[k]);
+        par[e] = par[e] * ext[k] + (coords[perm[first[e]] * order + k] - box->lo[k]);
       np *= ext[k];
     } else {
-      int64_t *pos = calloc((size_t)np + 1, sizeof *pos);
       int64_t cnt = 0;
       for (int64_t e = 0; e < u; e++)
         if (!(e > 0 && par[e] == par[e - 1] &&
-              coords[perm[e] * order + k] == coords[perm[e - 1] * order + k]))
+              coords[perm[first[e]] * order + k] == coords[perm[first[e - 1]] * order + k]))
           cnt++;
+      int64_t *pos = calloc((size_t)np + 1, sizeof *pos);
       int64_t *crd = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *crd);
       if (!pos || !crd) {
         free(pos);
@@ -125,7 +156,7 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
       }
       int64_t q = -1, prev_par = -1;
       for (int64_t e = 0; e < u; e++) {
-        int64_t c = coords[perm[e] * order + k] - box->lo[k];
+        int64_t c = coords[perm[first[e]] * order + k] - box->lo[k];
         if (!(q >= 0 && par[e] == prev_par && crd[q] == c)) {
           crd[++q] = c;
           pos[par[e] + 1]++;
@@ -144,29 +175,19 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
   s->vals = calloc((size_t)(np > 0 ? np : 1), es);
   if (!s->vals)
     goto oom;
-  /* every occurrence adds to its position: duplicates sum */
-  {
-    int64_t *all = malloc((size_t)(n > 0 ? n : 1) * sizeof *all);
-    if (!all)
-      goto oom;
-    for (int64_t x = 0; x < n; x++)
-      all[x] = x;
-    qsort(all, (size_t)n, sizeof *all, cmp_entry);
-    int64_t ue = -1;
-    for (int64_t x = 0; x < n; x++) {
-      if (ue < 0 || memcmp(coords + all[x] * order, coords + perm[ue] * order,
-                           (size_t)order * sizeof *coords))
-        ue++;
-      add_value(t, s->vals, par[ue], vals, all[x]);
-    }
-    free(all);
-  }
+  /* every occurrence adds to its position, in input order within equal coordinates */
+  for (int64_t e = 0; e < n; e++)
+    add_value(t, s->vals, par[uniq[e]], vals, perm[e]);
   free(perm);
+  free(uniq);
   free(par);
+  free(first);
   return 0;
 oom:
   free(perm);
+  free(uniq);
   free(par);
+  free(first);
   dtl_sparse_free(s);
   snprintf(err, errlen, "out of memory for a sparse block of %lld entries", (long long)n);
   return 1;
