@@ -140,7 +140,7 @@ void cg_print_flops(FILE *f, const lw_program *lp) {
   for (int i = 0; i < lp->nstmts; i++) {
     const ir_stmt *s = lp->stmts[i].s;
     const cin_node *asg = cin_assign(s->root);
-    int64_t ops = count_ops(asg->rhs) + (asg->reduces || asg->accumulate ? 1 : 0);
+    int64_t ops = count_ops(lp->stmts[i].rhs) + (asg->reduces || asg->accumulate ? 1 : 0);
     if (!ops) continue;
     fprintf(f, " + %lld.0", (long long)ops);
     for (int v = 0; v < s->nvars; v++)
@@ -243,6 +243,10 @@ static int sp_index(const st *g, const ir_expr *e) {
 
 static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
   st *g = vc;
+  if (e->tensor >= g->lp->ir->ast->ntensors) { /* a precompute workspace */
+    fprintf(f, "dtl_w_%s[%s]", s->work[e->tensor - g->lp->ir->ast->ntensors].name, cg_ident(s->vars[e->vars[0]].name));
+    return;
+  }
   const char *n = tname(g, e->tensor);
   int a = sp_index(g, e);
   if (a >= 0) { /* a sparse entry: its position at the last level, -1 where none is stored */
@@ -978,6 +982,30 @@ static void emit_assign(st *g) {
   line(g, "%s", b);
 }
 
+/* precompute: the workspace's loop, before the consumer's loops, in every iteration of the
+ * loops that enclose them. */
+static void emit_producer(st *g, const cin_node *w) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *pr = w->producer;
+  const char *wn = s->work[w->workspace - g->lp->ir->ast->ntensors].name;
+  const char *v = vname(g, pr->var);
+  nctx nc = {g->lp, g->ls, false};
+  char b[16384];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
+  psym(m, s->vars[pr->var].extent, &nc);
+  fprintf(m, "; %s++)", v);
+  fclose(m);
+  line(g, "/* precompute: workspace %s */", wn);
+  line(g, "%s", b);
+  m = fmemopen(b, sizeof b, "w");
+  fprintf(m, "  dtl_w_%s[%s] = ", wn, v);
+  cg_print_expr(m, g->lp->ir, s, pr->body->rhs, tensor(g, cin_assign(s->root)->lhs_tensor)->type, access_local, g);
+  fputc(';', m);
+  fclose(m);
+  line(g, "%s", b);
+}
+
 /* After the innermost loop in acc_mode: the output element gets the loop's sum. */
 static void emit_acc_update(st *g) {
   const cin_node *asg = cin_assign(g->ls->s->root);
@@ -1066,6 +1094,8 @@ static void emit_level(st *g, int k) {
   nctx nc = {g->lp, ls, false};
   bool collective = k < ls->outer;
   if (!collective && g->nsp) sp_advance(g); /* positions the enclosing loops determine */
+  for (int w = 0; w < ls->nwhere; w++)
+    if (ls->where_depth[w] == k) emit_producer(g, ls->where[w]);
   bool saved[512];
   memcpy(saved, g->bound, sizeof saved);
   int known_saved[32];
@@ -1580,6 +1610,19 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     else
       line(&g, "if (dtl_snap_vol > 0) memcpy(dtl_snap, %s, (size_t)dtl_snap_vol * sizeof(%s));", n, ct);
   }
+  for (int w = 0; w < ls->nwhere; w++) {
+    const cin_node *pr = ls->where[w]->producer;
+    const char *wn = s->work[ls->where[w]->workspace - p->ntensors].name;
+    const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
+    nctx nc = {lp, ls, false};
+    char ext[2048];
+    FILE *em = fmemopen(ext, sizeof ext, "w");
+    psym(em, s->vars[pr->var].extent, &nc);
+    fclose(em);
+    line(&g, "/* precompute's workspace %s, one element per iteration of %s */", wn, s->vars[pr->var].name);
+    line(&g, "%s *dtl_w_%s = dtl_reserve_(dtl_plan, %d, (size_t)(%s > 0 ? %s : 1) * sizeof(%s));", ct, wn, (*slot)++, ext, ext, ct);
+    line(&g, "if (!dtl_w_%s) return dtl_fail(dtl_ctx, \"out of memory for workspace %s\");", wn, wn);
+  }
   if (!asg->accumulate) {
     line(&g, "/* '=': the output starts from zero and every iteration adds to it */");
     if (o->cuda)
@@ -1663,6 +1706,7 @@ static int count_slots(const lw_program *lp) {
   for (int i = 0; i < lp->nstmts; i++) {
     for (int q = 0; q < lp->stmts[i].ncomm; q++) n += 2;
     n += lp->stmts[i].lhs_on_rhs;
+    n += lp->stmts[i].nwhere;
   }
   return n + 1;
 }

@@ -82,7 +82,7 @@ static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
       if (x) fputc(')', c);
     }
     fputs("] += ", c);
-    cg_print_expr(c, lp->ir, s, asg->rhs, p->tensors[asg->lhs_tensor].type, ref_access, &rc);
+    cg_print_expr(c, lp->ir, s, lp->stmts[i].rhs, p->tensors[asg->lhs_tensor].type, ref_access, &rc);
     fprintf(c, ";\n    free(r_in_%s);\n  }\n", out);
   }
   fputs("  return 0;\n}\n\n", c);

@@ -363,13 +363,117 @@ static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   c->order = lp->ir->ast->tensors[t].order;
   bool first = true;
   if (output) hull_access(lp, ls, c, asg->lhs_vars, asg->nlhs, &first);
-  else box_of_reads(lp, ls, c, asg->rhs, &first);
+  else box_of_reads(lp, ls, c, ls->rhs, &first);
   if (output) select_output(lp, ls, c);
   else select_input(lp, ls, c);
   if (c->pattern == PAT_EXCHANGE) try_assumption(lp, ls, c);
 }
 
+/* The loops of the statement in nest order, through the consumers of where nodes. */
+static int loop_chain(const cin_node *root, lw_stmt *ls) {
+  int n = 0;
+  const cin_node *c = root;
+  ls->nwhere = 0;
+  for (;;) {
+    while (c && c->kind == CIN_FORALL) {
+      if (n < LW_MAX_LOOPS) ls->loops[n++] = c;
+      c = c->body;
+    }
+    if (!c || c->kind != CIN_WHERE) break;
+    if (ls->nwhere < 4) {
+      ls->where_depth[ls->nwhere] = n;
+      ls->where[ls->nwhere] = c;
+    }
+    ls->nwhere++;
+    c = c->consumer;
+  }
+  return n;
+}
+
+static const cin_node *where_of(const lw_stmt *ls, int workspace) {
+  for (int w = 0; w < ls->nwhere && w < 4; w++)
+    if (ls->where[w]->workspace == workspace) return ls->where[w];
+  return NULL;
+}
+
+/* e with variable `from` renamed `to` and every workspace access replaced by what its
+ * producer computes (at the access's index). */
+static ir_expr *expand(const ir_program *ir, const lw_stmt *ls, const ir_expr *e, int from, int to) {
+  if (!e) return NULL;
+  ir_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == IR_ACCESS) {
+    const cin_node *w = e->tensor >= ir->ast->ntensors ? where_of(ls, e->tensor) : NULL;
+    if (w) {
+      int at = e->vars[0] == from ? to : e->vars[0];
+      const cin_node *pr = w->producer;
+      ir_expr *y = expand(ir, ls, pr->body->rhs, pr->var, at);
+      if (e->nguards) { /* keep the access's own placement on the expansion */
+        ir_expr *z = ir_alloc(sizeof *z);
+        *z = *y;
+        z->nguards = e->nguards, z->guards = e->guards;
+        return z;
+      }
+      return y;
+    }
+    x->vars = ir_alloc((e->nidx + 1) * sizeof *x->vars);
+    for (int k = 0; k < e->nidx; k++) x->vars[k] = e->vars[k] == from ? to : e->vars[k];
+    return x;
+  }
+  x->a = expand(ir, ls, e->a, from, to);
+  x->b = expand(ir, ls, e->b, from, to);
+  return x;
+}
+
+static const ir_expr *expand_rhs(const ir_program *ir, const ir_stmt *s, const lw_stmt *ls, const ir_expr *rhs) {
+  (void)s;
+  return ls->nwhere ? expand(ir, ls, rhs, -1, -1) : rhs;
+}
+
+static bool reads_sparse(const fe_program *p, const ir_expr *e) {
+  if (!e) return false;
+  if (e->kind == IR_ACCESS) return e->tensor < p->ntensors && lw_sparse(p, e->tensor);
+  return reads_sparse(p, e->a) || reads_sparse(p, e->b);
+}
+
+/* What the code generator supports of precompute: on the CPU target, workspaces computed
+ * by a plain loop below every communicate point and every distributed loop. */
+static bool check_where(lw_program *lp, const ir_stmt *s, lw_stmt *ls) {
+  fe_source *src = lp->ir->ast->src;
+  if (ls->nwhere > 4) {
+    fe_error(src, s->ast->loc, "precompute: at most 4 workspaces per statement");
+    return false;
+  }
+  for (int w = 0; w < ls->nwhere; w++) {
+    const cin_node *pr = ls->where[w]->producer;
+    fe_loc loc = s->vars[pr->var].loc;
+    if (lp->cuda) {
+      fe_error(src, loc, "precompute: not supported by the CUDA target yet");
+      return false;
+    }
+    if (pr->kind != CIN_FORALL || !pr->body || pr->body->kind != CIN_ASSIGN || pr->distributed || pr->par != PAR_NONE ||
+        pr->kernel || s->vars[pr->var].def < 0 || s->rels[s->vars[pr->var].def].kind != REL_PRECOMPUTE) {
+      fe_error(src, loc, "precompute: the workspace loop '%s' was scheduled; only the consumer's loops can be",
+               s->vars[pr->var].name);
+      return false;
+    }
+    if (reads_sparse(lp->ir->ast, pr->body->rhs)) {
+      fe_error(src, loc, "precompute: the expression reads a sparse tensor; precompute dense subexpressions only");
+      return false;
+    }
+    for (int k = ls->where_depth[w]; k < ls->nloops; k++)
+      if (ls->loops[k]->distributed) {
+        fe_error(src, ls->loops[k]->dist_loc,
+                 "distribute: loop '%s' lies inside precompute's loop; distribute the loops that enclose it",
+                 s->vars[ls->loops[k]->var].name);
+        return false;
+      }
+  }
+  return true;
+}
+
 bool lw_sparse(const fe_program *p, int t) {
+  if (t < 0 || t >= p->ntensors) return false; /* a precompute workspace: dense */
   const fe_tensor *ft = &p->tensors[t];
   for (int x = 0; x < ft->order; x++)
     if (ft->formats && ft->formats[x] == FE_COMPRESSED) return true;
@@ -380,11 +484,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   fe_source *src = lp->ir->ast->src;
   ls->s = s;
   ls->kernel_depth = -1;
-  if (s->has_precompute) {
-    fe_error(src, s->ast->loc, "precompute is not supported by the MPI code generator yet");
-    return false;
-  }
-  ls->nloops = cin_loops(s->root, ls->loops, LW_MAX_LOOPS);
+  ls->nloops = loop_chain(s->root, ls);
   if (ls->nloops >= LW_MAX_LOOPS) {
     fe_error(src, s->ast->loc, "too many loops (at most %d)", LW_MAX_LOOPS - 1);
     return false;
@@ -409,6 +509,8 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   const cin_node *asg = cin_assign(s->root);
   int lhs = asg->lhs_tensor;
   const fe_program *p = lp->ir->ast;
+  ls->rhs = expand_rhs(lp->ir, s, ls, asg->rhs);
+  if (ls->nwhere && !check_where(lp, s, ls)) return false;
   if (lw_sparse(p, lhs)) {
     fe_error(src, s->ast->loc,
              "statement writes sparse tensor '%s': sparse tensors can only be read (declare the output dense)",
@@ -416,7 +518,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     return false;
   }
   for (int t = 0; t < p->ntensors; t++)
-    if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(asg->rhs, t)) {
+    if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(ls->rhs, t)) {
       const cin_node *n = ls->loops[ls->kernel_depth];
       fe_error(src, s->vars[n->var].loc,
                "substitute: the kernel reads sparse tensor '%s'; leaf kernels take dense operands "
@@ -425,9 +527,9 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       return false;
     }
   add_comm(lp, ls, lhs, true);
-  ls->lhs_on_rhs = expr_reads(asg->rhs, lhs);
+  ls->lhs_on_rhs = expr_reads(ls->rhs, lhs);
   for (int t = 0; t < lp->ir->ast->ntensors; t++)
-    if (expr_reads(asg->rhs, t)) {
+    if (expr_reads(ls->rhs, t)) {
       add_comm(lp, ls, t, false);
       lw_comm *c = &ls->comm[ls->ncomm - 1];
       if (lw_sparse(p, t) && c->pattern != PAT_LOCAL) {
@@ -441,6 +543,15 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   ls->outer = 0;
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].depth + 1 > ls->outer) ls->outer = ls->comm[q].depth + 1;
+  for (int w = 0; w < ls->nwhere; w++)
+    if (ls->where_depth[w] < ls->outer) {
+      const cin_node *pr = ls->where[w]->producer;
+      fe_error(src, s->vars[pr->var].loc,
+               "precompute: the workspace would be computed above a communicate point (loop '%s' "
+               "encloses one); precompute a loop nested inside every communicate loop",
+               s->vars[ls->loops[ls->where_depth[w]]->var].name);
+      return false;
+    }
   if (ls->kernel_depth >= 0 && ls->kernel_depth < ls->outer) {
     const cin_node *n = ls->loops[ls->kernel_depth];
     fe_error(src, s->vars[n->var].loc,

@@ -61,6 +61,12 @@ typedef struct {
   int ncomm;
   lw_comm comm[32];
   bool lhs_on_rhs;      /* the output is also read: read a snapshot */
+  const ir_expr *rhs;   /* the right side as written: precompute's workspaces expanded */
+  /* precompute: where(consumer, producer) nodes; the producer (one loop over the workspace)
+   * runs before loop where_depth[w] of the chain, every iteration of the enclosing loops */
+  int nwhere;
+  int where_depth[4];
+  const cin_node *where[4];
   int kernel_depth;     /* position of the first substituted loop, -1 if none */
 } lw_stmt;
 

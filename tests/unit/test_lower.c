@@ -665,9 +665,12 @@ static void expect_lower_error(const char *text, int line, int col, const char *
 
 static void test_lower_errors(void **state) {
   (void)state;
-  expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\ntensor c(n);\n"
-                     "a(i) = b(i)*c(i) + c(i).precompute(b(i)*c(i), i, iw, T);\n",
-                     5, 1, "precompute is not supported by the MPI code generator yet");
+  expect_lower_error("param n = 8;\nmachine M = grid(p);\ntensor a(n) @ M(x -> x);\ntensor b(n) @ M(x -> x);\ntensor c(n);\n"
+                     "a(i) = b(i)*c(i) + c(i).precompute(b(i)*c(i), i, iw, T).communicate(c, i);\n",
+                     6, 50, "precompute: the workspace would be computed above a communicate point");
+  expect_lower_error("param n = 8;\nmachine M = grid(p);\ntensor a(n, n) @ M(xy -> x);\ntensor b(n, n) csr;\ntensor c(n);\n"
+                     "a(i, j) = b(i, j) * c(j) .precompute(b(i, j) * c(j), j, jw, T);\n",
+                     6, 57, "precompute: the expression reads a sparse tensor");
   expect_lower_error("param n = 8;\nmachine M = grid(2) : gpu;\ntensor a(n) @ M(x -> x);\ntensor b(n);\na(i) = b(i);\n",
                      2, 13, "machine 'M' has a gpu level");
   expect_lower_error("param n = 8;\nmachine M = [grid(2), grid(2) : gpu];\ntensor a(n);\ntensor b(n);\na(i) = b(i);\n",
