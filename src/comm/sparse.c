@@ -13,6 +13,10 @@ enum { TAG_SPARSE = 0x4460 };
 void dtl_sparse_free(dtl_sparse *s) {
   if (!s)
     return;
+  if (s->borrowed) {
+    memset(s, 0, sizeof *s);
+    return;
+  }
   for (int k = 0; k < DTL_MAX_DIMS; k++) {
     free(s->pos[k]);
     free(s->crd[k]);
@@ -354,6 +358,8 @@ int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl
   memset(out, 0, sizeof *out);
   int err = dtl_xplan_build(ctx, d, &own->box, need, arg, true, 0, &pl, &mine, &myneed);
   int ns = pl.send.n, nr = pl.recv.n;
+  bool whole_own = !err && nr == 0 && (pl.self ? dtl_box_equal(&pl.self_box, &myneed) : dtl_box_empty(&myneed)) &&
+                   dtl_box_equal(&own->box, &myneed) && !dtl_box_empty(&myneed);
   int64_t *scnt = calloc((size_t)ns + 1, sizeof *scnt), *rcnt = calloc((size_t)nr + 1, sizeof *rcnt);
   int64_t **sc = calloc((size_t)ns + 1, sizeof *sc), **rc_ = calloc((size_t)nr + 1, sizeof *rc_);
   void **sv = calloc((size_t)ns + 1, sizeof *sv), **rv = calloc((size_t)nr + 1, sizeof *rv);
@@ -368,7 +374,7 @@ int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl
   for (int i = 0; i < ns && !err; i++)
     if (dtl_sparse_extract(own, &pl.send.v[i].box, &scnt[i], &sc[i], &sv[i]))
       err = dtl_fail(ctx, "out of memory for a sparse fetch");
-  if (!err && pl.self && dtl_sparse_extract(own, &pl.self_box, &self_n, &self_c, &self_v))
+  if (!err && pl.self && !whole_own && dtl_sparse_extract(own, &pl.self_box, &self_n, &self_c, &self_v))
     err = dtl_fail(ctx, "out of memory for a sparse fetch");
   /* counts first (every planned piece is a message, also an empty one) */
   if (!err) {
@@ -431,8 +437,12 @@ int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl
     if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
       err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse fetch");
   }
-  /* assemble the needed box from all pieces */
-  if (!err) {
+  /* assemble the needed box from all pieces (this rank's own piece as it is when that is
+   * the whole box) */
+  if (!err && whole_own) {
+    *out = *own;
+    out->borrowed = true;
+  } else if (!err) {
     int64_t *ac = malloc((size_t)(total > 0 ? total : 1) * (size_t)order * sizeof *ac);
     char *av = malloc((size_t)(total > 0 ? total : 1) * es);
     if (!ac || !av) {

@@ -383,6 +383,7 @@ typedef struct {
   int64_t npos[DTL_MAX_DIMS];
   int64_t *pos[DTL_MAX_DIMS], *crd[DTL_MAX_DIMS];
   void *vals;
+  bool borrowed; /* the arrays belong to another piece (dtl_sparse_free leaves them) */
 } dtl_sparse;
 
 /* Build a piece from n entries (coords: n x order global coordinates inside box, vals: n
@@ -404,7 +405,7 @@ void dtl_sparse_densify(const dtl_sparse *s, void *dense);
 /* Collective over ctx->cart, as dtl_fetch: every processor receives the entries of its box
  * need(p) from the holders of the tensor (d, own: this rank's piece), assembled into *out
  * (released with dtl_sparse_free).  Each piece moves as a count, then its coordinates and
- * values. */
+ * values; when the box is exactly this rank's own piece, *out borrows its arrays. */
 int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl_box_fn need,
                      const void *arg, dtl_sparse *out);
 /* This rank's piece of a deterministic sparse tensor: in every row (all coordinates but the
