@@ -519,8 +519,10 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   }
   for (int t = 0; t < p->ntensors; t++)
     if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(ls->rhs, t)) {
-      const cin_node *n = ls->loops[ls->kernel_depth];
-      fe_error(src, s->vars[n->var].loc,
+      fe_loc at = s->ast->loc; /* the substitute command */
+      for (int q = 0; q < s->ast->ncmds; q++)
+        if (!strcmp(s->ast->cmds[q].name, "substitute")) at = s->ast->cmds[q].loc;
+      fe_error(src, at,
                "substitute: the kernel reads sparse tensor '%s'; leaf kernels take dense operands "
                "(leave the loops to the compiler, which iterates over the stored entries)",
                p->tensors[t].name);

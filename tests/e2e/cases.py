@@ -3,7 +3,8 @@
 examples(long) covers every program in examples/ at 1, 2, 3, 4, 6 and 8 ranks where its
 machine allows, at sizes that divide evenly over the grid and sizes that do not;
 programs(long) covers tests/e2e/programs/, plus runs that must fail cleanly and runs
-that check --fill; gpu(long) covers tests/gpu/programs/ (gpu machines and GPU units,
+that check --fill (sparse_programs: the programs with sparse tensors, and programs
+that distalc must reject); gpu(long) covers tests/gpu/programs/ (gpu machines and GPU units,
 compiled for the CUDA target).  The default is sized for `make check`; --long adds sizes
 and rank counts.
 """
@@ -112,6 +113,7 @@ def programs(long=False):
     add("literal_grid.dtl", [{"n": 7}], [{"n": 12}], rk=[2, 4, 6, 8] if long else [2, 4])
     add("required.dtl", [{"n": 5}])
     add("kernels.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}], [{"n": 9, "m": 2, "p": 7, "r": 5}])
+    runs.extend(sparse_programs(long))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
@@ -123,6 +125,93 @@ def programs(long=False):
     if long:
         runs.append(Run("programs", pr("grid3d.dtl"), None, {"n": 7, "m": 6, "p": 5},
                         fill_ranks=[1, 3, 8]))
+    return runs
+
+
+# Rank counts of the sparse programs: each program runs at one of these sets (in turn),
+# so that together they cover 1, 2, 3, 4, 6 and 8 ranks; --long runs every program at all.
+SPARSE_RANKS = ([1, 4, 6], [2, 3, 8])
+
+# Programs that distalc must reject: statements that write a sparse tensor.
+_WRITES_SPARSE = """# a sparse tensor may only be read
+param n = 7;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor B(n, n) @ M(ij -> i);
+tensor y(n);
+y(i) = B(i, j) * B(j, i);
+A(i, j) %s B(i, j)
+  .distribute(i);
+"""
+_WRITES_SPARSE_VECTOR = """# a sparse vector may only be read
+param n = 7;
+tensor v(n) {compressed};
+tensor x(n);
+v(i) = x(i) * 2;
+"""
+_GPU_SPARSE = """# sparse tensors on a gpu machine
+param n = 7;
+machine M = grid(g) : gpu;
+tensor A(n, n) csr @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = A(i, j) * x(j)
+  .distribute(i);
+"""
+
+
+def sparse_programs(long=False):
+    """tests/e2e/programs/sparse_*.dtl: programs that read sparse tensors, loaded from
+    .mtx, .tns and .npy files (sparse.py); runs that must fail cleanly on bad files;
+    --fill with --density; and programs that distalc must reject."""
+    pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
+    runs = []
+    turn = [0]
+
+    def add(name, param_sets, long_sets=()):
+        sets = list(param_sets) + (list(long_sets) if long else [])
+        rk = RANKS if long else SPARSE_RANKS[turn[0] % len(SPARSE_RANKS)]
+        turn[0] += 1
+        runs.extend(_expand("programs", pr(name), sets, rk))
+
+    add("sparse_spmv.dtl", [{"n": 13, "m": 11, "chunk": 4}],
+        [{"n": 7, "m": 20, "chunk": 3}, {"n": 1, "m": 6, "chunk": 2}])
+    add("sparse_spmm.dtl", [{"n": 12, "m": 10, "p": 9, "chunk": 3}],
+        [{"n": 17, "m": 7, "p": 5, "chunk": 4}])
+    add("sparse_sddmm.dtl", [{"n": 11, "m": 9, "p": 6, "chunk": 4}],
+        [{"n": 8, "m": 14, "p": 3, "chunk": 2}])
+    add("sparse_elementwise.dtl", [{"n": 9, "m": 9}], [{"n": 13, "m": 6}])
+    add("sparse_tensor3.dtl", [{"n": 8, "m": 7, "p": 6, "r": 3}],
+        [{"n": 11, "m": 5, "p": 9, "r": 2}, {"n": 2, "m": 1, "p": 7, "r": 1}])
+    add("sparse_formats.dtl", [{"n": 14, "m": 10}], [{"n": 9, "m": 9}])
+    add("sparse_types.dtl", [{"n": 10, "m": 8, "p": 5}], [{"n": 7, "m": 13, "p": 4}])
+    add("sparse_accumulate.dtl", [{"n": 9, "m": 8, "p": 4}], [{"n": 12, "m": 12, "p": 5}])
+    add("sparse_reorder.dtl", [{"n": 10, "m": 7, "p": 5}], [{"n": 6, "m": 11, "p": 8}])
+    add("sparse_schedules.dtl", [{"n": 11, "chunk": 3}], [{"n": 16, "chunk": 5}])
+    # repetitions: the tensors that += updates are reset before each one
+    runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
+                    args=["--iters", "3", "--warmup", "1"]))
+    # bad sparse files: one message, a nonzero exit, no hang
+    for error, name in (("mtx-shape", "sparse_spmv.dtl"), ("tns-range", "sparse_tensor3.dtl"),
+                        ("mtx-syntax", "sparse_spmm.dtl")):
+        runs.append(Run("programs", pr(name), 2, {}, error=error))
+    # --fill random with a density: the same tensors at any rank count, about that
+    # share of the sparse tensors' elements nonzero
+    runs.append(Run("programs", pr("sparse_spmv.dtl"), None, {"n": 40, "m": 30, "chunk": 7},
+                    fill_ranks=[1, 3], fill_args=["--density", "0.25"]))
+    runs.append(Run("programs", pr("sparse_tensor3.dtl"), None, {"n": 12, "m": 10, "p": 9, "r": 2},
+                    fill_ranks=[4, 2]))
+    # rejected by distalc, with the error on the statement's line
+    runs.append(Run("programs", "writes_sparse.dtl", None, compile_error=[8], label="=",
+                    source=_WRITES_SPARSE % "="))
+    runs.append(Run("programs", "writes_sparse.dtl", None, compile_error=[8], label="+=",
+                    source=_WRITES_SPARSE % "+="))
+    runs.append(Run("programs", "writes_sparse_vector.dtl", None, compile_error=[5],
+                    source=_WRITES_SPARSE_VECTOR))
+    # no sparse tensors on GPUs
+    runs.append(Run("programs", pr("sparse_spmv.dtl"), None, compile_error=[],
+                    compile_args=["--target", "cuda"]))
+    runs.append(Run("programs", "gpu_sparse.dtl", None, compile_error=[], source=_GPU_SPARSE))
     return runs
 
 

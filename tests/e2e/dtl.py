@@ -16,6 +16,9 @@ Semantics (those that the compiler implements):
     truncates toward zero, as in C), float and double in their own precision.  The
     value stored into an integer tensor is truncated toward zero.
   - Scalars are 0-d arrays.
+  - A tensor with a compressed level is sparse: the oracle computes with its dense
+    equivalent (a format changes the storage, never a result), and no statement may
+    write it.
 
 Next to every value the oracle computes a magnitude: the same expression evaluated on
 absolute values with every sign turned into `+`.  Floating-point results are compared
@@ -111,11 +114,18 @@ class Machine:
 
 class Tensor:
     def __init__(self, name, dims, type_, dist_text, fmt):
-        self.name, self.dims, self.type, self.dist_text, self.format = name, dims, type_, dist_text, fmt
+        self.name, self.dims, self.type, self.dist_text = name, dims, type_, dist_text
+        self.format = fmt  # None (dense) or the level format of every dimension
 
     @property
     def order(self):
         return len(self.dims)
+
+    @property
+    def sparse(self):
+        """Whether some level is compressed: the tensor is loaded from .mtx, .tns or a
+        dense .npy, and statements may only read it."""
+        return bool(self.format) and "compressed" in self.format
 
     @property
     def dtype(self):
@@ -338,18 +348,20 @@ class _Parser:
             while self.accept(","):
                 dims.append(self.size())
             self.expect(")")
-        type_ = "double"
-        if self.peek().text in DTYPES:
-            type_ = self.next().text
-        fmt = None
-        if self.peek().text in FORMAT_WORDS:
-            fmt = self.next().text
-        elif self.peek().text == "{":
-            self.next()
-            fmt = [self.ident()]
-            while self.accept(","):
-                fmt.append(self.ident())
-            self.expect("}")
+        type_, fmt = None, None
+        while True:  # the type and the format, each at most once, in either order
+            t = self.peek()
+            if t.text in DTYPES and t.kind == "id":
+                if type_ is not None:
+                    self.error(t, "type of %s given twice" % name)
+                type_ = self.next().text
+            elif (t.text in FORMAT_WORDS and t.kind == "id") or (t.text == "{" and t.kind == "op"):
+                if fmt is not None:
+                    self.error(t, "format of %s given twice" % name)
+                fmt = self.level_formats(name, len(dims))
+            else:
+                break
+        type_ = type_ or "double"
         dist = None
         if self.accept("@"):
             start = self.peek()
@@ -363,6 +375,27 @@ class _Parser:
         if name in self.prog.tensors:
             raise DtlError("%s: tensor %s declared twice" % (self.path, name))
         self.prog.tensors[name] = Tensor(name, dims, type_, dist, fmt)
+
+    # format = dense | compressed | csr | csf | { (dense|compressed), ... }
+    def level_formats(self, name, order):
+        """The level format of every dimension: a list of "dense" / "compressed"."""
+        t = self.next()
+        if t.text == "{":
+            fmt = [self.ident()]
+            while self.accept(","):
+                fmt.append(self.ident())
+            self.expect("}")
+            for f in fmt:
+                if f not in ("dense", "compressed"):
+                    self.error(t, "expected 'dense' or 'compressed' in a format")
+            if len(fmt) != order:
+                self.error(t, "format has %d levels but %s has order %d" % (len(fmt), name, order))
+            return fmt
+        if t.text == "csr":
+            if order != 2:
+                self.error(t, "csr needs a tensor of order 2")
+            return ["dense", "compressed"]
+        return ["dense" if t.text == "dense" else "compressed"] * order
 
     # access = NAME [( [VAR, ...] )]
     def access(self):
@@ -458,6 +491,9 @@ class _Parser:
                                    % (self.path, s.line, name, prog.tensors[name].order, len(vars_)))
             if len(set(s.lhs_vars)) != len(s.lhs_vars):
                 raise DtlError("%s:%d: repeated index variable on the left" % (self.path, s.line))
+            if prog.tensors[s.lhs].sparse:
+                raise DtlError("%s:%d: %s is sparse; statements may only read sparse tensors"
+                               % (self.path, s.line, s.lhs))
 
 
 def parse(text, path="<string>"):

@@ -11,6 +11,13 @@ inputs, which a run must leave unchanged.  Some runs add --validate and must exi
 some are expected to fail cleanly (a rank count that does not fit the machine, a
 missing param, a bad input file): they must exit nonzero, with a message, in time.
 
+Sparse tensors (a compressed level) get random sparse data (sparse.py), written as a
+Matrix Market .mtx, a FROSTT .tns or a dense .npy file; the oracle computes with the
+dense array the file means, and the sparse tensor saved as .npy must equal it.  Some
+runs expect distalc itself to reject a program (a statement that writes a sparse
+tensor, sparse tensors for --target cuda): exit status 1, a located error, no output.
+With --target cuda, the programs with sparse tensors are only checked to be rejected.
+
 usage: run_e2e.py [--suite examples|programs|all|gpu] [--long] [-j N] [--only TEXT]
                   [--keep] [--list] [--timeout S] [--target cpu|cuda] [--max-ranks N]
 
@@ -27,6 +34,7 @@ if anything failed.
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -44,6 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import dtl  # noqa: E402
+import sparse  # noqa: E402
 
 TOP_SRCDIR = os.path.abspath(os.environ.get("top_srcdir") or os.path.join(HERE, "..", ".."))
 TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir") or TOP_SRCDIR)
@@ -157,6 +166,10 @@ def grid_fit(prog, nranks, params):
 # ---- runs ----------------------------------------------------------------------------------
 
 ERRORS = ("ranks", "param", "shape", "dtype", "option")
+# Clean failures on a bad sparse input file: a .mtx whose size line does not match the
+# tensor, a .tns coordinate beyond the extent, a .mtx entry that is not a number.
+SPARSE_ERRORS = ("mtx-shape", "tns-range", "mtx-syntax")
+ERRORS += SPARSE_ERRORS
 # Output of an mpirun that could not start the job at all.
 MPIRUN_STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
 
@@ -168,29 +181,45 @@ class Run:
     grid params to pass (None: work them out with grid_fit); validate: add --validate;
     error: None, or the kind of clean failure expected (ERRORS); fill: instead of
     --load, use --fill random --seed N and run at every rank count in fill_ranks,
-    checking that all see the same tensors."""
+    checking that all see the same tensors (fill_args: more options, e.g. --density,
+    whose value the sparse tensors' share of nonzeros must then be near).
+    compile_error: distalc must reject the program: None (it must not), or the list of
+    lines where the error may be located ([]: any); compile_args: more distalc options;
+    source: the program's text (file is then only its name).  args: more options for
+    the executable (e.g. --iters)."""
 
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
-                 fill_ranks=None, omit=(), label=""):
+                 fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
+                 compile_args=(), source=None, args=()):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
         self.validate, self.error, self.fill_ranks = validate, error, fill_ranks
         self.omit = tuple(omit)  # params not to pass (to test a missing param)
         self.label = label
+        self.fill_args = tuple(fill_args)
+        self.compile_error = compile_error
+        self.compile_args = tuple(compile_args)
+        self.source = source
+        self.args = tuple(args)
         self.path = file if os.path.isabs(file) else os.path.join(TOP_SRCDIR, file)
 
     @property
     def id(self):
         name = os.path.basename(self.file) if os.path.isabs(self.file) else self.file
+        if self.compile_error is not None:
+            return " ".join([name, "distalc"] + list(self.compile_args) + ["expect-compile-error"]
+                            + ([self.label] if self.label else []))
         parts = [name, "np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks
                                        else self.nranks)]
         parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
         parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
+        parts.extend(self.args)
         if self.validate:
             parts.append("validate")
         if self.fill_ranks:
             parts.append("fill")
+            parts.extend(self.fill_args)
         if self.error:
             parts.append("expect-error-" + self.error)
         if self.label:
@@ -306,6 +335,8 @@ class Runner:
         return res
 
     def _run(self, run, res):
+        if run.compile_error is not None:
+            return self._compile_fail(run, res)
         prog = dtl.parse_file(run.path)
         exe, msg, ccmd = self.compile(run.path)
         res.details.append("compile: " + shlex.join(ccmd))
@@ -345,7 +376,20 @@ class Runner:
             cmd += param_args(k, v, style)
         outs = {}
         bad = (prog.read() or list(inputs))[0] if inputs else None  # the file to spoil
-        for name, arr in inputs.items():
+        if run.error in SPARSE_ERRORS:
+            bad = next((n for n in prog.read() + list(inputs)
+                        if n in inputs and prog.tensors[n].sparse
+                        and (run.error.startswith("tns") or prog.tensors[n].order == 2)), None)
+            if bad is None:
+                raise dtl.DtlError("%s: no sparse input to spoil for %s" % (run.file, run.error))
+        for name in list(inputs):
+            arr = inputs[name]
+            spoiled = name == bad and run.error in ("shape", "dtype")
+            if prog.tensors[name].sparse and not spoiled:
+                f = self._sparse_input(run, prog.tensors[name], d, inputs, res,
+                                       run.error if name == bad else None)
+                cmd += ["--load", "%s=%s" % (name, f)]
+                continue
             f = os.path.join(d, "in_%s.npy" % name)
             if run.error == "shape" and name == bad:
                 arr = np.zeros(tuple(s + 1 for s in arr.shape) or (2,), arr.dtype)
@@ -356,6 +400,7 @@ class Runner:
         for name in prog.tensors:
             outs[name] = os.path.join(d, "out_%s.npy" % name)
             cmd += ["--save", "%s=%s" % (name, outs[name])]
+        cmd += list(run.args)
         if run.validate:
             cmd.append("--validate")
         if run.error == "option":
@@ -418,6 +463,67 @@ class Runner:
             return
         res.ok = True
 
+    def _sparse_input(self, run, t, d, inputs, res, spoil):
+        """Write random sparse data for t (a file form chosen at random, or the one that
+        spoil, a SPARSE_ERRORS kind, needs, then spoiled); inputs[t.name] becomes the
+        dense array the file means.  Returns the file's path."""
+        rng = np.random.default_rng([run.seed(), zlib.crc32(t.name.encode())])
+        form = None if spoil is None else spoil.split("-")[0]
+        shape = np.shape(inputs[t.name])
+        path, dense, desc, lines = sparse.write_input(os.path.join(d, "in_%s" % t.name), shape,
+                                                      t.dtype, rng, form)
+        inputs[t.name] = dense
+        res.details.append("input:   %s: %s (%s)" % (t.name, os.path.basename(path), desc))
+        if spoil == "mtx-shape":
+            k = next(n for n, l in enumerate(lines) if n and not l.startswith("%"))
+            lines[k] = "%d %d %d" % (shape[0] + 1, shape[1], len(lines) - k - 1)
+        elif spoil == "tns-range":
+            lines.append(" ".join(str(n + 1) for n in (shape[0],) + (0,) * (len(shape) - 1)) + " 1")
+        elif spoil == "mtx-syntax":
+            k = next(n for n, l in enumerate(lines) if n and not l.startswith("%"))
+            lines[k] = "%d %d %d" % (shape[0], shape[1], len(lines) - k)
+            lines.append("1 one")
+        if spoil:
+            sparse.save(path, lines, dense)
+        return path
+
+    def _compile_fail(self, run, res):
+        """distalc must reject the program: exit status 1, an error located as
+        FILE:LINE:COL (on one of run.compile_error's lines, if any are given), and
+        no output file."""
+        with self.lock:
+            self.counter += 1
+            d = os.path.join(self.workdir, "reject%d" % self.counter)
+        os.makedirs(d)
+        path = run.path
+        if run.source is not None:
+            path = os.path.join(d, os.path.basename(run.file))
+            with open(path, "w") as f:
+                f.write(run.source)
+        outdir = os.path.join(d, "out")
+        os.makedirs(outdir)
+        cmd = [DISTALC, path, "-o", os.path.join(outdir, "prog")] + list(run.compile_args)
+        res.details.append("compile: " + shlex.join(cmd))
+        rc, out = self.execute(cmd, d, COMPILE_TIMEOUT)
+        m = re.search(r"^(.*):(\d+):(\d+): error: (.+)$", out, re.M)
+        if rc is None:
+            res.reason = "distalc timed out after %d s" % COMPILE_TIMEOUT
+        elif rc != 1:
+            res.reason = "expected distalc to reject the program (exit status 1), got %d" % rc
+        elif not m:
+            res.reason = "distalc exited 1 without a located error (FILE:LINE:COL: error: ...)"
+        elif run.compile_error and int(m.group(2)) not in run.compile_error:
+            res.reason = "the error is on line %s, expected %s" % (
+                m.group(2), " or ".join(map(str, run.compile_error)))
+        elif os.listdir(outdir):
+            res.reason = "distalc failed but wrote %s" % ", ".join(sorted(os.listdir(outdir)))
+        else:
+            res.ok = True
+            if self.verbose:
+                res.details.append(tail(out, 3))
+            return
+        res.details.append(tail(out))
+
     def _run_fill(self, run, res, prog, exe, params, d):
         """--fill random --seed S at several rank counts: every run must see the same
         inputs (they depend on global coordinates only) and compute the oracle's result
@@ -438,7 +544,7 @@ class Runner:
             pp.update(explicit)
             for k, v in pp.items():
                 cmd += param_args(k, v, 0)
-            cmd += ["--fill", "random", "--seed", str(run.seed() % 1000 + 1)]
+            cmd += ["--fill", "random", "--seed", str(run.seed() % 1000 + 1)] + list(run.fill_args)
             outs = {name: os.path.join(pd, "out_%s.npy" % name) for name in prog.tensors}
             for name, f in outs.items():
                 cmd += ["--save", "%s=%s" % (name, f)]
@@ -460,6 +566,10 @@ class Runner:
                 if not np.all(np.isfinite(v.astype(np.float64))):
                     res.reason = "np=%d: --fill random produced non-finite values in %s" % (p, k)
                     return
+            e = fill_density(prog, inputs, run.fill_args)
+            if e:
+                res.reason = "np=%d: %s" % (p, e)
+                return
             if first is None:
                 first = inputs
             else:
@@ -497,6 +607,41 @@ class Runner:
     def run_all(self, runs):
         with ThreadPoolExecutor(max_workers=max(1, self.jobs)) as pool:
             return list(pool.map(self.run_one, runs))
+
+
+def sparse_rejected(runs):
+    """For --target cuda: the runs of programs with sparse tensors replaced by one check
+    per program that distalc rejects it for that target."""
+    out, seen = [], set()
+    for r in runs:
+        if r.compile_error is None and os.path.isfile(r.path):
+            prog = dtl.parse_file(r.path)
+            if any(t.sparse for t in prog.tensors.values()):
+                if r.path not in seen:
+                    seen.add(r.path)
+                    out.append(Run(r.suite, r.file, None, compile_error=[],
+                                   compile_args=["--target", "cuda"]))
+                continue
+        out.append(r)
+    ids = set()
+    return [r for r in out if not (r.id in ids or ids.add(r.id))]
+
+
+def fill_density(prog, inputs, fill_args):
+    """For --fill random: the share of nonzeros of every sparse input must be near the
+    --density asked for (default 0.1), where the tensor is large enough to tell.
+    Returns None or a message."""
+    args = list(fill_args)
+    density = float(args[args.index("--density") + 1]) if "--density" in args else 0.1
+    for name, v in inputs.items():
+        t = prog.tensors[name]
+        if v.size == 0:
+            continue
+        share = np.count_nonzero(v) / v.size
+        if t.sparse and v.size * density >= 40 and not density / 2 <= share <= density * 2:
+            return ("--fill random with density %g gives %s %.3f of its elements nonzero"
+                    % (density, name, share))
+    return None
 
 
 def program_lines(out):
@@ -561,10 +706,12 @@ def main(argv=None):
         runs += cases.programs(args.long)
     if args.suite == "gpu":
         runs += cases.gpu(args.long)
+    if args.target == "cuda":
+        runs = sparse_rejected(runs)
     if args.only:
         runs = [r for r in runs if any(o == r.id or o in r.id for o in args.only)]
     if args.max_ranks:
-        runs = [r for r in runs if r.nranks <= args.max_ranks]
+        runs = [r for r in runs if (r.nranks or max(r.fill_ranks or [0])) <= args.max_ranks]
     if args.list:
         for r in runs:
             print(r.id)

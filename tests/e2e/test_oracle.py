@@ -5,7 +5,8 @@ The interpreter below shares nothing with the oracle but the parser: it walks th
 expression tree once per point of the iteration space, in plain Python, and places
 each summation at the lowest common ancestor of the variable's occurrences, found from
 the occurrences' paths in the tree.  Random small programs are generated as text,
-parsed, run by both, and compared.
+parsed, run by both, and compared.  Last, the oracle's reading of sparse level formats
+and the sparse input files of sparse.py (.mtx, .tns), read back independently.
 
 usage: test_oracle.py [--count N] [--seed S] [--verbose]
 """
@@ -246,6 +247,130 @@ def known_programs():
         yield _KNOWN_DECLS + text + "\n", dict(_KNOWN_INPUTS), expect
 
 
+# ---- sparse tensors ---------------------------------------------------------------------
+
+_SPARSE_DECLS = """param n = 3;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor D(n, n) int32 {compressed, compressed};
+tensor R(n, n) {compressed, dense} float;
+tensor K(n, n) compressed;
+tensor T(n, n, n) csf;
+tensor v(n) {compressed};
+tensor B(n, n) {dense, dense};
+tensor x(n);
+tensor y(n);
+tensor C(n, n);
+"""
+
+
+def sparse_checks(rng, count):
+    """The oracle's reading of level formats, and the sparse input files of sparse.py
+    read back by independent readers: each must mean the dense array it was written
+    for.  Returns a list of failure messages."""
+    import tempfile
+
+    import sparse
+
+    errs = []
+    prog = dtl.parse(_SPARSE_DECLS + "y(i) = A(i, j) * x(j);\n", "sparse declarations")
+    want = {"A": ["dense", "compressed"], "D": ["compressed"] * 2, "R": ["compressed", "dense"],
+            "K": ["compressed"] * 2, "T": ["compressed"] * 3, "v": ["compressed"],
+            "B": ["dense", "dense"], "x": None}
+    for name, fmt in want.items():
+        t = prog.tensors[name]
+        if t.format != fmt or t.sparse != bool(fmt and "compressed" in fmt):
+            errs.append("format of %s: %r (sparse %s), expected %r"
+                        % (name, t.format, t.sparse, fmt))
+    if prog.tensors["R"].type != "float" or prog.tensors["D"].type != "int32":
+        errs.append("the type after or before a format is lost")
+    for bad in ("A(i, j) = C(i, j);", "v(i) += x(i);", "T(i, j, k) = C(i, j) * x(k);"):
+        try:
+            dtl.parse(_SPARSE_DECLS + bad + "\n", "writes a sparse tensor")
+            errs.append("the oracle accepts a statement that writes a sparse tensor: %s" % bad)
+        except dtl.DtlError:
+            pass
+    for bad in ("tensor Z(n, n, n) csr;", "tensor Z(n, n) {dense};", "tensor Z(n) csr;",
+                "tensor Z(n) {compressed} {dense};", "tensor Z(n) float int32;"):
+        try:
+            dtl.parse("param n = 3;\n" + bad + "\n", "bad format")
+            errs.append("the oracle accepts %s" % bad)
+        except dtl.DtlError:
+            pass
+    # a known file: duplicates summed, a symmetric matrix mirrored, pattern values one
+    with tempfile.TemporaryDirectory() as d:
+        known = [
+            ("%%MatrixMarket matrix coordinate real general\n% c\n3 2 4\n"
+             "1 1 0.5\n3 2 -2\n1 1 0.25\n2 1 0\n",
+             "mtx", np.float64, [[0.75, 0], [0, 0], [0, -2]]),
+            ("%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n2 1 4\n3 3 -1\n3 1 2\n",
+             "mtx", np.int32, [[0, 4, 2], [4, 0, 0], [2, 0, -1]]),
+            ("%%MatrixMarket matrix coordinate pattern general\n2 2 2\n2 1\n1 2\n",
+             "mtx", np.float32, [[0, 1], [1, 0]]),
+            ("%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 0.5\n3 2 -3\n",
+             "mtx", np.float64, [[0, -0.5, 0], [0.5, 0, 3], [0, -3, 0]]),
+            ("# c\n1 2 1 1.5\n2 1 2 -1\n1 2 1 1\n", "tns", np.float64,
+             [[[0, 0], [2.5, 0]], [[0, -1], [0, 0]]]),
+        ]
+        for n, (text, form, dtype, dense) in enumerate(known):
+            path = os.path.join(d, "known%d.%s" % (n, form))
+            with open(path, "w") as f:
+                f.write(text)
+            dense = np.asarray(dense, dtype)
+            if form == "mtx":
+                got = sparse.read_mtx(path, dtype)
+            else:
+                got = sparse.read_tns(path, dense.shape, dtype)
+            if got.dtype != dense.dtype or not np.array_equal(got, dense):
+                errs.append("reader: known file %d means %r, read as %r"
+                            % (n, dense.tolist(), got.tolist()))
+        # random files
+        seen = set()
+        forms = ("mtx real general", "mtx real symmetric", "mtx integer general",
+                 "mtx real skew-symmetric", "mtx integer skew-symmetric", "mtx pattern general",
+                 "mtx pattern symmetric", "tns", "npy")
+        n = 0
+        # count files, and more until every kind of file has been seen (2000 at most)
+        while n < count or (not set(forms) <= seen and n < max(count, 2000)):
+            n += 1
+            order = int(rng.integers(1, 4))
+            shape = tuple(int(x) for x in rng.integers(1, 9, size=order))
+            if order == 2 and rng.random() < 0.4:
+                shape = (shape[0], shape[0])
+            dtype = np.dtype(rng.choice(["float64", "float32", "int32", "int64"]))
+            base = os.path.join(d, "in%d" % n)
+            path, dense, desc, lines = sparse.write_input(base, shape, dtype, rng)
+            seen.add(desc.split(",")[0])
+            try:
+                if path.endswith(".mtx"):
+                    got = sparse.read_mtx(path, dtype)
+                elif path.endswith(".tns"):
+                    got = sparse.read_tns(path, shape, dtype)
+                else:
+                    got = np.load(path)
+            except ValueError as e:
+                errs.append("%s (%s): %s" % (os.path.basename(path), desc, e))
+                continue
+            if got.shape != shape or got.dtype != dtype or not np.array_equal(got, dense):
+                errs.append("%s (%s, %s %s) does not mean the array the harness compares with"
+                            % (os.path.basename(path), desc, dtype, shape))
+            if " symmetric" in desc and not np.array_equal(dense, dense.T):
+                errs.append("%s: a symmetric .mtx whose matrix is not symmetric" % desc)
+            if "skew-symmetric" in desc and not np.array_equal(dense, -dense.T):
+                errs.append("%s: a skew-symmetric .mtx whose matrix is not" % desc)
+            if "pattern" in desc and not np.all((dense == 0) | (dense == 1)):
+                errs.append("%s: a pattern .mtx with values other than 1" % desc)
+            body = [l.split() for l in (lines or [])[1:] if not l.startswith(("%", "#"))][1:]
+            if "integer" in desc and not all(w[2].lstrip("-").isdigit() for w in body):
+                errs.append("%s: an integer .mtx with values that are not integers" % desc)
+            if "pattern" in desc and not all(len(w) == 2 for w in body):
+                errs.append("%s: a pattern .mtx with values" % desc)
+        for form in forms:
+            if count and form not in seen:
+                errs.append("%d random sparse files, none of them %s" % (n, form))
+    return errs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--count", type=int, default=200)
@@ -305,6 +430,11 @@ def main():
         check("seed %d" % seed, text, None, None)
         random_done += 1
         seed += 1
+    errs = sparse_checks(np.random.default_rng(seed0), args.count)
+    for err in errs:
+        print("FAIL (sparse, seed %d) %s" % (seed0, err))
+    failed += 1 if errs else 0
+    passed += 0 if errs else 1
     print("oracle checked against the brute-force interpreter; random seeds %d..%d "
           "(rerun one: test_oracle.py --seed S --count 1)" % (seed0, seed - 1))
     print("%d passed, %d failed" % (passed, failed))

@@ -680,7 +680,7 @@ static void test_lower_errors(void **state) {
                      4, 1, "statement writes sparse tensor 'a': sparse tensors can only be read");
   expect_lower_error("param n = 8;\ntensor A(n, n);\ntensor B(n, n) csr;\ntensor C(n, n);\n"
                      "A(i, j) = B(i, k) * C(k, j).substitute({i, j, k}, gemm);\n",
-                     5, 3, "substitute: the kernel reads sparse tensor 'B'");
+                     5, 29, "substitute: the kernel reads sparse tensor 'B'");
   lower_cuda = true;
   expect_lower_error("param n = 8;\nmachine M = grid(2) : gpu;\ntensor a(n) @ M(x -> x);\n"
                      "tensor B(n, n) csr @ M(xy -> x);\na(i) = B(i, j);\n",
