@@ -34,7 +34,7 @@ static const char usage[] =
     "  --emit cin      print the scheduled concrete index notation\n"
     "  --emit plan     print the communication plan (for --ranks P, default 4, and --set)\n"
     "  --emit c        print the generated C to standard output\n"
-    "  --check         only parse and validate\n"
+    "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
     "\n"
     "Environment: MPICC (default " DISTAL_MPICC "), DISTAL_CFLAGS and DISTAL_LIBS override\n"
@@ -363,10 +363,6 @@ int main(int argc, char **argv) {
   if (!prog || fe_check(prog)) goto done;
   ir = ir_build(prog);
   if (!ir || ir_schedule(ir, -1)) goto done;
-  if (check) {
-    status = 0;
-    goto done;
-  }
   if (emit && !strcmp(emit, "cin")) {
     for (int i = 0; i < ir->nstmts; i++) {
       if (ir->nstmts > 1) printf("# statement %d\n", i + 1);
@@ -388,6 +384,10 @@ int main(int argc, char **argv) {
   }
   lp = lw_lower(ir, cuda);
   if (!lp) goto done;
+  if (check) { /* everything the code generator would reject is reported by now */
+    status = 0;
+    goto done;
+  }
   if (emit && !strcmp(emit, "plan")) {
     int64_t *vals = calloc(prog->nparams + 1, sizeof *vals);
     for (int i = 0; i < prog->nparams; i++) vals[i] = prog->params[i].has_default ? prog->params[i].value : -1;

@@ -81,6 +81,24 @@ elif ls nodir 2>/dev/null | grep -q .; then bad "distalc left a file"
 else ok "distalc reports an unwritable output ($(head -1 err.txt))"; fi
 if "$DISTALC" "$top_srcdir/examples/summa.dtl" --exe -o nodir/prog 2> err.txt; then bad "distalc --exe wrote into a missing directory"
 else ok "distalc --exe reports an unwritable output"; fi
+# --check: everything short of writing code, so also what only the code generator rejects
+mkdir -p chk && cd chk || exit 1
+if "$DISTALC" "$top_srcdir/examples/summa.dtl" --check 2> ../err.txt && [ -z "$(ls)" ]; then
+  ok "distalc --check accepts a valid program and writes nothing"
+else bad "distalc --check on summa.dtl"; fi
+cat > late.dtl <<'DTL'
+param n = 8;
+machine M = grid(p);
+tensor a(n) @ M(x -> x);
+tensor b(n) @ M(x -> x);
+tensor c(n);
+a(i) = b(i) * c(i) + c(i) .precompute(b(i) * c(i), i, iw, T) .communicate(c, i);
+DTL
+if "$DISTALC" late.dtl --check 2> ../err.txt; then bad "distalc --check accepted a program the code generator rejects"
+elif ! grep -q '^late.dtl:6:[0-9]*: error: precompute: ' ../err.txt; then bad "distalc --check: no located precompute error"
+elif [ "$(ls)" != late.dtl ]; then bad "distalc --check wrote a file"
+else ok "distalc --check reports what the code generator rejects ($(head -1 ../err.txt | cut -c1-90))"; fi
+cd .. || exit 1
 if "$DISTALC" nothere.dtl 2> err.txt; then bad "distalc read a missing file"
 else ok "distalc reports a missing input ($(head -1 err.txt))"; fi
 
