@@ -71,7 +71,7 @@ bool cg_any_sparse(const fe_program *p) {
 
 /* ", const double *A" or, for a sparse tensor, ", const dtl_sparse *A" */
 void cg_tensor_param(FILE *f, const fe_program *p, int t) {
-  if (lw_sparse(p, t)) fprintf(f, ", const dtl_sparse *%s", cg_ident(p->tensors[t].name));
+  if (lw_sparse(p, t)) fprintf(f, ", %sdtl_sparse *%s", cg_written(p, t) ? "" : "const ", cg_ident(p->tensors[t].name));
   else
     fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
 }
@@ -236,8 +236,9 @@ static const char *tname(const st *g, int t) { return cg_ident(tensor(g, t)->nam
 static const char *vname(const st *g, int v) { return cg_ident(g->ls->s->vars[v].name); }
 
 static int sp_index(const st *g, const ir_expr *e) {
+  /* a guarded access is printed from a copy without its guards: same index array */
   for (int a = 0; a < g->nsp; a++)
-    if (g->sp_e[a] == e) return a;
+    if (g->sp_e[a] == e || (g->sp_e[a]->tensor == e->tensor && g->sp_e[a]->vars == e->vars)) return a;
   return -1;
 }
 
@@ -532,6 +533,10 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   }
   line(g, "/* %s %s: %s%s */", c->output ? "produce" : "fetch", tensor(g, t)->name,
        lw_pattern_name(c->pattern), c->output ? ", written back after this iteration" : "");
+  if (lw_sparse(g->lp->ir->ast, t) && c->output) { /* entries, sent to the holders after the iteration */
+    line(g, "dtl_%s_coo->n = 0;", n);
+    return;
+  }
   if (lw_sparse(g->lp->ir->ast, t)) { /* the stored entries of the box, from the holders */
     args_fill(g, c->depth);
     line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", slot);
@@ -631,6 +636,12 @@ static void emit_comm_out1(st *g, int q, const lw_comm *c) {
   const char *n = tname(g, t);
   fe_type ty = tensor(g, t)->type;
   line(g, "/* write back %s: %s */", tensor(g, t)->name, lw_pattern_name(c->pattern));
+  if (lw_sparse(g->lp->ir->ast, t)) { /* the holders' pieces gain the entries */
+    args_fill(g, c->depth);
+    line(g, "if (dtl_sparse_accumulate(dtl_ctx, &dtl_plan->dist[%d], %s, 0x%xu, %s_s%d_box%d, &dtl_args, dtl_%s_coo)) return 1;", t, n,
+         g->ls->exec_mask, fnprefix(g), g->ls->s->index, q, n);
+    return;
+  }
   if (c->pattern == PAT_REDUCE) {
     if (c->mask) {
       if (c->allreduce) {
@@ -939,6 +950,8 @@ static void emit_kernel(st *g, int k) {
   line(g, "}");
 }
 
+static void sp_push(st *g, const char *v);
+
 static void emit_assign(st *g) {
   const ir_stmt *s = g->ls->s;
   if (g->nsp) sp_advance(g);
@@ -959,6 +972,17 @@ static void emit_assign(st *g) {
     if (x + 1 < lhs.nidx) fprintf(m, " * dtl_%s_st[%d]", n, x);
   }
   fputs(g->in_kernel && g->atomic ? "], " : "] += ", m);
+  if (lw_sparse(g->lp->ir->ast, asg->lhs_tensor) && !g->acc_mode) { /* a nonzero becomes an entry */
+    fclose(m);
+    m = fmemopen(b, sizeof b, "w");
+    fprintf(m, "{ const %s dtl__v = ", cg_ctype(ty));
+    cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
+    fclose(m);
+    line(g, "%s;", b);
+    sp_push(g, "dtl__v");
+    line(g, "}");
+    return;
+  }
   if (g->acc_mode) { /* the sum of the innermost loop: a register, not the output */
     fclose(m);
     m = fmemopen(b, sizeof b, "w");
@@ -1006,10 +1030,29 @@ static void emit_producer(st *g, const cin_node *w) {
   line(g, "%s", b);
 }
 
+/* A sparse output gains the entry (the output's coordinates, value v) unless v is zero. */
+static void sp_push(st *g, const char *v) {
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  const char *n = tname(g, asg->lhs_tensor);
+  static const char *tsuffix[] = {"double", "float", "int32", "int64"};
+  char b[2048];
+  FILE *m = fmemopen(b, sizeof b, "w");
+  fprintf(m, "if (%s != 0) { const int64_t dtl__c[] = {", v);
+  for (int x = 0; x < asg->nlhs; x++) fprintf(m, "%s%s", x ? ", " : "", vname(g, asg->lhs_vars[x]));
+  fprintf(m, "}; if (dtl_coo_push_%s(dtl_%s_coo, dtl__c, %s)) return dtl_fail(dtl_ctx, \"out of memory for the entries of %s\"); }",
+          tsuffix[tensor(g, asg->lhs_tensor)->type], n, v, tensor(g, asg->lhs_tensor)->name);
+  fclose(m);
+  line(g, "%s", b);
+}
+
 /* After the innermost loop in acc_mode: the output element gets the loop's sum. */
 static void emit_acc_update(st *g) {
   const cin_node *asg = cin_assign(g->ls->s->root);
   const char *n = tname(g, asg->lhs_tensor);
+  if (lw_sparse(g->lp->ir->ast, asg->lhs_tensor)) {
+    sp_push(g, "dtl__acc");
+    return;
+  }
   char b[4096];
   FILE *m = fmemopen(b, sizeof b, "w");
   fprintf(m, "dtl_%s[", n);
@@ -1477,7 +1520,8 @@ static void emit_view(st *g, const lw_comm *c) {
   bool snap = !c->output && t == asg->lhs_tensor;
   line(g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
   if (lw_sparse(p, t)) {
-    sp_bind(g, t, n);
+    if (c->output) line(g, "dtl_%s_coo->n = 0; /* this rank's block: entries added at the end */", n);
+    else sp_bind(g, t, n);
     return;
   }
   if (snap) line(g, "dtl_in_%s = dtl_snap;", n);
@@ -1576,6 +1620,13 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     const char *ct = cg_ctype(p->tensors[t].type);
     g.comm_slot[q] = (*slot);
     *slot += 2;
+    if (lw_sparse(p, t) && c->output) {
+      const fe_tensor *ft = &p->tensors[t];
+      line(&g, "dtl_coo *dtl_%s_coo = &dtl_plan->co[%d]; /* the entries this rank produces */", n, g.comm_slot[q]);
+      line(&g, "dtl_%s_coo->type = %s, dtl_%s_coo->order = %d, dtl_%s_coo->n = 0;", n, cg_dtltype(ft->type), n, ft->order, n);
+      line(&g, "dtl_box dtl_%s_box = dtl_plan->own[%d];\n  (void)dtl_%s_box;", n, t, n);
+      continue;
+    }
     if (lw_sparse(p, t)) {
       int ord = c->order + 1;
       line(&g, "const dtl_sparse *dtl_%s = NULL;", n);
@@ -1623,7 +1674,20 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     line(&g, "%s *dtl_w_%s = dtl_reserve_(dtl_plan, %d, (size_t)(%s > 0 ? %s : 1) * sizeof(%s));", ct, wn, (*slot)++, ext, ext, ct);
     line(&g, "if (!dtl_w_%s) return dtl_fail(dtl_ctx, \"out of memory for workspace %s\");", wn, wn);
   }
-  if (!asg->accumulate) {
+  if (!asg->accumulate && lw_sparse(p, asg->lhs_tensor)) {
+    const fe_tensor *ft = &p->tensors[asg->lhs_tensor];
+    const char *n = cg_ident(ft->name);
+    char lv[256] = "";
+    for (int x = 0; x < ft->order; x++) {
+      strcat(lv, x ? ", " : "");
+      strcat(lv, ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
+    }
+    line(&g, "/* '=': the output starts with no entries and gains every nonzero the loops produce */");
+    line(&g, "{ static const dtl_level dtl__lv[] = {%s};", lv);
+    line(&g, "  dtl_sparse_free(%s);", n);
+    line(&g, "  if (dtl_sparse_empty(%s, %s, %d, dtl__lv, &dtl_plan->own[%d])) return dtl_fail(dtl_ctx, \"out of memory for %s\"); }", n,
+         cg_dtltype(ft->type), ft->order, asg->lhs_tensor, ft->name);
+  } else if (!asg->accumulate) {
     line(&g, "/* '=': the output starts from zero and every iteration adds to it */");
     if (o->cuda)
       line(&g, "if (dtl_cu_zero(dtl_ctx, %s, %s, dtl_box_volume(&dtl_plan->own[%d]))) return 1;",
@@ -1639,6 +1703,10 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   emit_level(&g, 0);
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].depth == -1) emit_comm_out(&g, q);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].output && ls->comm[q].pattern == PAT_LOCAL && lw_sparse(p, ls->comm[q].tensor))
+      line(&g, "if (dtl_sparse_merge(dtl_ctx, %s, dtl_%s_coo)) return 1; /* this rank's block gains its entries */",
+           cg_ident(p->tensors[ls->comm[q].tensor].name), cg_ident(p->tensors[ls->comm[q].tensor].name));
   fputs("  return 0;\n}\n\n", f);
 }
 
@@ -1718,7 +1786,9 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
              "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n",
           P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
-  if (cg_any_sparse(p)) fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n", nslots);
+  if (cg_any_sparse(p))
+    fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n  dtl_coo co[%d]; /* entries of sparse results */\n", nslots,
+            nslots);
   fputs("};\n\n", c);
   if (o->cuda)
     fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
@@ -1886,7 +1956,7 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-          P, P, nslots, cg_any_sparse(p) ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]);\n" : "");
+          P, P, nslots, cg_any_sparse(p) ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "");
   for (int t = 0; t < p->ntensors; t++) {
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, p->tensors[t].name, P);
     fprintf(c, "  if (!plan || !plan->ctx) return 0;\n  const dtl_box *b = &plan->own[%d];\n"
@@ -1969,6 +2039,13 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *
       if (!lw_sparse(p, t)) continue;
       const fe_tensor *ft = &p->tensors[t];
       const char *n = cg_ident(ft->name);
+      if (cg_written(p, t)) { /* a result may start as a zeroed dtl_sparse: no entries */
+        fprintf(c, "    if (%s && %s->order == 0 && !%s->vals) {\n      static const dtl_level lv[] = {", n, n, n);
+        for (int x = 0; x < ft->order; x++)
+          fprintf(c, "%s%s", x ? ", " : "", ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
+        fprintf(c, "};\n      if (dtl_sparse_empty(%s, %s, %d, lv, &dtl_plan->own[%d])) dtl_bad = dtl_fail(dtl_plan->ctx, \"out of memory\");\n    }\n",
+                n, cg_dtltype(ft->type), ft->order, t);
+      }
       fprintf(c, "    if (!dtl_bad && (!%s || %s->order != %d || %s->type != %s || !dtl_box_equal(&%s->box, &dtl_plan->own[%d])", n, n,
               ft->order, n, cg_dtltype(ft->type), n, t);
       for (int x = 0; x < ft->order; x++)

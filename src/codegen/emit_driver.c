@@ -128,7 +128,8 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
     if (lw_sparse(p, t)) {
       const fe_tensor *ft = &p->tensors[t];
-      fprintf(c, "  dtl_sparse s_%s; /* this rank's piece */\n  memset(&s_%s, 0, sizeof s_%s);\n  bool dn_%s = false;\n", n, n, n, n);
+      fprintf(c, "  dtl_sparse s_%s, si_%s; /* this rank's piece, and its initial entries */\n  memset(&s_%s, 0, sizeof s_%s);\n"
+                 "  memset(&si_%s, 0, sizeof si_%s);\n  bool dn_%s = false;\n", n, n, n, n, n, n, n);
       fprintf(c, "  static const dtl_level lv_%s[%d] = {", n, ft->order);
       for (int x = 0; x < ft->order; x++)
         fprintf(c, "%s%s", x ? ", " : "", ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
@@ -190,7 +191,10 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
       fprintf(c, "      char fe[256];\n      int e = dtl_sparse_fill(&s_%s, %s, opt.fill, opt.seed, %d, opt.density, %d, lv_%s, plan->dist[%d].extent, &plan->own[%d], fe, sizeof fe);\n"
                  "      if (e) dtl_fail(ctx, \"tensor %s: %%s\", fe);\n      if (dtl_any_error(ctx, e)) goto fail;\n    }\n",
               n, cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, n, t, t, n);
-      fprintf(c, "    if (dn_%s) dtl_sparse_densify(&s_%s, t_%s);\n  }\n", n, n, n);
+      fprintf(c, "    if (dn_%s) dtl_sparse_densify(&s_%s, t_%s);\n", n, n, n);
+      if (cg_written(p, t))
+        fprintf(c, "    if (dtl_any_error(ctx, dtl_sparse_copy(&si_%s, &s_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n", n, n, n);
+      fputs("  }\n", c);
       continue;
     }
     fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
@@ -232,7 +236,11 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  for (int it = -opt.warmup; it < opt.iters; it++) {\n", c);
   fputs("    /* written tensors start each run from their initial values (outside the timing) */\n", c);
   for (int t = 0; t < nt; t++)
-    if (cg_written(p, t)) {
+    if (cg_written(p, t) && lw_sparse(p, t)) {
+      const char *n = p->tensors[t].name;
+      fprintf(c, "    dtl_sparse_free(&s_%s);\n    if (dtl_any_error(ctx, dtl_sparse_copy(&s_%s, &si_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n",
+              n, n, n, n);
+    } else if (cg_written(p, t)) {
       if (o->cuda)
         fprintf(c, "    if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *i_%s))) goto fail;\n",
                 p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
@@ -271,6 +279,10 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   }
   fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
   fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
+  for (int t = 0; t < nt; t++)
+    if (cg_written(p, t) && lw_sparse(p, t))
+      fprintf(c, "  if (dn_%s) dtl_sparse_densify(&s_%s, t_%s); /* the result, dense for --save and --validate */\n", p->tensors[t].name,
+              p->tensors[t].name, p->tensors[t].name);
   if (o->cuda) {
     fputs("  /* results back to host memory for --save and --validate */\n", c);
     for (int t = 0; t < nt; t++)
@@ -325,7 +337,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int t = 0; t < nt; t++) {
     const char *n = p->tensors[t].name;
     fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
-    if (lw_sparse(p, t)) fprintf(c, "  dtl_sparse_free(&s_%s);\n", n);
+    if (lw_sparse(p, t)) fprintf(c, "  dtl_sparse_free(&s_%s);\n  dtl_sparse_free(&si_%s);\n", n, n);
     if (o->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
   }
   fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);

@@ -1011,3 +1011,223 @@ done:
     dtl_sparse_free(out);
   return err ? 1 : 0;
 }
+
+/* ---- sparse outputs -------------------------------------------------------------------------- */
+int dtl_coo_grow_(dtl_coo *q) {
+  int64_t cap = q->cap ? 2 * q->cap : 1024;
+  size_t es = dtl_type_size(q->type);
+  int64_t *c = realloc(q->c, (size_t)cap * (size_t)(q->order > 0 ? q->order : 1) * sizeof *c);
+  if (!c)
+    return 1;
+  q->c = c;
+  char *v = realloc(q->v, (size_t)cap * es);
+  if (!v)
+    return 1;
+  q->v = v;
+  q->cap = cap;
+  return 0;
+}
+
+void dtl_coo_free(dtl_coo *q) {
+  free(q->c);
+  free(q->v);
+  q->c = NULL, q->v = NULL;
+  q->n = q->cap = 0;
+}
+
+int dtl_sparse_empty(dtl_sparse *s, dtl_type t, int order, const dtl_level *level, const dtl_box *box) {
+  char err[64];
+  return dtl_sparse_from_coo(s, t, order, level, box, 0, NULL, NULL, err, sizeof err);
+}
+
+int dtl_sparse_copy(dtl_sparse *dst, const dtl_sparse *src) {
+  int64_t n = 0, *c = NULL;
+  void *v = NULL;
+  char err[256];
+  memset(dst, 0, sizeof *dst);
+  if (dtl_sparse_extract(src, &src->box, &n, &c, &v))
+    return 1;
+  int rc = dtl_sparse_from_coo(dst, src->type, src->order, src->level, &src->box, n, c, v, err, sizeof err);
+  free(c);
+  free(v);
+  return rc;
+}
+
+/* s := s + the entries of add (their coordinates in s->box, or dropped when outside, if
+ * clip), rebuilt in place. */
+static int merge_into(dtl_sparse *s, int64_t na, const int64_t *ac, const void *av, char *err, size_t errlen) {
+  int64_t n = 0, *c = NULL;
+  void *v = NULL;
+  if (dtl_sparse_extract(s, &s->box, &n, &c, &v)) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  const int order = s->order;
+  const size_t es = dtl_type_size(s->type);
+  int64_t *mc = realloc(c, (size_t)(n + na + 1) * (size_t)order * sizeof *mc);
+  char *mv = mc ? realloc(v, (size_t)(n + na + 1) * es) : NULL;
+  if (!mc || !mv) {
+    free(mc ? mc : c);
+    free(mv ? mv : v);
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  if (na) {
+    memcpy(mc + n * order, ac, (size_t)(na * order) * sizeof *mc);
+    memcpy(mv + n * (int64_t)es, av, (size_t)na * es);
+  }
+  dtl_sparse out;
+  int rc = dtl_sparse_from_coo(&out, s->type, order, s->level, &s->box, n + na, mc, mv, err, errlen);
+  free(mc);
+  free(mv);
+  if (rc)
+    return rc;
+  dtl_sparse_free(s);
+  *s = out;
+  return 0;
+}
+
+int dtl_sparse_merge(dtl_ctx *ctx, dtl_sparse *s, const dtl_coo *add) {
+  char err[256];
+  if (merge_into(s, add->n, add->c, add->v, err, sizeof err))
+    return dtl_fail(ctx, "sparse result: %s", err);
+  return 0;
+}
+
+/* the entries of q inside box */
+static int coo_in_box(const dtl_coo *q, const dtl_box *box, coo *out) {
+  size_t es = dtl_type_size(q->type);
+  out->order = q->order, out->es = es;
+  for (int64_t e = 0; e < q->n; e++) {
+    const int64_t *c = q->c + e * q->order;
+    bool in = true;
+    for (int k = 0; k < q->order && in; k++)
+      in = c[k] >= box->lo[k] && c[k] < box->hi[k];
+    if (in)
+      coo_push(out, c, (const char *)q->v + e * (int64_t)es);
+  }
+  return out->oom;
+}
+
+int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsigned exec_mask,
+                          dtl_box_fn prod, const void *arg, const dtl_coo *produced) {
+  dtl_xplan pl;
+  dtl_box mine, myprod;
+  const int order = own->order;
+  const size_t es = dtl_type_size(own->type);
+  int err = dtl_xplan_build(ctx, d, &own->box, prod, arg, false, exec_mask, &pl, &mine, &myprod);
+  int ns = pl.send.n, nr = pl.recv.n;
+  coo *snd = calloc((size_t)ns + 1, sizeof *snd);
+  int64_t *rcnt = calloc((size_t)nr + 1, sizeof *rcnt), *scnt = calloc((size_t)ns + 1, sizeof *scnt);
+  int64_t **rc_ = calloc((size_t)nr + 1, sizeof *rc_);
+  void **rv = calloc((size_t)nr + 1, sizeof *rv);
+  MPI_Request *req = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *req);
+  MPI_Datatype *types = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *types);
+  coo self = {.order = order, .es = es};
+  int nreq = 0, ntypes = 0, rc = MPI_SUCCESS;
+  if (!err && (!snd || !rcnt || !scnt || !rc_ || !rv || !req || !types))
+    err = dtl_fail(ctx, "out of memory for a sparse accumulate");
+  for (int i = 0; i < ns && !err; i++) {
+    if (coo_in_box(produced, &pl.send.v[i].box, &snd[i]))
+      err = dtl_fail(ctx, "out of memory for a sparse accumulate");
+    scnt[i] = snd[i].n;
+  }
+  if (!err && pl.self && coo_in_box(produced, &pl.self_box, &self))
+    err = dtl_fail(ctx, "out of memory for a sparse accumulate");
+  if (!err) {
+    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++)
+      if ((rc = MPI_Irecv(&rcnt[i], 1, MPI_INT64_T, pl.recv.v[i].peer, TAG_SPARSE + 3, ctx->cart, &req[nreq])) ==
+          MPI_SUCCESS)
+        nreq++;
+    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++)
+      if ((rc = MPI_Isend(&scnt[i], 1, MPI_INT64_T, pl.send.v[i].peer, TAG_SPARSE + 3, ctx->cart, &req[nreq])) ==
+          MPI_SUCCESS)
+        nreq++;
+    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse accumulate (counts)");
+    nreq = 0;
+  }
+  int64_t total = self.n;
+  for (int i = 0; i < nr && !err; i++) {
+    total += rcnt[i];
+    rc_[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * (size_t)order * sizeof(int64_t));
+    rv[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * es);
+    if (!rc_[i] || !rv[i])
+      err = dtl_fail(ctx, "out of memory for a sparse accumulate of %lld entries", (long long)rcnt[i]);
+  }
+  if (!err) {
+    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
+      if (!rcnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, rcnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rc_[i], cnt, types[ntypes++], pl.recv.v[i].peer, TAG_SPARSE + 4,
+                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(own->type, rcnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rv[i], cnt, types[ntypes++], pl.recv.v[i].peer, TAG_SPARSE + 5,
+                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
+    }
+    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
+      if (!scnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, scnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(snd[i].c, cnt, types[ntypes++], pl.send.v[i].peer, TAG_SPARSE + 4,
+                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(own->type, scnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(snd[i].v, cnt, types[ntypes++], pl.send.v[i].peer, TAG_SPARSE + 5,
+                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
+    }
+    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < ntypes; i++)
+      dtl_count_free(&types[i]);
+    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse accumulate");
+  }
+  /* the holder's piece gains every contribution to its block */
+  if (!err && total > 0) {
+    int64_t *ac = malloc((size_t)total * (size_t)order * sizeof *ac);
+    char *av = malloc((size_t)total * es);
+    if (!ac || !av) {
+      err = dtl_fail(ctx, "out of memory for a sparse accumulate of %lld entries", (long long)total);
+    } else {
+      int64_t at = 0;
+      if (self.n) {
+        memcpy(ac, self.c, (size_t)(self.n * order) * sizeof *ac);
+        memcpy(av, self.v, (size_t)self.n * es);
+        at = self.n;
+      }
+      for (int i = 0; i < nr; i++) {
+        memcpy(ac + at * order, rc_[i], (size_t)(rcnt[i] * order) * sizeof *ac);
+        memcpy(av + at * (int64_t)es, rv[i], (size_t)rcnt[i] * es);
+        at += rcnt[i];
+      }
+      char msg[256];
+      if (merge_into(own, total, ac, av, msg, sizeof msg))
+        err = dtl_fail(ctx, "sparse accumulate: %s", msg);
+    }
+    free(ac);
+    free(av);
+  }
+  for (int i = 0; i < ns && snd; i++) {
+    free(snd[i].c);
+    free(snd[i].v);
+  }
+  for (int i = 0; i < nr && rc_; i++) {
+    free(rc_[i]);
+    free(rv[i]);
+  }
+  free(snd), free(rcnt), free(scnt), free(rc_), free(rv), free(req), free(types);
+  free(self.c), free(self.v);
+  dtl_xplan_free(&pl);
+  return err;
+}

@@ -511,11 +511,20 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   const fe_program *p = lp->ir->ast;
   ls->rhs = expand_rhs(lp->ir, s, ls, asg->rhs);
   if (ls->nwhere && !check_where(lp, s, ls)) return false;
-  if (lw_sparse(p, lhs)) {
-    fe_error(src, s->ast->loc,
-             "statement writes sparse tensor '%s': sparse tensors can only be read (declare the output dense)",
-             p->tensors[lhs].name);
-    return false;
+  if (lw_sparse(p, lhs)) { /* a sparse result: entries appended in order, then assembled */
+    if (expr_reads(ls->rhs, lhs)) {
+      fe_error(src, s->ast->loc,
+               "statement reads the sparse tensor '%s' it writes; write the result to another tensor",
+               p->tensors[lhs].name);
+      return false;
+    }
+    for (int k = 0; k < ls->nloops; k++)
+      if (ls->loops[k]->par == PAR_CPU_THREAD || ls->loops[k]->kernel) {
+        fe_error(src, s->vars[ls->loops[k]->var].loc,
+                 "%s: the statement writes sparse tensor '%s', whose entries are produced by one thread",
+                 ls->loops[k]->kernel ? "substitute" : "parallelize", p->tensors[lhs].name);
+        return false;
+      }
   }
   for (int t = 0; t < p->ntensors; t++)
     if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(ls->rhs, t)) {
@@ -529,6 +538,14 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       return false;
     }
   add_comm(lp, ls, lhs, true);
+  if (lw_sparse(p, lhs) && ls->comm[ls->ncomm - 1].pattern != PAT_LOCAL) {
+    /* the produced entries go to the holders point to point and are summed there */
+    lw_comm *c = &ls->comm[ls->ncomm - 1];
+    c->pattern = PAT_EXCHANGE;
+    c->why = "sparse: the produced entries, point to point to the holders, summed there";
+    c->alt = NULL;
+    c->nassume = 0;
+  }
   ls->lhs_on_rhs = expr_reads(ls->rhs, lhs);
   for (int t = 0; t < lp->ir->ast->ntensors; t++)
     if (expr_reads(ls->rhs, t)) {

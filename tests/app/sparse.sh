@@ -37,8 +37,9 @@ elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | grep -q 'src/comm\|kernels/\|
 else
   echo "PASS app_sparse under AddressSanitizer and UBSan, plans created and destroyed 3 times, no leak in our code"
 fi
-# a generated executable with sparse operands (fills, .mtx/.tns input, fetches of stored
-# entries, --validate and --save) under the same sanitizers
+# a generated executable with sparse operands and a sparse result (fills, .mtx/.tns input,
+# fetches of stored entries, entries accumulated at their holders, --validate and --save)
+# under the same sanitizers
 cat > prog.dtl <<'DTL'
 param n = 9;
 param m = 7;
@@ -47,7 +48,10 @@ tensor C(n, m) @ M(xy -> xy);
 tensor A(n, m) csr @ M(xy -> yx);
 tensor T(n, m, 3) csf @ M(xyz -> x*);
 tensor v(3) {compressed};
+tensor S(n, m) {compressed, compressed} @ M(xy -> yx);
 C(i, j) = A(i, j) * 2 + T(i, j, k) * v(k)
+  .distribute({i, j}, {io, jo}, {ii, ji}, M);
+S(i, j) += A(i, j) * C(i, j) - T(i, j, k)
   .distribute({i, j}, {io, jo}, {ii, ji}, M);
 DTL
 "$DISTALC" prog.dtl --main -o prog
@@ -56,11 +60,11 @@ $MPICC $cc_san prog.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$
   -o prog_san -lopenblas -lhwloc -lm
 printf '%%%%MatrixMarket matrix coordinate integer general\n9 7 3\n1 1 4\n9 7 -2\n5 3 1\n' > A.mtx
 printf '# i j k value\n1 1 1 0.5\n9 7 3 -1.5\n4 2 2 2.25\n4 2 3 1\n' > T.tns
-for args in "--validate" "--validate --density 1 --fill index" "--load A=A.mtx --load T=T.tns --validate --save C=C.npy --save A=A.npy"; do
+for args in "--validate" "--validate --density 1 --fill index" "--load A=A.mtx --load T=T.tns --validate --save C=C.npy --save A=A.npy --save S=S.npy --iters 2"; do
   # shellcheck disable=SC2086
   ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     timeout 300 "$MPIRUN" -np 4 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./prog_san $args > prog.txt 2>&1 || true
-  if ! grep -q 'validate C: .* ok$' prog.txt; then
+  if ! grep -q 'validate C: .* ok$' prog.txt || ! grep -q 'validate S: .* ok$' prog.txt; then
     echo "FAIL generated sparse program ($args) under sanitizers:"; tail -40 prog.txt; fail=1
   elif grep -q 'ERROR: AddressSanitizer\|runtime error' prog.txt; then
     echo "FAIL sanitizer error ($args):"; grep -A20 'ERROR: AddressSanitizer\|runtime error' prog.txt | head -60; fail=1

@@ -2187,6 +2187,82 @@ static void test_sparse_import(void **state) {
   all_ok();
 }
 
+/* Sparse results: dtl_sparse_accumulate of random entries equals dtl_accumulate of the same
+ * entries as dense boxes (same distributions, boxes and executing masks). */
+static void test_sparse_accumulate(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS];
+  uint64_t s = 151;
+  for (int nd = 1; nd <= 3; nd++) {
+    int ng = grids(nd, gs, nd == 3 ? 4 : 3);
+    for (int i = 0; i < ng; i++) {
+      dtl_ctx *ctx = make_ctx(nd, gs[i], i % 2 == 1);
+      if (!ctx)
+        continue;
+      for (int round = 0; round < 8; round++) {
+        dtl_type t = round % 2 ? DTL_INT64 : DTL_DOUBLE;
+        int order = 1 + (int)rnd(&s, 3);
+        box_arg arg = {.seed = mix(s++), .order = order, .ndims = nd};
+        random_extents(&s, order, arg.ext);
+        dtl_level lv[DTL_MAX_DIMS];
+        random_levels(&s, order, lv);
+        dtl_dist d = random_dist(&s, ctx, order, arg.ext, true);
+        unsigned mask = (unsigned)rnd(&s, 1 << nd);
+        uint64_t seed = mix(s++);
+        dtl_box own, prod;
+        bool holder = dtl_dist_block(ctx, &d, ctx->coords, &own);
+        own.nd = order;
+        if (!holder)
+          for (int k = 0; k < order; k++)
+            own.lo[k] = own.hi[k] = 0;
+        /* initial piece: the global sparse tensor's entries in the block */
+        int64_t *c = NULL;
+        void *v = NULL;
+        int64_t n = holder ? sp_entries(t, seed, order, arg.ext, &own, &c, &v) : 0;
+        dtl_sparse sp;
+        char err[256];
+        CHECK(dtl_sparse_from_coo(&sp, t, order, lv, &own, n, c, v, err, sizeof err) == 0);
+        void *dense = alloc_box(t, &own);
+        dtl_sparse_densify(&sp, dense);
+        /* produced: this rank's entries of another sparse tensor inside its box */
+        random_need(&arg, ctx->coords, &prod);
+        int64_t *pc = NULL;
+        void *pv = NULL;
+        int64_t pn = sp_entries(t, seed ^ (uint64_t)(ctx->rank + 1) * 0x9E37ull, order, arg.ext, &prod, &pc, &pv);
+        dtl_coo q = {.type = t, .order = order};
+        for (int64_t e = 0; e < pn; e++) {
+          int pushed = t == DTL_DOUBLE ? dtl_coo_push_double(&q, pc + e * order, get_el(t, pv, e))
+                                       : dtl_coo_push_int64(&q, pc + e * order, (int64_t)get_el(t, pv, e));
+          CHECK(pushed == 0);
+        }
+        void *pbuf = alloc_box(t, &prod);
+        dtl_sparse tmp;
+        CHECK(dtl_sparse_from_coo(&tmp, t, order, lv, &prod, pn, pc, pv, err, sizeof err) == 0);
+        dtl_sparse_densify(&tmp, pbuf);
+        dtl_sparse_free(&tmp);
+        int rc = dtl_accumulate(ctx, &d, t, holder ? dense : NULL, &own, mask, random_need, &arg, pbuf);
+        CHECKF(rc == 0, "accumulate: %s", ctx->err);
+        rc = dtl_sparse_accumulate(ctx, &d, &sp, mask, random_need, &arg, &q);
+        CHECKF(rc == 0, "sparse accumulate: %s", ctx->err);
+        CHECK(sp_well_formed(&sp));
+        void *got = alloc_box(t, &own);
+        dtl_sparse_densify(&sp, got);
+        int64_t vol = dtl_box_volume(&own), bad = 0;
+        for (int64_t e = 0; e < vol && holder; e++)
+          if (get_el(t, got, e) != get_el(t, dense, e))
+            bad++;
+        CHECKF(bad == 0, "sparse accumulate round %d (order %d, mask %u, grid %d dims): %lld differ from dense", round, order,
+               mask, nd, (long long)bad);
+        dtl_sparse_free(&sp);
+        dtl_coo_free(&q);
+        free(c), free(v), free(pc), free(pv), free(dense), free(pbuf), free(got);
+      }
+      dtl_ctx_destroy(&ctx);
+    }
+  }
+  all_ok();
+}
+
 /* Fills depend on global coordinates only; .mtx and .tns files are read into every block. */
 static void test_sparse_fill_and_read(void **state) {
   (void)state;
@@ -2366,6 +2442,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_import, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_accumulate, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fill_and_read, reset, report_time),
   };
   char name[64];

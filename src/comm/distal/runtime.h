@@ -428,6 +428,41 @@ int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_lev
                       const dtl_box *own, int64_t n, const int64_t *coords, const void *vals,
                       dtl_sparse *out);
 
+/* Sparse results.  A statement that writes a sparse tensor appends every nonzero
+ * contribution to a coordinate list (global coordinates; duplicates are summed when the
+ * piece is rebuilt), and the pieces that hold those coordinates gain them. */
+typedef struct {
+  dtl_type type;
+  int order;
+  int64_t n, cap;
+  int64_t *c; /* n x order coordinates */
+  void *v;    /* n values */
+} dtl_coo;
+int dtl_coo_grow_(dtl_coo *q); /* nonzero when out of memory */
+void dtl_coo_free(dtl_coo *q);
+#define DTL_COO_PUSH_(NAME, T)                                                                    \
+  static inline int NAME(dtl_coo *q, const int64_t *coords, T v) {                               \
+    if (q->n == q->cap && dtl_coo_grow_(q)) return 1;                                            \
+    for (int k = 0; k < q->order; k++) q->c[q->n * q->order + k] = coords[k];                    \
+    ((T *)q->v)[q->n++] = v;                                                                      \
+    return 0;                                                                                     \
+  }
+DTL_COO_PUSH_(dtl_coo_push_double, double)
+DTL_COO_PUSH_(dtl_coo_push_float, float)
+DTL_COO_PUSH_(dtl_coo_push_int32, int32_t)
+DTL_COO_PUSH_(dtl_coo_push_int64, int64_t)
+#undef DTL_COO_PUSH_
+/* An empty piece over box; a deep copy of a piece. */
+int dtl_sparse_empty(dtl_sparse *s, dtl_type t, int order, const dtl_level *level, const dtl_box *box);
+int dtl_sparse_copy(dtl_sparse *dst, const dtl_sparse *src);
+/* s gains the entries of add (all inside s->box): rebuilt, duplicates summed. */
+int dtl_sparse_merge(dtl_ctx *ctx, dtl_sparse *s, const dtl_coo *add);
+/* Collective over ctx->cart, as dtl_accumulate: every executing processor produced the
+ * entries of `produced` inside its box prod(p); each holder's piece (own) gains the entries
+ * of its block, from every producer. */
+int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsigned exec_mask,
+                          dtl_box_fn prod, const void *arg, const dtl_coo *produced);
+
 /* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
  * of key in [lo, hi) or -1. */
 static inline int64_t dtl_sp_lower(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
