@@ -467,6 +467,14 @@ static bool uses_tensor(const ir_expr *e, int t) {
   return uses_tensor(e->a, t) || uses_tensor(e->b, t);
 }
 
+/* t is read by the statement: its assignment or a precompute producer */
+static bool node_uses_tensor(const cin_node *n, int t) {
+  if (!n) return false;
+  if (n->kind == CIN_FORALL) return node_uses_tensor(n->body, t);
+  if (n->kind == CIN_WHERE) return node_uses_tensor(n->consumer, t) || node_uses_tensor(n->producer, t);
+  return uses_tensor(n->rhs, t);
+}
+
 // forall v S  --communicate(T, v)-->  forall v S  s.t. communicate(T, v)
 static bool cmd_communicate(sctx *c) {
   const fe_arg *a = c->cmd->args, *items;
@@ -476,7 +484,7 @@ static bool cmd_communicate(sctx *c) {
   for (int k = 0; k < n; k++) {
     int t = fe_find_tensor(c->ir->ast, items[k].name);
     if (t < 0) FAIL(items[k].loc, "communicate: unknown tensor '%s'", items[k].name);
-    if (asg->lhs_tensor != t && !uses_tensor(asg->rhs, t))
+    if (asg->lhs_tensor != t && !node_uses_tensor(c->s->root, t))
       FAIL(items[k].loc, "communicate: tensor '%s' is not used by this statement", items[k].name);
     for (int m = 0; m < c->s->nvars; m++) {
       const cin_node *ln = loop_of(c->s, m);
@@ -510,8 +518,9 @@ static bool cmd_rotate(sctx *c) {
     if (rot[k] == t) FAIL(items[k].loc, "rotate: loop '%s' cannot rotate by itself", items[k].name);
     /* I must enclose t */
     bool outer = false;
-    for (const cin_node *x = loop_of(s, rot[k]); x && x->kind == CIN_FORALL; x = x->body)
-      if (x->var == t) outer = true;
+    for (const cin_node *x = loop_of(s, rot[k]); x && (x->kind == CIN_FORALL || x->kind == CIN_WHERE);
+         x = x->kind == CIN_WHERE ? x->consumer : x->body)
+      if (x->kind == CIN_FORALL && x->var == t) outer = true;
     if (!outer)
       FAIL(items[k].loc, "rotate: loop '%s' must enclose the rotated loop '%s'", items[k].name,
            a[0].name);
@@ -598,14 +607,19 @@ static bool expr_uses_var(const ir_expr *e, int v) {
   return expr_uses_var(e->a, v) || expr_uses_var(e->b, v);
 }
 
-/* Index variables (original) of an expression, recovered from loop i when i is derived. */
-static int original_of(const ir_stmt *s, int v) {
-  while (!s->vars[v].original) {
-    const ir_rel *r = &s->rels[s->vars[v].def];
-    if (r->kind == REL_FUSE) return -1;
-    v = r->in[0];
-  }
-  return v;
+static bool has_guards(const ir_expr *e) {
+  if (!e) return false;
+  return e->nguards || has_guards(e->a) || has_guards(e->b);
+}
+
+/* An original variable that loop variable v is computed from (through divide, split, fuse)
+ * and that e uses, or -1. */
+static int uses_origin(const ir_stmt *s, const ir_expr *e, int v) {
+  if (s->vars[v].original) return expr_uses_var(e, v) ? v : -1;
+  const ir_rel *r = &s->rels[s->vars[v].def];
+  int o = uses_origin(s, e, r->in[0]);
+  if (o < 0 && r->kind == REL_FUSE) o = uses_origin(s, e, r->in[1]);
+  return o;
 }
 
 // forall i S[e]  --precompute(e, i, iw, T)-->  where(forall i S[T(i)], forall iw T(iw) = e[i:=iw])
@@ -633,12 +647,14 @@ static bool cmd_precompute(sctx *c) {
   if (x->kind != CIN_ASSIGN) FAIL(a[1].loc, "precompute: loop '%s' already holds a where", a[1].name);
   ir_expr **e = find_subexpr(s, c->ir, &x->rhs, a[0].expr);
   if (!e) FAIL(a[0].loc, "precompute: this expression is not a subexpression of the statement");
-  if ((*e)->nguards) FAIL(a[0].loc, "precompute: the expression sits under a reduction placement");
+  if (has_guards(*e))
+    FAIL(a[0].loc, "precompute: the expression holds a summation placed inside it (a term that counts once per "
+                   "sum); precompute a product or a sum of whole terms");
   if (!expr_uses_var(*e, i))
     FAIL(a[0].loc, "precompute: the expression does not use '%s'", a[1].name);
   for (const cin_node *y = n->body; y->kind == CIN_FORALL; y = y->body) {
-    int o = original_of(s, y->var);
-    if (o >= 0 && expr_uses_var(*e, o))
+    int o = uses_origin(s, *e, y->var);
+    if (o >= 0)
       FAIL(a[0].loc, "precompute: the expression uses '%s', a loop inside '%s'", s->vars[o].name,
            a[1].name);
   }

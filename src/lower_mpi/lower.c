@@ -461,6 +461,17 @@ static bool check_where(lw_program *lp, const ir_stmt *s, lw_stmt *ls) {
       fe_error(src, loc, "precompute: the expression reads a sparse tensor; precompute dense subexpressions only");
       return false;
     }
+    for (int k = 0; k < ls->where_depth[w]; k++)
+      if (ls->loops[k]->par == PAR_CPU_THREAD) {
+        fe_loc at = s->vars[ls->loops[k]->var].loc; /* the parallelize command */
+        for (int q = 0; q < s->ast->ncmds; q++)
+          if (!strcmp(s->ast->cmds[q].name, "parallelize")) at = s->ast->cmds[q].loc;
+        fe_error(src, at,
+                 "parallelize: loop '%s' encloses precompute's workspace '%s', which its threads would share; "
+                 "parallelize a loop inside it",
+                 s->vars[ls->loops[k]->var].name, s->work[ls->where[w]->workspace - lp->ir->ast->ntensors].name);
+        return false;
+      }
     for (int k = ls->where_depth[w]; k < ls->nloops; k++)
       if (ls->loops[k]->distributed) {
         fe_error(src, ls->loops[k]->dist_loc,
@@ -494,6 +505,11 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   for (int k = 0; k < ls->nloops; k++) {
     const cin_node *n = ls->loops[k];
     if (!n->distributed) sym_set_var_max(n->var, sym_sub(s->vars[n->var].extent, sym_const(1)));
+    if (n->distributed && n->dist_dim < 0) { /* numbered only outside precompute's consumers */
+      fe_error(src, n->dist_loc, "distribute: loop '%s' lies inside precompute's loop; distribute the loops that enclose it",
+               s->vars[n->var].name);
+      return false;
+    }
     if (n->distributed) {
       int gd = lw_gdim(lp, n);
       ls->exec_mask |= 1u << gd;

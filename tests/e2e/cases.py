@@ -3,7 +3,8 @@
 examples(long) covers every program in examples/ at 1, 2, 3, 4, 6 and 8 ranks where its
 machine allows, at sizes that divide evenly over the grid and sizes that do not;
 programs(long) covers tests/e2e/programs/, plus runs that must fail cleanly and runs
-that check --fill (sparse_programs: the programs with sparse tensors, and programs
+that check --fill (precompute_programs: the programs with precompute, and precompute
+that distalc must reject; sparse_programs: the programs with sparse tensors, and programs
 that distalc must reject); gpu(long) covers tests/gpu/programs/ (gpu machines and GPU units,
 compiled for the CUDA target).  The default is sized for `make check`; --long adds sizes
 and rank counts.
@@ -113,6 +114,7 @@ def programs(long=False):
     add("literal_grid.dtl", [{"n": 7}], [{"n": 12}], rk=[2, 4, 6, 8] if long else [2, 4])
     add("required.dtl", [{"n": 5}])
     add("kernels.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}], [{"n": 9, "m": 2, "p": 7, "r": 5}])
+    runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
@@ -125,6 +127,98 @@ def programs(long=False):
     if long:
         runs.append(Run("programs", pr("grid3d.dtl"), None, {"n": 7, "m": 6, "p": 5},
                         fill_ranks=[1, 3, 8]))
+    return runs
+
+
+# Programs that distalc must reject: precompute against its rules, as (name, the line
+# of the error, the program).
+_PRECOMPUTE_REJECTED = [
+    ("above_communicate", 11, """# the workspace's loop would enclose the communicate point of B
+param n = 7;
+machine M = grid(gx, gy);
+tensor B(n, n) @ M(ij -> ij);
+tensor C(n, n) @ M(ij -> ij);
+tensor D(n, n) @ M(ij -> *j);
+tensor A(n, n) @ M(ij -> ij);
+A(i, j) = B(i, k) * (C(k, j) + D(k, j))
+  .distribute({i, j}, {io, jo}, {ii, ji}, M)
+  .communicate(B, k)
+  .precompute(C(k, j) + D(k, j), k, kw, w);
+"""),
+    ("sparse", 9, """# a workspace of a sparse expression
+param n = 7;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = A(i, j) * x(j) + 1
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(A(i, j) * x(j), j, jw, w);
+"""),
+    ("replaced_loop", 9, """# precompute over a loop that split replaced
+param n = 7;
+machine M = grid(g);
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .split(k, ko, ki, 2)
+  .precompute(x(k) * 2, k, kw, w);
+"""),
+    ("scheduled_workspace", 10, """# only the consumer's loops may be scheduled
+param n = 7;
+machine M = grid(g);
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(x(k) * 2, k, kw, w)
+  .split(kw, kwo, kwi, 2);
+"""),
+    ("gpu", 9, """# precompute on a gpu machine (the CUDA target)
+param n = 7;
+machine M = grid(g) : gpu;
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(x(k) * 2, k, kw, w);
+"""),
+]
+
+
+def _first_line(path, text):
+    """The number of the first line of the file that holds text."""
+    with open(os.path.join(TOP_SRCDIR, path)) as f:
+        return next(n for n, l in enumerate(f, 1) if text in l.split("#")[0])
+
+
+def precompute_programs(long=False):
+    """tests/e2e/programs/precompute*.dtl: workspaces computed before their consumer's
+    loops, with the schedule around them; each program at two sizes whose rank counts
+    together are 1, 2, 3, 4, 6 and 8 (every count at both sizes with --long).  Programs
+    that break precompute's rules, and precompute for --target cuda, must be rejected
+    with the error on the right line.  (sparse_precompute.dtl is among the sparse
+    programs.)"""
+    pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
+    runs = []
+
+    def add(name, sets):
+        for params, rk in sets:
+            runs.extend(_expand("programs", pr(name), [params], RANKS if long else rk))
+
+    add("precompute.dtl", [({"n": 9, "m": 5, "p": 3, "chunk": 2}, [1, 3, 4, 8]),
+                           ({"n": 4, "m": 7, "p": 6, "chunk": 4}, [2, 6])])
+    add("precompute2d.dtl", [({"n": 9, "m": 5, "p": 3, "q": 2, "chunk": 2}, [2, 6, 8]),
+                             ({"n": 5, "m": 7, "p": 4, "q": 3, "chunk": 3}, [1, 3, 4])])
+    for name, line, text in _PRECOMPUTE_REJECTED:
+        runs.append(Run("programs", "precompute_%s.dtl" % name, None, compile_error=[line],
+                        source=text))
+    for name in ("precompute.dtl", "precompute2d.dtl"):
+        runs.append(Run("programs", pr(name), None, compile_args=["--target", "cuda"],
+                        compile_error=[_first_line(pr(name), ".precompute(")]))
     return runs
 
 
@@ -188,6 +282,8 @@ def sparse_programs(long=False):
     add("sparse_accumulate.dtl", [{"n": 9, "m": 8, "p": 4}], [{"n": 12, "m": 12, "p": 5}])
     add("sparse_reorder.dtl", [{"n": 10, "m": 7, "p": 5}], [{"n": 6, "m": 11, "p": 8}])
     add("sparse_schedules.dtl", [{"n": 11, "chunk": 3}], [{"n": 16, "chunk": 5}])
+    add("sparse_precompute.dtl", [{"n": 10, "m": 7, "p": 4}], [{"n": 3, "m": 9, "p": 6}])
+    add("sparse_precompute.dtl", [{"n": 6, "m": 11, "p": 3}])
     # repetitions: the tensors that += updates are reset before each one
     runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
                     args=["--iters", "3", "--warmup", "1"]))

@@ -137,6 +137,11 @@ class Stmt:
         self.lhs, self.lhs_vars, self.accumulate, self.rhs = lhs, tuple(lhs_vars), accumulate, rhs
         self.schedule_text, self.line = schedule_text, line
 
+    @property
+    def commands(self):
+        """The names of the schedule's commands, in order."""
+        return re.findall(r"(?:^|\.)([A-Za-z_]\w*)\(", self.schedule_text)
+
     def text(self):
         lhs = self.lhs + ("(%s)" % ", ".join(self.lhs_vars) if self.lhs_vars else "")
         return "%s %s %s" % (lhs, "+=" if self.accumulate else "=", expr_str(self.rhs))
@@ -175,6 +180,12 @@ class Program:
 
     def grid_params(self):
         return [p.name for p in self.params.values() if p.is_grid]
+
+    def cpu_only(self):
+        """Whether the program uses what only the CPU target compiles: sparse tensors or
+        precompute (distalc --target cuda rejects it)."""
+        return (any(t.sparse for t in self.tensors.values())
+                or any("precompute" in s.commands for s in self.stmts))
 
     def size(self, s, params):
         if isinstance(s, int):

@@ -16,11 +16,24 @@ simulating the loop nest command by command (LANGUAGE.md section 5):
     distribute({..}, {..}, {..}, M) with M a machine, an inline grid or a tensor;
   - more divide/split/reorder/fuse below the distributed loops;
   - rotate(t, {distributed loops}, r) of a loop nested under the distributed ones;
-  - communicate(T, v) at distributed loops or loops nested under them.
+  - communicate(T, v) at distributed loops or loops nested under them;
+  - precompute(e, i, iw, T) (about a fifth of the programs): e a subexpression that
+    reads no sparse tensor and sits under no reduction placement, i an original loop
+    nested inside every distributed and communicate loop, e using i and only variables
+    of the loops around i; sometimes a second one at i or inside it; then more
+    divide/split/reorder/fuse of the loops of the innermost consumer;
+  - parallelize of a loop that only the output indexes (inside the innermost consumer
+    when there is a precompute).
+About a quarter of the programs declare some of their inputs sparse, with random level
+formats (csr, csf, compressed, {dense, compressed}, {compressed, compressed}, ...): the
+run feeds them random sparse .mtx, .tns or .npy files (run_e2e.py, sparse.py).  With
+--target cuda, which compiles neither, programs have no sparse tensors and no precompute
+(these choices come from a second random stream of the seed, so the rest is drawn alike).
 Each program is run at a random rank count that fits its machine and compared with the
 oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it.
 
 usage: gen_random.py [--count N] [--seed S] [--long] [-j N] [--keep] [--print]
+                     [--target cpu|cuda]
 """
 
 import argparse
@@ -51,6 +64,8 @@ class Nest:
         self.ext = dict(extents)
         self.origin = {v: {v} for v in order}
         self.dist = []  # the distributed loops, in grid-dimension order
+        self.comm = []  # the loops that communicate commands name
+        self.where = None  # position of the innermost precompute's loop
         self.cmds = []
         self.counter = 0
 
@@ -120,8 +135,101 @@ class Nest:
         self.cmds.append("rotate(%s, {%s}, %s)" % (t, ", ".join(group), r))
 
     def communicate(self, tensors, v):
+        self.comm.append(v)
         self.cmds.append("communicate(%s, %s)" % (
             tensors[0] if len(tensors) == 1 else "{%s}" % ", ".join(tensors), v))
+
+
+def level_format(rng, order):
+    """A random level format of a tensor of this order with a compressed level."""
+    r = rng.random()
+    if order == 2 and r < 0.3:
+        return "csr"
+    if r < 0.5:
+        return rng.choice(["csf", "compressed"])
+    levels = [rng.choice(["dense", "compressed"]) for _ in range(order)]
+    if "compressed" not in levels:
+        levels[rng.randrange(order)] = "compressed"
+    return "{%s}" % ", ".join(levels)
+
+
+def _subexprs(e, path=()):
+    """(path, node) of every node of an expression, the root first."""
+    yield path, e
+    if e[0] == "neg":
+        yield from _subexprs(e[1], path + (0,))
+    elif e[0] not in ("acc", "num"):
+        yield from _subexprs(e[1], path + (0,))
+        yield from _subexprs(e[2], path + (1,))
+
+
+def _guarded(rhs, summed):
+    """Paths of the operands that a reduction placement guards (TACO's rule, as distalc
+    writes it: descending from the root to the smallest subexpression that holds all uses
+    of a summed variable, the operand of a +/- left behind is guarded)."""
+    out = set()
+    for v in summed:
+        e, path = rhs, ()
+        while e[0] in ("+", "-", "*", "/", "neg"):
+            if e[0] == "neg":
+                e, path = e[1], path + (0,)
+                continue
+            ua = any(v in a[2] for a in dtl.accesses(e[1]))
+            ub = any(v in a[2] for a in dtl.accesses(e[2]))
+            if ua == ub:
+                break
+            k = 0 if ua else 1
+            if e[0] in "+-":
+                out.add(path + (1 - k,))
+            e, path = e[1 + k], path + (k,)
+    return out
+
+
+def add_precompute(rng, nest, stmt, sparse_names):
+    """A random valid precompute of the statement (a second one sometimes), appended to the
+    nest's commands; returns the number added.  The workspace's loop i is an original
+    loop nested inside every distributed and communicate loop; e uses i, no variable of a
+    loop inside i, no sparse tensor, and holds no reduction guard (on itself or inside);
+    a second expression
+    is disjoint from the first, its loop at i or inside it."""
+    summed = {v for a in dtl.accesses(stmt.rhs) for v in a[2]} - set(stmt.lhs_vars)
+    guarded = _guarded(stmt.rhs, summed)
+    floor = max([nest.loops.index(v) for v in nest.dist + nest.comm] + [-1]) + 1
+    done = []  # paths of the expressions precomputed
+
+    def candidates(lo):
+        out = []
+        for p in range(lo, len(nest.loops)):
+            i = nest.loops[p]
+            if i not in VARS:
+                continue  # derived by a command
+            inner = set()
+            for v in nest.loops[p + 1:]:
+                inner |= nest.origin[v]
+            for path, e in _subexprs(stmt.rhs):
+                accs = dtl.accesses(e)
+                vs = {v for a in accs for v in a[2]}
+                if (any(g[:len(path)] == path for g in guarded) or i not in vs or vs & inner
+                        or any(a[1] in sparse_names for a in accs)
+                        or any(path[:len(d)] == d or d[:len(path)] == path for d in done)):
+                    continue
+                out.append((p, path, e))
+        return out
+
+    lo = floor
+    while len(done) < 2:
+        cands = candidates(lo)
+        if not cands:
+            break
+        p, path, e = rng.choice(cands)
+        i = nest.loops[p]
+        nest.cmds.append("precompute(%s, %s, %s, %s)" % (dtl.expr_str(e), i, nest.fresh(i + "w"),
+                                                         nest.fresh("ws")))
+        done.append(path)
+        nest.where = lo = p
+        if rng.random() < 0.6:
+            break
+    return len(done)
 
 
 def _parse_stmt(names, tvars, text):
@@ -191,9 +299,13 @@ def structural(rng, nest, start, count, params_decl):
             nest.fuse(k, "fuse" if rng.random() < 0.7 else "collapse")
 
 
-def gen_program(seed, max_ranks=6):
-    """(text, runtime param overrides, rank count) of a random program."""
+def gen_program(seed, max_ranks=6, target="cpu"):
+    """(text, runtime param overrides, rank count) of a random program.  The sparse
+    formats and precompute commands come from a second random stream, so the programs
+    of --target cuda (which has neither) are the others without them."""
     rng = random.Random(seed)
+    frng = random.Random("features %d" % seed)
+    features = target != "cuda"
     type_ = rng.choice(TYPES)
     is_int = type_.startswith("int")
 
@@ -234,6 +346,13 @@ def gen_program(seed, max_ranks=6):
     names = ["A"] + ["B", "C", "D", "E"][:len(inputs)]
     tvars = {"A": out_vars}
     tvars.update({n: t for n, t in zip(names[1:], inputs)})
+    # sparse inputs (only read: A is the only tensor written)
+    formats = {}
+    if features and frng.random() < 0.25:
+        can = [n for n in names[1:] if tvars[n]]
+        if can:
+            chosen = [n for n in can if frng.random() < 0.6] or [frng.choice(can)]
+            formats = {n: level_format(frng, len(tvars[n])) for n in chosen}
 
     # the expression: every input once, combined at random
     def literal():
@@ -308,13 +427,17 @@ def gen_program(seed, max_ranks=6):
             sep = "" if compact else ","
             dist = " @ M(%s -> %s)" % (sep.join(xnames), sep.join(y))
             dist_of[n] = True
-        decls.append("tensor %s%s%s%s;" % (n, dims_text, "" if type_ == "double" and rng.random() < 0.5
-                                           else " " + type_, dist))
+        type_text = "" if type_ == "double" and rng.random() < 0.5 else " " + type_
+        if n in formats:  # the type and the format, in either order
+            fmt = " " + formats[n]
+            type_text = type_text + fmt if frng.random() < 0.5 else fmt + type_text
+        decls.append("tensor %s%s%s%s;" % (n, dims_text, type_text, dist))
 
     # the schedule, by simulating the loop nest
     accumulate = rng.random() < 0.2
     stmt_text = "%s %s %s" % (acc("A"), "+=" if accumulate else "=", expr)
-    nest = Nest(loop_order(_parse_stmt(names, tvars, stmt_text)), ext)
+    stmt = _parse_stmt(names, tvars, stmt_text)
+    nest = Nest(loop_order(stmt), ext)
     structural(rng, nest, 0, rng.choice([0, 0, 1, 1, 2]), params_decl)
     r = rng.random()
     if r < 0.45:  # plain distribute
@@ -349,15 +472,27 @@ def gen_program(seed, max_ranks=6):
         t = rng.choice(nest.loops[start:])
         group = rng.sample(nest.dist, rng.randint(1, len(nest.dist)))
         nest.rotate(t, group)
+    precompute = features and frng.random() < 0.55
     if nest.loops:
         comm_loops = nest.loops[nest.loops.index(nest.dist[0]):] if nest.dist else nest.loops
+        if precompute:  # leave an original loop below every communicate point
+            start = nest.below_group()
+            orig = [k for k in range(start, len(nest.loops)) if nest.loops[k] in VARS]
+            if orig:
+                p0 = frng.choice(orig)
+                comm_loops = [v for v in comm_loops if nest.loops.index(v) < p0]
         pending = [n for n in names if rng.random() < 0.45]
-        while pending:
+        while pending and comm_loops:
             grp = pending[:rng.randint(1, len(pending))]
             pending = pending[len(grp):]
             nest.communicate(grp, rng.choice(comm_loops))
+    if precompute and add_precompute(frng, nest, stmt, formats):
+        # the consumer's loops may still be scheduled (not across a workspace's loop)
+        structural(frng, nest, nest.where, frng.choice([0, 1, 1, 2]), params_decl)
     if rng.random() < 0.1 and out_vars:
-        cands = [v for v in nest.loops[nest.below_group():] if nest.origin[v] <= set(out_vars)]
+        # (a workspace is one array: no threads around its loop)
+        lo = nest.below_group() if nest.where is None else nest.where
+        cands = [v for v in nest.loops[lo:] if nest.origin[v] <= set(out_vars)]
         if cands:
             nest.cmds.append("parallelize(%s, cpu_thread)" % rng.choice(cands))
 
@@ -393,7 +528,7 @@ def main(argv=None):
     seed0 = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     programs = []
     for s in range(seed0, seed0 + count):
-        text, overrides, nranks = gen_program(s, max_ranks)
+        text, overrides, nranks = gen_program(s, max_ranks, args.target or "cpu")
         programs.append((s, text, overrides, nranks))
     if args.print:
         for s, text, overrides, nranks in programs:

@@ -15,8 +15,9 @@ Sparse tensors (a compressed level) get random sparse data (sparse.py), written 
 Matrix Market .mtx, a FROSTT .tns or a dense .npy file; the oracle computes with the
 dense array the file means, and the sparse tensor saved as .npy must equal it.  Some
 runs expect distalc itself to reject a program (a statement that writes a sparse
-tensor, sparse tensors for --target cuda): exit status 1, a located error, no output.
-With --target cuda, the programs with sparse tensors are only checked to be rejected.
+tensor, sparse tensors or precompute for --target cuda, a precompute that breaks its
+rules): exit status 1, a located error, no output.  With --target cuda, the programs
+with sparse tensors or precompute are only checked to be rejected.
 
 usage: run_e2e.py [--suite examples|programs|all|gpu] [--long] [-j N] [--only TEXT]
                   [--keep] [--list] [--timeout S] [--target cpu|cuda] [--max-ranks N]
@@ -609,14 +610,14 @@ class Runner:
             return list(pool.map(self.run_one, runs))
 
 
-def sparse_rejected(runs):
-    """For --target cuda: the runs of programs with sparse tensors replaced by one check
-    per program that distalc rejects it for that target."""
+def cuda_rejected(runs):
+    """For --target cuda: the runs of programs with sparse tensors or precompute replaced
+    by one check per program that distalc rejects it for that target."""
     out, seen = [], set()
     for r in runs:
         if r.compile_error is None and os.path.isfile(r.path):
             prog = dtl.parse_file(r.path)
-            if any(t.sparse for t in prog.tensors.values()):
+            if prog.cpu_only():
                 if r.path not in seen:
                     seen.add(r.path)
                     out.append(Run(r.suite, r.file, None, compile_error=[],
@@ -707,7 +708,7 @@ def main(argv=None):
     if args.suite == "gpu":
         runs += cases.gpu(args.long)
     if args.target == "cuda":
-        runs = sparse_rejected(runs)
+        runs = cuda_rejected(runs)
     if args.only:
         runs = [r for r in runs if any(o == r.id or o in r.id for o in args.only)]
     if args.max_ranks:

@@ -290,6 +290,19 @@ def sparse_checks(rng, count):
             errs.append("the oracle accepts a statement that writes a sparse tensor: %s" % bad)
         except dtl.DtlError:
             pass
+    # what --target cuda rejects (run_e2e.py checks only that): sparse tensors, precompute
+    dense = "param n = 3;\ntensor B(n, n);\ntensor x(n);\ntensor y(n);\n"
+    for text, cmds, cpu in (
+            ("y(i) = B(i, j) * x(j)\n  .split(j, jo, ji, 2);  # precompute(x(j), j, jw, w)",
+             ["split"], False),
+            ("y(i) = B(i, j) * x(j)\n  .precompute(B(i, j) * x(j), j, jw, w).split(j, jo, ji, 2);",
+             ["precompute", "split"], True)):
+        q = dtl.parse(dense + text + "\n", "commands")
+        if q.stmts[0].commands != cmds or q.cpu_only() != cpu:
+            errs.append("commands %r (cpu only %s), expected %r (%s): %s"
+                        % (q.stmts[0].commands, q.cpu_only(), cmds, cpu, text))
+    if not prog.cpu_only():
+        errs.append("a program with sparse tensors is not cpu_only")
     for bad in ("tensor Z(n, n, n) csr;", "tensor Z(n, n) {dense};", "tensor Z(n) csr;",
                 "tensor Z(n) {compressed} {dense};", "tensor Z(n) float int32;"):
         try:

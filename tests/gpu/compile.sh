@@ -16,10 +16,10 @@ DISTAL_CUDA_ARCH=${DISTAL_CUDA_ARCH:-"-gencode arch=compute_90,code=sm_90"}
 export DISTAL_CUDA_ARCH
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-# (not the programs with sparse tensors: distalc rejects them for --target cuda, which
-# run_e2e.py --target cuda checks)
+# (not the programs with sparse tensors or precompute: distalc rejects them for
+# --target cuda, which run_e2e.py --target cuda checks)
 for f in "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_srcdir"/tests/e2e/programs/*.dtl; do
-  sed 's/#.*//; s#//.*##' "$f" | grep -qwE 'csr|csf|compressed' || echo "$f"
+  sed 's/#.*//; s#//.*##' "$f" | grep -qwE 'csr|csf|compressed|precompute' || echo "$f"
 done > "$dir/list"
 # two at a time: nvcc is slow and CI has two cores
 one() {
