@@ -536,7 +536,10 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     }
     for (int k = 0; k < ls->nloops; k++)
       if (ls->loops[k]->par == PAR_CPU_THREAD || ls->loops[k]->kernel) {
-        fe_error(src, s->vars[ls->loops[k]->var].loc,
+        fe_loc at = s->vars[ls->loops[k]->var].loc; /* the command */
+        for (int q = 0; q < s->ast->ncmds; q++)
+          if (!strcmp(s->ast->cmds[q].name, ls->loops[k]->kernel ? "substitute" : "parallelize")) at = s->ast->cmds[q].loc;
+        fe_error(src, at,
                  "%s: the statement writes sparse tensor '%s', whose entries are produced by one thread",
                  ls->loops[k]->kernel ? "substitute" : "parallelize", p->tensors[lhs].name);
         return false;

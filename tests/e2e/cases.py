@@ -226,8 +226,10 @@ def precompute_programs(long=False):
 # so that together they cover 1, 2, 3, 4, 6 and 8 ranks; --long runs every program at all.
 SPARSE_RANKS = ([1, 4, 6], [2, 3, 8])
 
-# Programs that distalc must reject: statements that write a sparse tensor.
-_WRITES_SPARSE = """# a sparse tensor may only be read
+# Small programs that write sparse tensors, run end to end: a CSR matrix from a dense
+# one with `=` and with `+=` (whose initial entries come from its file), and a
+# replicated sparse vector.
+_WRITES_SPARSE = """# a sparse result written from a dense input
 param n = 7;
 machine M = grid(g);
 tensor A(n, n) csr @ M(ij -> i);
@@ -237,12 +239,49 @@ y(i) = B(i, j) * B(j, i);
 A(i, j) %s B(i, j)
   .distribute(i);
 """
-_WRITES_SPARSE_VECTOR = """# a sparse vector may only be read
+_WRITES_SPARSE_VECTOR = """# a sparse vector result, replicated on every rank
 param n = 7;
 tensor v(n) {compressed};
 tensor x(n);
 v(i) = x(i) * 2;
 """
+# Programs that distalc must reject, as (name, the lines where the error may be, the
+# program): statements with a sparse result that read it, or that run on threads or
+# substitute a kernel.
+_SPARSE_REJECTED = [
+    ("reads_result", [6], """# a statement that reads the sparse tensor it writes
+param n = 7;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor B(n, n) @ M(ij -> i);
+A(i, j) = B(i, j) * A(i, j)
+  .distribute(i);
+"""),
+    ("accumulates_result", [4], """# += that reads the sparse tensor it updates
+param n = 7;
+tensor v(n) {compressed};
+v(i) += v(i) * 2;
+"""),
+    ("threads", [6, 7, 8], """# threads in a statement with a sparse result
+param n = 7;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor B(n, n) @ M(ij -> i);
+A(i, j) = B(i, j) * 2
+  .distribute({i}, {io}, {ii}, M)
+  .parallelize(ii, cpu_thread);
+"""),
+    ("substitute", [7, 8, 9], """# a leaf kernel in a statement with a sparse result
+param n = 7;
+machine M = grid(g);
+tensor G(n, n) {compressed, compressed} @ M(ij -> i);
+tensor B(n, n) @ M(ij -> i);
+tensor D(n, n);
+G(i, j) = B(i, k) * D(k, j)
+  .distribute({i}, {io}, {ii}, M)
+  .substitute({ii, j, k}, gemm);
+"""),
+]
 _GPU_SPARSE = """# sparse tensors on a gpu machine
 param n = 7;
 machine M = grid(g) : gpu;
@@ -255,9 +294,10 @@ y(i) = A(i, j) * x(j)
 
 
 def sparse_programs(long=False):
-    """tests/e2e/programs/sparse_*.dtl: programs that read sparse tensors, loaded from
-    .mtx, .tns and .npy files (sparse.py); runs that must fail cleanly on bad files;
-    --fill with --density; and programs that distalc must reject."""
+    """tests/e2e/programs/sparse_*.dtl: programs that read and write sparse tensors,
+    loaded from .mtx, .tns and .npy files (sparse.py; a sparse result is saved dense and
+    compared with the oracle); runs that must fail cleanly on bad files; --fill with
+    --density; and programs that distalc must reject."""
     pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
     runs = []
     turn = [0]
@@ -284,6 +324,9 @@ def sparse_programs(long=False):
     add("sparse_schedules.dtl", [{"n": 11, "chunk": 3}], [{"n": 16, "chunk": 5}])
     add("sparse_precompute.dtl", [{"n": 10, "m": 7, "p": 4}], [{"n": 3, "m": 9, "p": 6}])
     add("sparse_precompute.dtl", [{"n": 6, "m": 11, "p": 3}])
+    add("sparse_results.dtl", [{"n": 11, "m": 9, "p": 6, "r": 3, "chunk": 3}],
+        [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])
+    add("sparse_results.dtl", [{"n": 13, "m": 10, "p": 7, "r": 2, "chunk": 4}])
     # repetitions: the tensors that += updates are reset before each one
     runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
                     args=["--iters", "3", "--warmup", "1"]))
@@ -297,13 +340,17 @@ def sparse_programs(long=False):
                     fill_ranks=[1, 3], fill_args=["--density", "0.25"]))
     runs.append(Run("programs", pr("sparse_tensor3.dtl"), None, {"n": 12, "m": 10, "p": 9, "r": 2},
                     fill_ranks=[4, 2]))
-    # rejected by distalc, with the error on the statement's line
-    runs.append(Run("programs", "writes_sparse.dtl", None, compile_error=[8], label="=",
+    # statements that write sparse tensors (sparse_results.dtl has more)
+    runs.append(Run("programs", "writes_sparse.dtl", 3, {"n": 7}, label="=",
                     source=_WRITES_SPARSE % "="))
-    runs.append(Run("programs", "writes_sparse.dtl", None, compile_error=[8], label="+=",
+    runs.append(Run("programs", "writes_sparse.dtl", 2, {"n": 7}, label="+=", validate=True,
                     source=_WRITES_SPARSE % "+="))
-    runs.append(Run("programs", "writes_sparse_vector.dtl", None, compile_error=[5],
+    runs.append(Run("programs", "writes_sparse_vector.dtl", 2, {"n": 7}, validate=True,
                     source=_WRITES_SPARSE_VECTOR))
+    # rejected by distalc, with the error on the statement's lines
+    for name, lines, text in _SPARSE_REJECTED:
+        runs.append(Run("programs", "sparse_result_%s.dtl" % name, None, compile_error=lines,
+                        source=text))
     # no sparse tensors on GPUs
     runs.append(Run("programs", pr("sparse_spmv.dtl"), None, compile_error=[],
                     compile_args=["--target", "cuda"]))

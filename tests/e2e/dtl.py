@@ -17,8 +17,10 @@ Semantics (those that the compiler implements):
     value stored into an integer tensor is truncated toward zero.
   - Scalars are 0-d arrays.
   - A tensor with a compressed level is sparse: the oracle computes with its dense
-    equivalent (a format changes the storage, never a result), and no statement may
-    write it.
+    equivalent (a format changes the storage, never a result).  A statement may write
+    a sparse tensor: its result is the dense result (the stored nonzeros mean exactly
+    that), `=` from zeros, `+=` from the dense meaning of its initial values; but no
+    statement may read the sparse tensor it writes (distalc rejects it).
 
 Next to every value the oracle computes a magnitude: the same expression evaluated on
 absolute values with every sign turned into `+`.  Floating-point results are compared
@@ -124,7 +126,7 @@ class Tensor:
     @property
     def sparse(self):
         """Whether some level is compressed: the tensor is loaded from .mtx, .tns or a
-        dense .npy, and statements may only read it."""
+        dense .npy; a statement that writes it may not read it."""
         return bool(self.format) and "compressed" in self.format
 
     @property
@@ -502,9 +504,9 @@ class _Parser:
                                    % (self.path, s.line, name, prog.tensors[name].order, len(vars_)))
             if len(set(s.lhs_vars)) != len(s.lhs_vars):
                 raise DtlError("%s:%d: repeated index variable on the left" % (self.path, s.line))
-            if prog.tensors[s.lhs].sparse:
-                raise DtlError("%s:%d: %s is sparse; statements may only read sparse tensors"
-                               % (self.path, s.line, s.lhs))
+            if prog.tensors[s.lhs].sparse and any(a[1] == s.lhs for a in accesses(s.rhs)):
+                raise DtlError("%s:%d: %s is sparse; a statement may not read the sparse "
+                               "tensor it writes" % (self.path, s.line, s.lhs))
 
 
 def parse(text, path="<string>"):

@@ -26,9 +26,12 @@ simulating the loop nest command by command (LANGUAGE.md section 5):
     when there is a precompute).
 About a quarter of the programs declare some of their inputs sparse, with random level
 formats (csr, csf, compressed, {dense, compressed}, {compressed, compressed}, ...): the
-run feeds them random sparse .mtx, .tns or .npy files (run_e2e.py, sparse.py).  With
---target cuda, which compiles neither, programs have no sparse tensors and no precompute
-(these choices come from a second random stream of the seed, so the rest is drawn alike).
+run feeds them random sparse .mtx, .tns or .npy files (run_e2e.py, sparse.py).  About
+15% declare the output sparse too, with a random level format of its order, where the
+statement allows it (no threads: the output is never read); its saved dense result is
+compared with the oracle's, and `+=` starts from a random sparse file.  With --target
+cuda, which compiles neither, programs have no sparse tensors and no precompute (these
+choices come from other random streams of the seed, so the rest is drawn alike).
 Each program is run at a random rank count that fits its machine and compared with the
 oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it.
 
@@ -346,7 +349,7 @@ def gen_program(seed, max_ranks=6, target="cpu"):
     names = ["A"] + ["B", "C", "D", "E"][:len(inputs)]
     tvars = {"A": out_vars}
     tvars.update({n: t for n, t in zip(names[1:], inputs)})
-    # sparse inputs (only read: A is the only tensor written)
+    # sparse inputs (A, the output, is decided last: see below)
     formats = {}
     if features and frng.random() < 0.25:
         can = [n for n in names[1:] if tvars[n]]
@@ -404,6 +407,7 @@ def gen_program(seed, max_ranks=6, target="cpu"):
     # distributions
     decls = []
     dist_of = {}
+    out_decl = None  # the output's declaration, (dims, type, distribution)
     for n in names:
         vs = tvars[n]
         dims_text = "(%s)" % ", ".join(size_text[v] for v in vs) if vs else ""
@@ -428,6 +432,8 @@ def gen_program(seed, max_ranks=6, target="cpu"):
             dist = " @ M(%s -> %s)" % (sep.join(xnames), sep.join(y))
             dist_of[n] = True
         type_text = "" if type_ == "double" and rng.random() < 0.5 else " " + type_
+        if n == "A":
+            out_decl = (dims_text, type_text, dist)
         if n in formats:  # the type and the format, in either order
             fmt = " " + formats[n]
             type_text = type_text + fmt if frng.random() < 0.5 else fmt + type_text
@@ -495,6 +501,18 @@ def gen_program(seed, max_ranks=6, target="cpu"):
         cands = [v for v in nest.loops[lo:] if nest.origin[v] <= set(out_vars)]
         if cands:
             nest.cmds.append("parallelize(%s, cpu_thread)" % rng.choice(cands))
+
+    # a sparse output (about 15% of the programs): where the statement may write one, that
+    # is, it does not read its output (it never does here) and runs no threads (nor
+    # substitute, which it never has); from a third random stream, so the rest of the
+    # program is that of --target cuda
+    orng = random.Random("output %d" % seed)
+    if (features and out_vars and orng.random() < 0.19
+            and not any(c.startswith("parallelize(") and "cpu_thread" in c for c in nest.cmds)):
+        dims_text, type_text, dist = out_decl
+        fmt = " " + level_format(orng, len(out_vars))
+        type_text = type_text + fmt if orng.random() < 0.5 else fmt + type_text
+        decls[0] = "tensor A%s%s%s;" % (dims_text, type_text, dist)
 
     lines = ["# random program: gen_random.py --seed %d --count 1" % seed]
     for name, default in params_decl:

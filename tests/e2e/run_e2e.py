@@ -13,10 +13,13 @@ missing param, a bad input file): they must exit nonzero, with a message, in tim
 
 Sparse tensors (a compressed level) get random sparse data (sparse.py), written as a
 Matrix Market .mtx, a FROSTT .tns or a dense .npy file; the oracle computes with the
-dense array the file means, and the sparse tensor saved as .npy must equal it.  Some
-runs expect distalc itself to reject a program (a statement that writes a sparse
-tensor, sparse tensors or precompute for --target cuda, a precompute that breaks its
-rules): exit status 1, a located error, no output.  With --target cuda, the programs
+dense array the file means, and the sparse tensor saved as .npy must equal it.  So do
+the sparse tensors that statements write (the initial values of `+=`): a sparse result
+is saved dense and compared with the oracle's result like a dense one.  Some runs
+expect distalc itself to reject a program (a statement that reads the sparse tensor it
+writes, or runs threads or a substituted kernel for one, sparse tensors or precompute
+for --target cuda, a precompute that breaks its rules): exit status 1, a located
+error, no output.  With --target cuda, the programs
 with sparse tensors or precompute are only checked to be rejected.
 
 usage: run_e2e.py [--suite examples|programs|all|gpu] [--long] [-j N] [--only TEXT]
@@ -186,8 +189,9 @@ class Run:
     whose value the sparse tensors' share of nonzeros must then be near).
     compile_error: distalc must reject the program: None (it must not), or the list of
     lines where the error may be located ([]: any); compile_args: more distalc options;
-    source: the program's text (file is then only its name).  args: more options for
-    the executable (e.g. --iters)."""
+    source: the program's text (file is then only its name; the text is written to the
+    work directory, for a run as for a rejection).  args: more options for the
+    executable (e.g. --iters)."""
 
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
@@ -335,11 +339,26 @@ class Runner:
         self.report(res)
         return res
 
+    def source_path(self, run):
+        """The file of a run: run.path, or for a run given its source, a copy of that in
+        the work directory (one per distinct text)."""
+        if run.source is None:
+            return run.path
+        d = os.path.join(self.workdir, "src%08x" % (zlib.crc32(run.source.encode()) & 0xFFFFFFFF))
+        path = os.path.join(d, os.path.basename(run.file))
+        with self.lock:
+            if not os.path.isfile(path):
+                os.makedirs(d, exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(run.source)
+        return path
+
     def _run(self, run, res):
         if run.compile_error is not None:
             return self._compile_fail(run, res)
-        prog = dtl.parse_file(run.path)
-        exe, msg, ccmd = self.compile(run.path)
+        path = self.source_path(run)
+        prog = dtl.parse_file(path)
+        exe, msg, ccmd = self.compile(path)
         res.details.append("compile: " + shlex.join(ccmd))
         if exe is None:
             lines = msg.strip().splitlines() or ["(no output)"]
@@ -615,13 +634,16 @@ def cuda_rejected(runs):
     by one check per program that distalc rejects it for that target."""
     out, seen = [], set()
     for r in runs:
-        if r.compile_error is None and os.path.isfile(r.path):
-            prog = dtl.parse_file(r.path)
+        if r.compile_error is None and (r.source is not None or os.path.isfile(r.path)):
+            prog = (dtl.parse(r.source, r.file) if r.source is not None
+                    else dtl.parse_file(r.path))
             if prog.cpu_only():
-                if r.path not in seen:
-                    seen.add(r.path)
+                key = (r.path, r.source)
+                if key not in seen:
+                    seen.add(key)
                     out.append(Run(r.suite, r.file, None, compile_error=[],
-                                   compile_args=["--target", "cuda"]))
+                                   compile_args=["--target", "cuda"], source=r.source,
+                                   label=r.label if r.source is not None else ""))
                 continue
         out.append(r)
     ids = set()

@@ -5,8 +5,10 @@ The interpreter below shares nothing with the oracle but the parser: it walks th
 expression tree once per point of the iteration space, in plain Python, and places
 each summation at the lowest common ancestor of the variable's occurrences, found from
 the occurrences' paths in the tree.  Random small programs are generated as text,
-parsed, run by both, and compared.  Last, the oracle's reading of sparse level formats
-and the sparse input files of sparse.py (.mtx, .tns), read back independently.
+parsed, run by both, and compared.  Last, the oracle's reading of sparse level formats,
+its results for statements that write sparse tensors (those of the same program with
+every tensor dense), and the sparse input files of sparse.py (.mtx, .tns), read back
+independently.
 
 usage: test_oracle.py [--count N] [--seed S] [--verbose]
 """
@@ -15,6 +17,7 @@ import argparse
 import itertools
 import os
 import random
+import re
 import sys
 
 import numpy as np
@@ -284,10 +287,35 @@ def sparse_checks(rng, count):
                         % (name, t.format, t.sparse, fmt))
     if prog.tensors["R"].type != "float" or prog.tensors["D"].type != "int32":
         errs.append("the type after or before a format is lost")
-    for bad in ("A(i, j) = C(i, j);", "v(i) += x(i);", "T(i, j, k) = C(i, j) * x(k);"):
+    # statements that write a sparse tensor compute as if it were dense (`+=` from its
+    # initial values); one that reads the sparse tensor it writes is rejected
+    dense_decls = re.sub(r" (csr|csf|compressed|\{[a-z, ]*\})", "", _SPARSE_DECLS)
+    for text in ("A(i, j) = C(i, j) * x(j);\nK(i, j) = A(i, j) + B(i, j);",
+                 "v(i) += x(i) * 2;\nR(i, j) += A(i, j) * C(j, i);",
+                 "T(i, j, k) = C(i, j) * x(k);\nD(i, j) = B(i, j) - C(j, i);",
+                 "A(i, j) = C(i, k) * B(k, j);\ny(i) = A(i, j) * x(j);\nA(i, j) += y(i);"):
         try:
-            dtl.parse(_SPARSE_DECLS + bad + "\n", "writes a sparse tensor")
-            errs.append("the oracle accepts a statement that writes a sparse tensor: %s" % bad)
+            sp = dtl.parse(_SPARSE_DECLS + text + "\n", "writes a sparse tensor")
+        except dtl.DtlError as e:
+            errs.append("the oracle rejects a statement that writes a sparse tensor: %s (%s)"
+                        % (text, e))
+            continue
+        de = dtl.parse(dense_decls + text + "\n", "writes a dense tensor")
+        if any(t.sparse for t in de.tensors.values()):
+            errs.append("dense declarations still sparse: %s" % dense_decls)
+        params = sp.param_values({"g": 1})
+        inputs = dtl.random_inputs(sp, params, rng)
+        got, _ = dtl.evaluate(sp, params, inputs)
+        want, _ = dtl.evaluate(de, params, inputs)
+        for name in sp.written():
+            if got[name].dtype != sp.tensors[name].dtype or not np.array_equal(got[name], want[name]):
+                errs.append("a sparse result computed unlike a dense one: %s in %s" % (name, text))
+    for bad in ("A(i, j) = C(i, j) * A(i, j);", "v(i) += v(i) * x(i);",
+                "T(i, j, k) = C(i, j) * x(k) + T(k, j, i);", "D(i, j) = -D(i, j);"):
+        try:
+            dtl.parse(_SPARSE_DECLS + bad + "\n", "reads the sparse tensor it writes")
+            errs.append("the oracle accepts a statement that reads the sparse tensor it writes: %s"
+                        % bad)
         except dtl.DtlError:
             pass
     # what --target cuda rejects (run_e2e.py checks only that): sparse tensors, precompute

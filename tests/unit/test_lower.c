@@ -679,7 +679,7 @@ static void test_lower_errors(void **state) {
   expect_lower_error("param n = 8;\ntensor a(n, n) csr;\ntensor b(n, n);\na(i, j) = b(i, j) * a(i, j);\n",
                      4, 1, "statement reads the sparse tensor 'a' it writes");
   expect_lower_error("param n = 8;\ntensor a(n, n) csr;\ntensor b(n, n);\na(i, j) = b(i, j) * 2 .parallelize(i, cpu_thread);\n",
-                     4, 3, "parallelize: the statement writes sparse tensor 'a'");
+                     4, 24, "parallelize: the statement writes sparse tensor 'a'");
   expect_lower_error("param n = 8;\ntensor A(n, n);\ntensor B(n, n) csr;\ntensor C(n, n);\n"
                      "A(i, j) = B(i, k) * C(k, j).substitute({i, j, k}, gemm);\n",
                      5, 29, "substitute: the kernel reads sparse tensor 'B'");
