@@ -1503,7 +1503,7 @@ static void emit_box_fns(FILE *f, const lw_program *lp, const lw_stmt *ls, const
             c->output ? "produced" : "needed", lp->ir->ast->tensors[c->tensor].name, ls->s->index + 1);
     fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n",
             o->prefix, ls->s->index, q);
-    fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n", o->prefix, ls->s->index);
+    fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", o->prefix, ls->s->index);
     declare_params(f, lp->ir->ast, "dtl_a->plan->p.", 2);
     st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2};
     emit_box(&g, c, "dtl_b", true);

@@ -1635,7 +1635,7 @@ static void test_error_precompute(void **state) {
   expect_error(MM "\n  .precompute(C(k,j), i, iw, T)", L2, "C(k", "precompute: the expression does not use 'i'");
   expect_error(MM "\n  .precompute(B(i,k), i, iw, T)", L2, "B(i", "precompute: the expression uses 'k', a loop inside 'i'");
   expect_error("a(i) = B(i,j)*c(j) + d(i)\n  .precompute(d(i), j, jw, w)", L2, "d(i)",
-               "precompute: the expression sits under a reduction placement");
+               "precompute: the expression holds a summation placed inside it");
   expect_error(MM "\n  .split(i, io, ii, 2)\n  .precompute(B(i,k)*C(k,j), ii, iw, T)", L3, "ii,",
                "precompute: loop 'ii' is derived");
   expect_error("a(i) = B(i,j)*c(j) + d(i)\n  .precompute(B(i,j)*c(j), j, jw, w)\n  .precompute(d(i), i, iv, U)", L3,
