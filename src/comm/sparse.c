@@ -348,27 +348,113 @@ int dtl_sparse_from_dense(dtl_sparse *s, dtl_type t, int order, const dtl_level 
   return rc;
 }
 
+/* ---- moving entries ------------------------------------------------------------------------- */
+/* The entries of send piece i (scnt[i], coordinates sc[i], values sv[i]) go to its peer and
+ * those of every receive piece come in, each piece as a count (tag0), its coordinates
+ * (tag0 + 1) and values (tag0 + 2); every planned piece is a message, an empty one too.
+ * On return the received pieces' entries are concatenated after the n0 entries of
+ * (c0, v0) in *c and *v (malloc'ed), *n entries in all.  Counts as exchange statistics. */
+static int move_entries(dtl_ctx *ctx, const dtl_xplan *pl, dtl_type t, int order, const int64_t *scnt,
+                        int64_t *const *sc, void *const *sv, int64_t n0, const int64_t *c0, const void *v0,
+                        int tag0, const char *what, int64_t *n, int64_t **c, void **v) {
+  const int ns = pl->send.n, nr = pl->recv.n;
+  const size_t es = dtl_type_size(t);
+  const int64_t eb = (int64_t)(order * sizeof(int64_t) + es); /* bytes per entry */
+  int64_t *rcnt = calloc((size_t)nr + 1, sizeof *rcnt);
+  MPI_Request *req = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *req);
+  MPI_Datatype *types = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *types);
+  int64_t *ac = NULL;
+  char *av = NULL;
+  int err = 0, nreq = 0, ntypes = 0, rc = MPI_SUCCESS;
+  *n = 0, *c = NULL, *v = NULL;
+  if (!rcnt || !req || !types)
+    err = dtl_fail(ctx, "out of memory for a %s", what);
+  for (int i = 0; i < nr && !err && rc == MPI_SUCCESS; i++)
+    if ((rc = MPI_Irecv(&rcnt[i], 1, MPI_INT64_T, pl->recv.v[i].peer, tag0, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+      nreq++;
+  for (int i = 0; i < ns && !err && rc == MPI_SUCCESS; i++)
+    if ((rc = MPI_Isend((void *)&scnt[i], 1, MPI_INT64_T, pl->send.v[i].peer, tag0, ctx->cart, &req[nreq])) ==
+        MPI_SUCCESS)
+      nreq++;
+  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+  if (!err && (rc != MPI_SUCCESS || wrc != MPI_SUCCESS))
+    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, what);
+  int64_t total = n0;
+  for (int i = 0; i < nr && !err; i++)
+    total += rcnt[i];
+  if (!err) {
+    ac = malloc((size_t)(total > 0 ? total : 1) * (size_t)(order > 0 ? order : 1) * sizeof *ac);
+    av = malloc((size_t)(total > 0 ? total : 1) * es);
+    if (!ac || !av)
+      err = dtl_fail(ctx, "out of memory for a %s of %lld entries", what, (long long)total);
+  }
+  if (!err) {
+    if (n0) {
+      memcpy(ac, c0, (size_t)(n0 * order) * sizeof *ac);
+      memcpy(av, v0, (size_t)n0 * es);
+    }
+    nreq = 0;
+    int64_t at = n0;
+    for (int i = 0; i < nr && rc == MPI_SUCCESS; at += rcnt[i], i++) {
+      if (!rcnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, rcnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(ac + at * order, cnt, types[ntypes++], pl->recv.v[i].peer, tag0 + 1,
+                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(t, rcnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(av + at * (int64_t)es, cnt, types[ntypes++], pl->recv.v[i].peer,
+                                               tag0 + 2, ctx->cart, &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[i] * eb, 1);
+    }
+    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
+      if (!scnt[i])
+        continue;
+      int cnt;
+      rc = dtl_count_type(DTL_INT64, scnt[i] * order, &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sc[i], cnt, types[ntypes++], pl->send.v[i].peer, tag0 + 1, ctx->cart,
+                                               &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      if (rc == MPI_SUCCESS)
+        rc = dtl_count_type(t, scnt[i], &cnt, &types[ntypes]);
+      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sv[i], cnt, types[ntypes++], pl->send.v[i].peer, tag0 + 2, ctx->cart,
+                                               &req[nreq])) == MPI_SUCCESS)
+        nreq++;
+      dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[i] * eb, 1);
+    }
+    wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int i = 0; i < ntypes; i++)
+      dtl_count_free(&types[i]);
+    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, what);
+  }
+  free(rcnt), free(req), free(types);
+  if (err) {
+    free(ac), free(av);
+    return err;
+  }
+  *n = total, *c = ac, *v = av;
+  return 0;
+}
+
 /* ---- fetch ------------------------------------------------------------------------------------ */
 int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl_box_fn need,
                      const void *arg, dtl_sparse *out) {
   dtl_xplan pl;
   dtl_box mine, myneed;
-  const int order = own->order;
-  const size_t es = dtl_type_size(own->type);
   memset(out, 0, sizeof *out);
   int err = dtl_xplan_build(ctx, d, &own->box, need, arg, true, 0, &pl, &mine, &myneed);
-  int ns = pl.send.n, nr = pl.recv.n;
+  const int ns = pl.send.n, nr = pl.recv.n;
   bool whole_own = !err && nr == 0 && (pl.self ? dtl_box_equal(&pl.self_box, &myneed) : dtl_box_empty(&myneed)) &&
                    dtl_box_equal(&own->box, &myneed) && !dtl_box_empty(&myneed);
-  int64_t *scnt = calloc((size_t)ns + 1, sizeof *scnt), *rcnt = calloc((size_t)nr + 1, sizeof *rcnt);
-  int64_t **sc = calloc((size_t)ns + 1, sizeof *sc), **rc_ = calloc((size_t)nr + 1, sizeof *rc_);
-  void **sv = calloc((size_t)ns + 1, sizeof *sv), **rv = calloc((size_t)nr + 1, sizeof *rv);
-  MPI_Request *req = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *req);
-  MPI_Datatype *types = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *types);
-  int64_t self_n = 0, *self_c = NULL;
-  void *self_v = NULL;
-  int nreq = 0, ntypes = 0, rc = MPI_SUCCESS;
-  if (!err && (!scnt || !rcnt || !sc || !rc_ || !sv || !rv || !req || !types))
+  int64_t *scnt = calloc((size_t)ns + 1, sizeof *scnt), **sc = calloc((size_t)ns + 1, sizeof *sc);
+  void **sv = calloc((size_t)ns + 1, sizeof *sv);
+  int64_t self_n = 0, *self_c = NULL, n = 0, *c = NULL;
+  void *self_v = NULL, *v = NULL;
+  if (!err && (!scnt || !sc || !sv))
     err = dtl_fail(ctx, "out of memory for a sparse fetch");
   /* what this rank sends: the stored entries of each piece */
   for (int i = 0; i < ns && !err; i++)
@@ -376,109 +462,21 @@ int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl
       err = dtl_fail(ctx, "out of memory for a sparse fetch");
   if (!err && pl.self && !whole_own && dtl_sparse_extract(own, &pl.self_box, &self_n, &self_c, &self_v))
     err = dtl_fail(ctx, "out of memory for a sparse fetch");
-  /* counts first (every planned piece is a message, also an empty one) */
-  if (!err) {
-    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++)
-      if ((rc = MPI_Irecv(&rcnt[i], 1, MPI_INT64_T, pl.recv.v[i].peer, TAG_SPARSE, ctx->cart,
-                          &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++)
-      if ((rc = MPI_Isend(&scnt[i], 1, MPI_INT64_T, pl.send.v[i].peer, TAG_SPARSE, ctx->cart,
-                          &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse fetch (counts)");
-    nreq = 0;
-  }
-  int64_t total = self_n;
-  for (int i = 0; i < nr && !err; i++) {
-    total += rcnt[i];
-    rc_[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * (size_t)order * sizeof(int64_t));
-    rv[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * es);
-    if (!rc_[i] || !rv[i])
-      err = dtl_fail(ctx, "out of memory for a sparse fetch of %lld entries", (long long)rcnt[i]);
-  }
-  /* then the entries: coordinates and values */
-  if (!err) {
-    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-      if (!rcnt[i])
-        continue;
-      int cnt;
-      rc = dtl_count_type(DTL_INT64, rcnt[i] * order, &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rc_[i], cnt, types[ntypes++], pl.recv.v[i].peer,
-                                               TAG_SPARSE + 1, ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      if (rc == MPI_SUCCESS)
-        rc = dtl_count_type(own->type, rcnt[i], &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rv[i], cnt, types[ntypes++], pl.recv.v[i].peer,
-                                               TAG_SPARSE + 2, ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
-    }
-    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
-      if (!scnt[i])
-        continue;
-      int cnt;
-      rc = dtl_count_type(DTL_INT64, scnt[i] * order, &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sc[i], cnt, types[ntypes++], pl.send.v[i].peer,
-                                               TAG_SPARSE + 1, ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      if (rc == MPI_SUCCESS)
-        rc = dtl_count_type(own->type, scnt[i], &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Isend(sv[i], cnt, types[ntypes++], pl.send.v[i].peer,
-                                               TAG_SPARSE + 2, ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
-    }
-    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    for (int i = 0; i < ntypes; i++)
-      dtl_count_free(&types[i]);
-    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse fetch");
-  }
-  /* assemble the needed box from all pieces (this rank's own piece as it is when that is
-   * the whole box) */
+  if (!err)
+    err = move_entries(ctx, &pl, own->type, own->order, scnt, sc, sv, self_n, self_c, self_v, TAG_SPARSE,
+                       "sparse fetch", &n, &c, &v);
+  /* the needed box from all pieces (this rank's own piece as it is when that is the box) */
   if (!err && whole_own) {
     *out = *own;
     out->borrowed = true;
   } else if (!err) {
-    int64_t *ac = malloc((size_t)(total > 0 ? total : 1) * (size_t)order * sizeof *ac);
-    char *av = malloc((size_t)(total > 0 ? total : 1) * es);
-    if (!ac || !av) {
-      err = dtl_fail(ctx, "out of memory for a sparse fetch of %lld entries", (long long)total);
-    } else {
-      int64_t at = 0;
-      if (self_n) {
-        memcpy(ac, self_c, (size_t)(self_n * order) * sizeof *ac);
-        memcpy(av, self_v, (size_t)self_n * es);
-        at = self_n;
-      }
-      for (int i = 0; i < nr; i++) {
-        memcpy(ac + at * order, rc_[i], (size_t)(rcnt[i] * order) * sizeof *ac);
-        memcpy(av + at * (int64_t)es, rv[i], (size_t)rcnt[i] * es);
-        at += rcnt[i];
-      }
-      char msg[256];
-      if (dtl_sparse_from_coo(out, own->type, order, own->level, &myneed, total, ac, av, msg,
-                              sizeof msg))
-        err = dtl_fail(ctx, "sparse fetch: %s", msg);
-    }
-    free(ac);
-    free(av);
+    char msg[256];
+    if (dtl_sparse_from_coo(out, own->type, own->order, own->level, &myneed, n, c, v, msg, sizeof msg))
+      err = dtl_fail(ctx, "sparse fetch: %s", msg);
   }
-  for (int i = 0; i < ns; i++)
-    if (sc) {
-      free(sc[i]);
-      free(sv[i]);
-    }
-  for (int i = 0; i < nr; i++)
-    if (rc_) {
-      free(rc_[i]);
-      free(rv[i]);
-    }
-  free(scnt), free(rcnt), free(sc), free(rc_), free(sv), free(rv), free(req), free(types);
-  free(self_c), free(self_v);
+  for (int i = 0; i < ns && sc; i++)
+    free(sc[i]), free(sv[i]);
+  free(scnt), free(sc), free(sv), free(self_c), free(self_v), free(c), free(v);
   dtl_xplan_free(&pl);
   return err;
 }
@@ -1116,118 +1114,35 @@ int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsi
   const int order = own->order;
   const size_t es = dtl_type_size(own->type);
   int err = dtl_xplan_build(ctx, d, &own->box, prod, arg, false, exec_mask, &pl, &mine, &myprod);
-  int ns = pl.send.n, nr = pl.recv.n;
+  const int ns = pl.send.n;
   coo *snd = calloc((size_t)ns + 1, sizeof *snd);
-  int64_t *rcnt = calloc((size_t)nr + 1, sizeof *rcnt), *scnt = calloc((size_t)ns + 1, sizeof *scnt);
-  int64_t **rc_ = calloc((size_t)nr + 1, sizeof *rc_);
-  void **rv = calloc((size_t)nr + 1, sizeof *rv);
-  MPI_Request *req = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *req);
-  MPI_Datatype *types = malloc((size_t)(2 * ns + 2 * nr + 2) * sizeof *types);
+  int64_t *scnt = calloc((size_t)ns + 1, sizeof *scnt), **sc = calloc((size_t)ns + 1, sizeof *sc);
+  void **sv = calloc((size_t)ns + 1, sizeof *sv);
   coo self = {.order = order, .es = es};
-  int nreq = 0, ntypes = 0, rc = MPI_SUCCESS;
-  if (!err && (!snd || !rcnt || !scnt || !rc_ || !rv || !req || !types))
+  int64_t n = 0, *c = NULL;
+  void *v = NULL;
+  if (!err && (!snd || !scnt || !sc || !sv))
     err = dtl_fail(ctx, "out of memory for a sparse accumulate");
+  /* what this rank sends: its entries inside each piece */
   for (int i = 0; i < ns && !err; i++) {
     if (coo_in_box(produced, &pl.send.v[i].box, &snd[i]))
       err = dtl_fail(ctx, "out of memory for a sparse accumulate");
-    scnt[i] = snd[i].n;
+    scnt[i] = snd[i].n, sc[i] = snd[i].c, sv[i] = snd[i].v;
   }
   if (!err && pl.self && coo_in_box(produced, &pl.self_box, &self))
     err = dtl_fail(ctx, "out of memory for a sparse accumulate");
-  if (!err) {
-    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++)
-      if ((rc = MPI_Irecv(&rcnt[i], 1, MPI_INT64_T, pl.recv.v[i].peer, TAG_SPARSE + 3, ctx->cart, &req[nreq])) ==
-          MPI_SUCCESS)
-        nreq++;
-    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++)
-      if ((rc = MPI_Isend(&scnt[i], 1, MPI_INT64_T, pl.send.v[i].peer, TAG_SPARSE + 3, ctx->cart, &req[nreq])) ==
-          MPI_SUCCESS)
-        nreq++;
-    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse accumulate (counts)");
-    nreq = 0;
-  }
-  int64_t total = self.n;
-  for (int i = 0; i < nr && !err; i++) {
-    total += rcnt[i];
-    rc_[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * (size_t)order * sizeof(int64_t));
-    rv[i] = malloc((size_t)(rcnt[i] > 0 ? rcnt[i] : 1) * es);
-    if (!rc_[i] || !rv[i])
-      err = dtl_fail(ctx, "out of memory for a sparse accumulate of %lld entries", (long long)rcnt[i]);
-  }
-  if (!err) {
-    for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-      if (!rcnt[i])
-        continue;
-      int cnt;
-      rc = dtl_count_type(DTL_INT64, rcnt[i] * order, &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rc_[i], cnt, types[ntypes++], pl.recv.v[i].peer, TAG_SPARSE + 4,
-                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      if (rc == MPI_SUCCESS)
-        rc = dtl_count_type(own->type, rcnt[i], &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Irecv(rv[i], cnt, types[ntypes++], pl.recv.v[i].peer, TAG_SPARSE + 5,
-                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      dtl_count_recv(ctx, DTL_OP_EXCHANGE, rcnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
-    }
-    for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
-      if (!scnt[i])
-        continue;
-      int cnt;
-      rc = dtl_count_type(DTL_INT64, scnt[i] * order, &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Isend(snd[i].c, cnt, types[ntypes++], pl.send.v[i].peer, TAG_SPARSE + 4,
-                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      if (rc == MPI_SUCCESS)
-        rc = dtl_count_type(own->type, scnt[i], &cnt, &types[ntypes]);
-      if (rc == MPI_SUCCESS && (rc = MPI_Isend(snd[i].v, cnt, types[ntypes++], pl.send.v[i].peer, TAG_SPARSE + 5,
-                                               ctx->cart, &req[nreq])) == MPI_SUCCESS)
-        nreq++;
-      dtl_count_send(ctx, DTL_OP_EXCHANGE, scnt[i] * (int64_t)(order * sizeof(int64_t) + es), 1);
-    }
-    int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-    for (int i = 0; i < ntypes; i++)
-      dtl_count_free(&types[i]);
-    if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "sparse accumulate");
-  }
+  if (!err)
+    err = move_entries(ctx, &pl, own->type, order, scnt, sc, sv, self.n, self.c, self.v, TAG_SPARSE + 3,
+                       "sparse accumulate", &n, &c, &v);
   /* the holder's piece gains every contribution to its block */
-  if (!err && total > 0) {
-    int64_t *ac = malloc((size_t)total * (size_t)order * sizeof *ac);
-    char *av = malloc((size_t)total * es);
-    if (!ac || !av) {
-      err = dtl_fail(ctx, "out of memory for a sparse accumulate of %lld entries", (long long)total);
-    } else {
-      int64_t at = 0;
-      if (self.n) {
-        memcpy(ac, self.c, (size_t)(self.n * order) * sizeof *ac);
-        memcpy(av, self.v, (size_t)self.n * es);
-        at = self.n;
-      }
-      for (int i = 0; i < nr; i++) {
-        memcpy(ac + at * order, rc_[i], (size_t)(rcnt[i] * order) * sizeof *ac);
-        memcpy(av + at * (int64_t)es, rv[i], (size_t)rcnt[i] * es);
-        at += rcnt[i];
-      }
-      char msg[256];
-      if (merge_into(own, total, ac, av, msg, sizeof msg))
-        err = dtl_fail(ctx, "sparse accumulate: %s", msg);
-    }
-    free(ac);
-    free(av);
+  if (!err && n > 0) {
+    char msg[256];
+    if (merge_into(own, n, c, v, msg, sizeof msg))
+      err = dtl_fail(ctx, "sparse accumulate: %s", msg);
   }
-  for (int i = 0; i < ns && snd; i++) {
-    free(snd[i].c);
-    free(snd[i].v);
-  }
-  for (int i = 0; i < nr && rc_; i++) {
-    free(rc_[i]);
-    free(rv[i]);
-  }
-  free(snd), free(rcnt), free(scnt), free(rc_), free(rv), free(req), free(types);
-  free(self.c), free(self.v);
+  for (int i = 0; i < ns && snd; i++)
+    free(snd[i].c), free(snd[i].v);
+  free(snd), free(scnt), free(sc), free(sv), free(self.c), free(self.v), free(c), free(v);
   dtl_xplan_free(&pl);
   return err;
 }
