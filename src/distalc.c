@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +33,8 @@ static const char usage[] =
     "                  machines with a gpu level)\n"
     "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
     "  --emit cin      print the scheduled concrete index notation\n"
-    "  --emit plan     print the communication plan (for --ranks P, default 4, and --set)\n"
+    "  --emit plan     print the communication plan (for --ranks P and --set; without --ranks,\n"
+    "                  the smallest count the machine admits, named on the first line)\n"
     "  --emit c        print the generated C to standard output\n"
     "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
@@ -73,6 +75,40 @@ static bool valid_ident(const char *s) {
   return true;
 }
 
+/* Why PREFIX cannot name a generated API, or NULL.  Every name of the API starts with
+ * PREFIX_, so a prefix must not reach into a namespace that another party owns: the
+ * runtime's (dtl_, DTL_), MPI's (MPI_, PMPI_, reserved by the MPI standard), and the C
+ * implementation's (a leading underscore). */
+static const char *bad_prefix(const char *p) {
+  if (!valid_ident(p)) return "is not a C identifier";
+  if (strlen(p) > FE_MAX_IDENT) return "is longer than the 128 characters an identifier may have";
+  if (p[0] == '_') return "starts with an underscore (names the C implementation reserves)";
+  if (!strncasecmp(p, "dtl", 3) && (!p[3] || p[3] == '_')) return "is in the namespace of the distal runtime (dtl_)";
+  if ((!strncasecmp(p, "mpi", 3) && (!p[3] || p[3] == '_')) || (!strncasecmp(p, "pmpi", 4) && (!p[4] || p[4] == '_')))
+    return "is in the namespace the MPI standard reserves (MPI_, PMPI_)";
+  return NULL;
+}
+
+/* The folder of a system or library header named HNAME that a header of that name in an
+ * application's include path would hide, or NULL. */
+static const char *hidden_header_dir(const char *hname) {
+  static char dir[4096];
+  const char *dirs = DISTAL_SYSTEM_INCLUDE_DIRS;
+  while (*dirs) {
+    const char *colon = strchr(dirs, ':');
+    size_t n = colon ? (size_t)(colon - dirs) : strlen(dirs);
+    if (n > 0 && n < sizeof dir - 1) {
+      char path[8400];
+      memcpy(dir, dirs, n);
+      dir[n] = 0;
+      snprintf(path, sizeof path, "%s/%s", dir, hname);
+      if (access(path, F_OK) == 0) return dir;
+    }
+    dirs += n + (colon ? 1 : 0);
+  }
+  return NULL;
+}
+
 /* Write to PATH through PATH.tmp.PID, renamed on success. */
 typedef struct {
   char final[4096], tmp[4200];
@@ -104,8 +140,9 @@ static bool out_commit(outfile *o) {
   return ok;
 }
 
-/* Run the MPI compiler wrapper on a generated source. */
-/* Run a command line; report it when it fails. */
+/* Run a command line; report it when it fails.  (Generated sources are compiled without
+ * their own directory on the include path: a source includes its header with quotes, and a
+ * header named like a system one, stdio.h for stdio.dtl, must not hide it.) */
 static int run_cmd(const char *cmd, const char *what) {
   int rc = system(cmd);
   if (rc != 0) fprintf(stderr, "distalc: %s failed: %s\n", what, cmd);
@@ -114,7 +151,7 @@ static int run_cmd(const char *cmd, const char *what) {
 
 /* Compile the kernels of the CUDA target into an object: nvcc, or, with
  * DISTAL_CUDA_EMULATION=1, the C compiler against the host emulation of the test suite. */
-static int build_kernels(const char *src_cu, const char *incdir, const char *obj) {
+static int build_kernels(const char *src_cu, const char *obj) {
   const char *cflags = getenv("DISTAL_CFLAGS");
   char defc[4096];
   if (!cflags) {
@@ -127,20 +164,20 @@ static int build_kernels(const char *src_cu, const char *incdir, const char *obj
   if (emu && !strcmp(emu, "1")) {
     const char *cc = getenv("MPICC");
     if (!cc || !*cc) cc = DISTAL_MPICC;
-    snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O2 -x c -DDISTAL_CUDA_EMULATION %s -I'%s' %s -c '%s' -o '%s'", cc,
-             ccf ? ccf : "", incdir, cflags, src_cu, obj);
+    snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O2 -x c -DDISTAL_CUDA_EMULATION %s %s -c '%s' -o '%s'", cc,
+             ccf ? ccf : "", cflags, src_cu, obj);
     return run_cmd(cmd, "the C compiler (kernels, emulated device)");
   }
   const char *nvcc = getenv("NVCC");
   if (!nvcc || !*nvcc) nvcc = DISTAL_NVCC_DEFAULT;
   const char *arch = getenv("DISTAL_CUDA_ARCH");
   if (!arch) arch = DISTAL_CUDA_ARCH_DEFAULT;
-  snprintf(cmd, sizeof cmd, "%s -O3 %s -Xcompiler -fPIC %s -I'%s' %s -c '%s' -o '%s'", nvcc, arch, ccf ? ccf : "", incdir,
-           cflags, src_cu, obj);
+  snprintf(cmd, sizeof cmd, "%s -O3 %s -Xcompiler -fPIC %s %s -c '%s' -o '%s'", nvcc, arch, ccf ? ccf : "", cflags, src_cu,
+           obj);
   return run_cmd(cmd, "nvcc");
 }
 
-static int build_exe(const char *src_c, const char *incdir, const char *out, const char *kobj) {
+static int build_exe(const char *src_c, const char *out, const char *kobj) {
   const char *cc = getenv("MPICC");
   if (!cc || !*cc) cc = DISTAL_MPICC;
   const char *cflags = getenv("DISTAL_CFLAGS");
@@ -164,10 +201,10 @@ static int build_exe(const char *src_c, const char *incdir, const char *out, con
       culibs = defcu;
     }
   }
-  size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + strlen(incdir) + 512 +
+  size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + 512 +
              (extra ? strlen(extra) : 0) + (kobj ? strlen(kobj) : 0) + strlen(culibs);
   char *cmd = malloc(n);
-  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s -I'%s' %s '%s' %s%s%s -o '%s' %s %s", cc, extra ? extra : "", incdir, cflags, src_c,
+  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s %s '%s' %s%s%s -o '%s' %s %s", cc, extra ? extra : "", cflags, src_c,
            kobj ? "'" : "", kobj ? kobj : "", kobj ? "'" : "", out, culibs, libs);
   int rc = run_cmd(cmd, "the C compiler");
   free(cmd);
@@ -209,7 +246,7 @@ static void dims_create(int64_t n, int k, int64_t *out) {
 }
 
 /* The grid params of level 0 for `ranks` ranks, by the rules of plan_create. */
-static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
+static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks, bool report) {
   int unknown[16], uses[16], nu = 0;
   int64_t known = 1;
   for (int d = 0; d < G->ndims; d++) {
@@ -224,7 +261,7 @@ static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
     }
   }
   if (known <= 0 || ranks % known != 0) {
-    fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+    if (report) fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
     return false;
   }
   int64_t rest = ranks / known;
@@ -243,10 +280,54 @@ static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks) {
     dims_create(rest, ns, f);
     for (int i = 0; i < ns; i++) vals[unknown[single[i]]] = f[i];
   } else if (rest != 1) {
-    fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+    if (report) fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
     return false;
   }
   return true;
+}
+
+/* The rank count of --emit plan without --ranks (README, "Choices"): the smallest P that
+ * forms the machine's grid (by solve_grid, as for --ranks P) with every grid param it derives
+ * at least 2, so that the plan shows the machine's communication; where no P up to the bound
+ * does (a repeated param takes every factor first, grid(q, q, r, r)), the smallest P that
+ * forms the grid at all.  Prints the choice as the plan's first line; 0 with a message when
+ * no P up to the bound forms the grid.  vals: the params' values (-1: none), not changed. */
+static int64_t plan_ranks(const fe_grid *G, const int64_t *vals, int nparams) {
+  enum { BOUND = 4096 };
+  if (!G) {
+    printf("# ranks: 1 (the program has no machine: any count; --ranks N to choose)\n");
+    return 1;
+  }
+  int64_t *trial = malloc(sizeof *trial * (size_t)(nparams + 1));
+  if (!trial) {
+    fprintf(stderr, "distalc: out of memory\n");
+    return 0;
+  }
+  int64_t first = 0, best = 0;
+  for (int64_t p = 1; p <= BOUND && !best; p++) {
+    memcpy(trial, vals, sizeof *trial * (size_t)(nparams + 1));
+    if (!solve_grid(G, trial, p, false)) continue;
+    if (!first) first = p;
+    bool all = true;
+    for (int d = 0; d < G->ndims; d++)
+      if (G->dims[d].is_param && vals[G->dims[d].param] <= 0 && trial[G->dims[d].param] < 2) all = false;
+    if (all) best = p;
+  }
+  free(trial);
+  bool derived = false;
+  for (int d = 0; d < G->ndims; d++) derived |= G->dims[d].is_param && vals[G->dims[d].param] <= 0;
+  if (best && !derived)
+    printf("# ranks: %lld (the count this machine's grid dims give; --ranks N to choose)\n", (long long)best);
+  else if (best)
+    printf("# ranks: %lld (the smallest count this machine's grid admits with every grid param it "
+           "derives at least 2; --ranks N to choose)\n", (long long)best);
+  else if (first)
+    printf("# ranks: %lld (the smallest count this machine's grid admits; --ranks N to choose)\n",
+           (long long)first);
+  else
+    fprintf(stderr, "distalc: no rank count up to %d forms this machine's grid; choose one with --ranks\n",
+            (int)BOUND);
+  return best ? best : first;
 }
 
 /* A Slurm batch script for the executable built from this program: task counts from the
@@ -311,8 +392,8 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false;
-  int64_t ranks = 4;
-  char *sets[64];
+  int64_t ranks = 0; /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
+  char *sets[argc]; /* the --set values: at most one per argument */
   int nsets = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -335,7 +416,7 @@ int main(int argc, char **argv) {
       ranks = strtoll(val, &end, 10);
       if (*end || ranks <= 0) return fail_usage("--ranks needs a positive integer, not", val);
     } else if (TAKE("--set")) {
-      if (nsets < 64) sets[nsets++] = (char *)val;
+      sets[nsets++] = (char *)val;
     } else if (!strcmp(a, "--main")) want_main = true;
     else if (!strcmp(a, "--exe")) exe = true;
     else if (!strcmp(a, "--slurm")) slurm = true;
@@ -417,7 +498,14 @@ int main(int argc, char **argv) {
         for (int d = 0; d < M->levels[l].ndims && flat.ndims < 64; d++) dims_all[flat.ndims++] = M->levels[l].dims[d];
       flat.dims = dims_all;
     }
-    if (ir->machine >= 0 && !solve_grid(&flat, vals, ranks)) {
+    if (!ranks) {
+      ranks = plan_ranks(ir->machine >= 0 ? &flat : NULL, vals, prog->nparams);
+      if (!ranks) {
+        free(vals);
+        goto done;
+      }
+    }
+    if (ir->machine >= 0 && !solve_grid(&flat, vals, ranks, true)) {
       free(vals);
       goto done;
     }
@@ -453,6 +541,11 @@ int main(int argc, char **argv) {
     if (bad) goto done;
   }
   prefix = name ? strdup(name) : stem_of(out && !exe ? out : input);
+  if (bad_prefix(prefix)) {
+    fprintf(stderr, "distalc: error: the prefix '%s' of the generated API (from %s) %s; choose another with --name\n", prefix,
+            name ? "--name" : "the file name", bad_prefix(prefix));
+    goto done;
+  }
   cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug, .cuda = cuda};
   if (emit && !strcmp(emit, "c")) {
     char hname[512];
@@ -491,8 +584,8 @@ int main(int argc, char **argv) {
     if (k) ok &= fclose(k) == 0;
     const char *exe_out = out ? out : prefix;
     snprintf(target_path, sizeof target_path, "%s.tmp.%d", exe_out, (int)getpid());
-    if (ok && cuda) ok = build_kernels(kpath, dir, opath) == 0;
-    if (ok && build_exe(cpath, dir, target_path, cuda ? opath : NULL) == 0) {
+    if (ok && cuda) ok = build_kernels(kpath, opath) == 0;
+    if (ok && build_exe(cpath, target_path, cuda ? opath : NULL) == 0) {
       if (rename(target_path, exe_out) == 0) status = 0;
       else fprintf(stderr, "distalc: cannot write %s: %s\n", exe_out, strerror(errno));
     }
@@ -517,6 +610,14 @@ int main(int argc, char **argv) {
     const char *slash = strrchr(hpath, '/');
     snprintf(hname, sizeof hname, "%s", slash ? slash + 1 : hpath);
     o.header_name = hname;
+    const char *sys = hidden_header_dir(hname);
+    if (sys) {
+      fprintf(stderr,
+              "distalc: error: the generated header %s would hide the header <%s> of %s in every file compiled with its folder "
+              "on the include path; choose another output name with -o\n",
+              hpath, hname, sys);
+      goto done;
+    }
     outfile oc = {0}, oh = {0}, ok = {0};
     if (!out_open(&oc, cpath) || !out_open(&oh, hpath) || (cuda && !out_open(&ok, kpath))) {
       out_abort(&oc);

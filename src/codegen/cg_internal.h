@@ -4,9 +4,12 @@
 
 #include "codegen/codegen.h"
 
-/* A C identifier for a user name: names that are C keywords, common library names or
- * that start with dtl_ (reserved for generated internals) get a u_ prefix. */
-const char *cg_ident(const char *name);
+/* User names as C identifiers, prefixed by kind (emit_c.c says why): param i -> p_NAME,
+ * index variable -> v_NAME, tensor t -> tT_NAME. */
+const char *cg_param(const fe_program *p, int i);
+const char *cg_var(const char *name);
+const char *cg_tensor(const fe_program *p, int t);
+void cg_size(FILE *f, const fe_program *p, const fe_size *z); /* an extent: p_NAME or a literal */
 const char *cg_ctype(fe_type t);    /* double, float, int32_t, int64_t */
 const char *cg_dtltype(fe_type t);  /* DTL_DOUBLE, ... */
 bool cg_written(const fe_program *p, int t); /* the left side of some statement */

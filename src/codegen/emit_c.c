@@ -7,40 +7,43 @@
 #include "config.h"
 #include "codegen/cg_internal.h"
 
+#include <math.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- names and types ------------------------------------------------------------------- */
-static const char *reserved[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-    "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true", "false",
-    "main", "free", "malloc", "calloc", "realloc", "memcpy", "memset", "printf", "fprintf",
-    "snprintf", "exit", "abort", "stdout", "stderr", "errno", "NULL", "size_t", "int64_t",
-    "int32_t", "uint64_t", "assert", "fabs", "sqrt", "argc", "argv", "_Bool", "_Alignas",
-    "_Atomic", "_Complex", "_Generic", "_Noreturn", "_Static_assert", "_Thread_local",
-    /* C++ (headers are included from C++, kernels are compiled as CUDA C++) and CUDA */
-    "new", "delete", "class", "this", "template", "namespace", "operator", "private", "public",
-    "protected", "virtual", "friend", "try", "catch", "throw", "typename", "using", "mutable",
-    "explicit", "export", "nullptr", "constexpr", "decltype", "noexcept", "static_cast",
-    "dynamic_cast", "reinterpret_cast", "const_cast", "typeid", "asm", "wchar_t", "char16_t",
-    "char32_t", "alignas", "alignof", "thread_local", "static_assert", "and", "or", "not", "xor",
-    "bitand", "bitor", "compl", "and_eq", "or_eq", "xor_eq", "not_eq", "concept", "requires",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "atomicAdd", NULL};
-
-/* Names of the program as C identifiers: C, C++ and CUDA words and our own prefixes get
- * "u_" in front.  A leading underscore does too, so that the generated code's internal
- * names, which have two underscores after dtl (dtl__r), never meet a tensor's buffer
- * (dtl_NAME). */
-const char *cg_ident(const char *name) {
-  bool bad = !strncmp(name, "dtl_", 4) || !strncmp(name, "DTL_", 4) || !strncmp(name, "MPI_", 4) || name[0] == '_';
-  for (int i = 0; reserved[i] && !bad; i++) bad = !strcmp(name, reserved[i]);
-  if (!bad) return name;
-  char *r = ir_alloc(strlen(name) + 3);
-  strcpy(r, "u_");
-  strcat(r, name);
+/* How user names are spelled in generated C (README "Choices", naming).  Every name a user
+ * writes gets a prefix by its kind, so that no name can meet a C or C++ keyword, a macro or
+ * function of the C library, POSIX, MPI, OpenBLAS or CUDA headers, or a name of the runtime or
+ * of the generated code itself:
+ *   param NAME            p_NAME
+ *   index variable NAME   v_NAME
+ *   tensor NAME (the k-th declared, from 0)   tK_NAME
+ * Params, tensors and index variables share one namespace (sema), and no header that generated
+ * code includes declares a name that starts with p_, v_ or t<digit>.  Names that generated code
+ * derives from a tensor's (its buffer dtl_tK_NAME, dtl_tK_NAME_lo, the driver's n_tK_NAME, ...)
+ * carry the tensor's number first, so they are distinct for distinct tensors whatever the names
+ * are (dtl_t0_A_lo is A's, dtl_t1_A_lo the buffer of a tensor named A_lo).  Generated code's own
+ * names start with dtl_ (or are locals of functions that see no user name).  The one place a user
+ * name is spelled as it is written is the API: the params struct's fields (LANGUAGE.md section 7),
+ * shielded from macros by the header (emit_header), and PREFIX_T_block / _import / _export. */
+static const char *prefixed(const char *prefix, const char *name) {
+  size_t n = strlen(prefix) + strlen(name) + 1;
+  char *r = ir_alloc(n);
+  snprintf(r, n, "%s%s", prefix, name);
   return r;
+}
+const char *cg_param(const fe_program *p, int i) { return prefixed("p_", p->params[i].name); }
+const char *cg_var(const char *name) { return prefixed("v_", name); }
+void cg_size(FILE *f, const fe_program *p, const fe_size *z) {
+  if (z->is_param) fputs(cg_param(p, z->param), f);
+  else fprintf(f, "%" PRId64, z->value); /* a decimal literal takes a type wide enough */
+}
+const char *cg_tensor(const fe_program *p, int t) {
+  char pre[32];
+  snprintf(pre, sizeof pre, "t%d_", t);
+  return prefixed(pre, p->tensors[t].name);
 }
 
 const char *cg_ctype(fe_type t) {
@@ -71,14 +74,43 @@ bool cg_any_sparse(const fe_program *p) {
 
 /* ", const double *A" or, for a sparse tensor, ", const dtl_sparse *A" */
 void cg_tensor_param(FILE *f, const fe_program *p, int t) {
-  if (lw_sparse(p, t)) fprintf(f, ", %sdtl_sparse *%s", cg_written(p, t) ? "" : "const ", cg_ident(p->tensors[t].name));
+  if (lw_sparse(p, t)) fprintf(f, ", %sdtl_sparse *%s", cg_written(p, t) ? "" : "const ", cg_tensor(p, t));
   else
-    fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_ident(p->tensors[t].name));
+    fprintf(f, ", %s%s *%s", cg_written(p, t) ? "" : "const ", cg_ctype(p->tensors[t].type), cg_tensor(p, t));
 }
 
 /* ---- expressions ----------------------------------------------------------------------- */
 static int prec_of(ir_expr_kind k) {
   return k == IR_ADD || k == IR_SUB ? 1 : k == IR_MUL || k == IR_DIV ? 2 : 3;
+}
+
+/* A literal in a statement of type t, exactly (README, "Choices"; sema checked the ranges):
+ * integer types print the exact value (a floating literal truncated toward zero), double
+ * the nearest double in 17 digits, float the literal rounded once to float (as C reads
+ * 0.1f) in 9 digits; both read back exactly and are always floating constants (1/4 must
+ * not be an integer division).  A negative value (only INT64_MIN, from the folded literal
+ * -9223372036854775808) is parenthesized. */
+static void print_num(FILE *f, const ir_expr *e, fe_type t) {
+  if (t == FE_INT32 || t == FE_INT64) {
+    int64_t v = e->is_int ? e->ival : (int64_t)trunc(e->num);
+    if (t == FE_INT32) fprintf(f, "(int32_t)%lld", (long long)v);
+    else if (v == INT64_MIN) fputs("INT64_MIN", f);
+    else fprintf(f, "INT64_C(%lld)", (long long)v);
+    return;
+  }
+  char b[64];
+  bool neg;
+  if (t == FE_FLOAT) {
+    float v = e->text ? fe_float_literal(e->text, e->num) : e->is_int ? (float)e->ival : (float)e->num;
+    snprintf(b, sizeof b, "%.9g", (double)v);
+    neg = v < 0;
+  } else {
+    double v = e->is_int ? (double)e->ival : e->num;
+    snprintf(b, sizeof b, "%.17g", v);
+    neg = v < 0;
+  }
+  if (!strpbrk(b, ".eEni")) strcat(b, ".0");
+  fprintf(f, "%s%s%s%s", neg ? "(" : "", b, t == FE_FLOAT ? "f" : "", neg ? ")" : "");
 }
 
 static void pexpr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e, fe_type t,
@@ -87,7 +119,7 @@ static void pexpr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr
     /* reduction placement: this term counts once, at the first iteration of the sum */
     fputs("((", f);
     for (int g = 0; g < e->nguards; g++)
-      fprintf(f, "%s%s == 0", g ? " && " : "", cg_ident(s->vars[e->guards[g]].name));
+      fprintf(f, "%s%s == 0", g ? " && " : "", cg_var(s->vars[e->guards[g]].name));
     fputs(") ? ", f);
     ir_expr tmp = *e;
     tmp.nguards = 0;
@@ -100,16 +132,7 @@ static void pexpr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr
   if (paren) fputc('(', f);
   switch (e->kind) {
   case IR_ACCESS: acc(f, s, e, ctx); break;
-  case IR_NUM:
-    if (t == FE_INT32 || t == FE_INT64) fprintf(f, "(%s)%lld", cg_ctype(t), (long long)e->num);
-    else {
-      /* always a floating constant: 1/4 must not be an integer division */
-      char b[64];
-      snprintf(b, sizeof b, "%.17g", e->num);
-      if (!strpbrk(b, ".eEni")) strcat(b, ".0");
-      fprintf(f, "%s%s", b, t == FE_FLOAT ? "f" : "");
-    }
-    break;
+  case IR_NUM: print_num(f, e, t); break;
   case IR_NEG:
     fputs("-", f);
     pexpr(f, ir, s, e->a, t, acc, ctx, 3);
@@ -162,11 +185,11 @@ static void namer(FILE *f, const sym *a, void *vc) {
   nctx *c = vc;
   const fe_program *p = c->lp->ir->ast;
   switch (a->kind) {
-  case SYM_PARAM: fputs(cg_ident(p->params[a->id].name), f); break;
+  case SYM_PARAM: fputs(cg_param(p, a->id), f); break;
   case SYM_COORD: fprintf(f, "dtl_coords[%d]", a->id); break;
   case SYM_VAR:
     if (c->in_callback) fprintf(f, "dtl_a->v[%d]", a->id);
-    else if (a->id < c->ls->s->nvars) fputs(cg_ident(c->ls->s->vars[a->id].name), f);
+    else if (a->id < c->ls->s->nvars) fputs(cg_var(c->ls->s->vars[a->id].name), f);
     else fprintf(f, "dtl_l_%s", c->ls->s->vars[c->ls->loops[a->id - c->ls->lidx_var0]->var].name);
     break;
   default: break;
@@ -175,11 +198,11 @@ static void namer(FILE *f, const sym *a, void *vc) {
 
 static void psym(FILE *f, const sym *e, nctx *c) { sym_print(f, e, namer, c); }
 
-/* params as local constants of a generated function */
+/* params as local constants of a generated function, from the array `from` */
 static void declare_params(FILE *f, const fe_program *p, const char *from, int ind) {
   for (int i = 0; i < p->nparams; i++)
-    fprintf(f, "%*sconst int64_t %s = %s%s;\n%*s(void)%s;\n", ind, "", cg_ident(p->params[i].name),
-            from, cg_ident(p->params[i].name), ind, "", cg_ident(p->params[i].name));
+    fprintf(f, "%*sconst int64_t %s = %s[%d];\n%*s(void)%s;\n", ind, "", cg_param(p, i), from, i, ind, "",
+            cg_param(p, i));
 }
 
 /* ---- statement functions ------------------------------------------------------------------ */
@@ -189,11 +212,11 @@ typedef struct {
   const lw_stmt *ls;
   const cg_options *o;
   int ind;
-  bool bound[512];
+  bool *bound;       /* per variable of the statement (st_alloc sizes these arrays) */
   int slot0;         /* first plan buffer slot of this statement */
-  int comm_slot[32]; /* per comm: its buffer slot (SHIFT uses two) */
-  int ncond;
-  char cond[64][160]; /* activity conditions of the collective region */
+  int *comm_slot;    /* per comm: its buffer slot (SHIFT uses two) */
+  int ncond, capcond;
+  char **cond;       /* activity conditions of the collective region */
   /* CUDA target */
   FILE *cu;           /* PREFIX.cu: kernels */
   FILE *decl;         /* file-scope declarations the statement function needs */
@@ -201,15 +224,44 @@ typedef struct {
   int nkern;          /* kernels of this statement so far */
   bool in_kernel;     /* printing a kernel body */
   bool atomic;        /* ... whose threads may update the same output element */
-  bool mapped[LW_MAX_LOOPS]; /* ... whose loops are the threads */
+  bool *mapped;        /* ... whose loops are the threads (per loop) */
   /* sparse operands: the accesses of the right side to sparse tensors */
-  int nsp;
-  const ir_expr *sp_e[32];
-  bool sp_factor[32];  /* the whole right side is zero where this access is */
-  int sp_known[32];    /* levels [0, known) have a position variable in scope */
-  bool sp_valid[32][LW_MAX_DIMS]; /* ... and that position is never -1 (a stored entry) */
+  int nsp, capsp;
+  const ir_expr **sp_e;
+  bool *sp_factor;     /* the whole right side is zero where this access is */
+  int *sp_known;       /* levels [0, known) have a position variable in scope */
+  bool (*sp_valid)[LW_MAX_DIMS]; /* ... and that position is never -1 (a stored entry) */
   bool acc_mode;       /* the innermost loop sums into dtl__acc, added to the output after it */
 } st;
+
+/* The statement's arrays, sized by the statement (they live in the IR arena). */
+static void st_alloc(st *g) {
+  g->bound = ir_alloc((g->ls->s->nvars + 1) * sizeof *g->bound);
+  g->comm_slot = ir_alloc((g->ls->ncomm + 1) * sizeof *g->comm_slot);
+  g->mapped = ir_alloc((g->ls->nloops + 1) * sizeof *g->mapped);
+}
+
+/* One more activity condition of the collective region. */
+static void add_cond(st *g, const char *text) {
+  if (g->ncond == g->capcond) {
+    int cap = 2 * g->capcond + 8;
+    char **c = ir_alloc(cap * sizeof *c);
+    if (g->ncond) memcpy(c, g->cond, g->ncond * sizeof *c);
+    g->cond = c, g->capcond = cap;
+  }
+  g->cond[g->ncond++] = ir_strdup(text);
+}
+
+/* Text printed through a stream that grows as needed: MBUF(b) declares it (freed when it
+ * goes out of scope), mopen(&b) starts it anew, and after fclose b holds the text. */
+static void mbuf_free(char **b) { free(*b); }
+#define MBUF(b) char *b __attribute__((cleanup(mbuf_free))) = NULL
+static size_t mbuf_len;
+static FILE *mopen(char **b) {
+  free(*b);
+  *b = NULL;
+  return open_memstream(b, &mbuf_len);
+}
 
 /* The runtime function for an operation: dtl_NAME on the host, dtl_cu_NAME on the device
  * (same arguments). */
@@ -232,8 +284,8 @@ static void line(st *g, const char *fmt, ...) {
 }
 
 static const fe_tensor *tensor(const st *g, int t) { return &g->lp->ir->ast->tensors[t]; }
-static const char *tname(const st *g, int t) { return cg_ident(tensor(g, t)->name); }
-static const char *vname(const st *g, int v) { return cg_ident(g->ls->s->vars[v].name); }
+static const char *tname(const st *g, int t) { return cg_tensor(g->lp->ir->ast, t); }
+static const char *vname(const st *g, int v) { return cg_var(g->ls->s->vars[v].name); }
 
 static int sp_index(const st *g, const ir_expr *e) {
   /* a guarded access is printed from a copy without its guards: same index array */
@@ -245,7 +297,7 @@ static int sp_index(const st *g, const ir_expr *e) {
 static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
   st *g = vc;
   if (e->tensor >= g->lp->ir->ast->ntensors) { /* a precompute workspace */
-    fprintf(f, "dtl_w_%s[%s]", s->work[e->tensor - g->lp->ir->ast->ntensors].name, cg_ident(s->vars[e->vars[0]].name));
+    fprintf(f, "dtl_w_%s[%s]", s->work[e->tensor - g->lp->ir->ast->ntensors].name, cg_var(s->vars[e->vars[0]].name));
     return;
   }
   const char *n = tname(g, e->tensor);
@@ -265,7 +317,7 @@ static void access_local(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) 
   if (!e->nidx) fputc('0', f);
   for (int x = 0; x < e->nidx; x++) {
     if (x) fputs(" + ", f);
-    fprintf(f, "(%s - dtl_%s%s_lo[%d])", cg_ident(s->vars[e->vars[x]].name), snap ? "in_" : "", n, x);
+    fprintf(f, "(%s - dtl_%s%s_lo[%d])", cg_var(s->vars[e->vars[x]].name), snap ? "in_" : "", n, x);
     if (x + 1 < e->nidx) fprintf(f, " * dtl_%s%s_st[%d]", snap ? "in_" : "", n, x);
   }
   fputc(']', f);
@@ -288,8 +340,8 @@ static void bind_parents(st *g, bool collective, int tight) {
       if (!ready) continue;
       nctx nc = {g->lp, g->ls, false};
       const char *p0 = vname(g, R->in[0]);
-      char buf[2048];
-      FILE *m = fmemopen(buf, sizeof buf, "w");
+      MBUF(buf);
+      FILE *m = mopen(&buf);
       switch (R->kind) {
       case REL_DIVIDE:
       case REL_SPLIT: {
@@ -321,13 +373,13 @@ static void bind_parents(st *g, bool collective, int tight) {
       if (R->kind == REL_FUSE) line(g, "(void)%s;", vname(g, R->in[1]));
       if (R->kind == REL_DIVIDE || R->kind == REL_SPLIT) {
         if (R->in[0] != tight) {
-          char cb[160];
-          FILE *cm = fmemopen(cb, sizeof cb, "w");
+          MBUF(cb);
+          FILE *cm = mopen(&cb);
           fprintf(cm, "%s < ", p0);
           psym(cm, s->vars[R->in[0]].extent, &nc);
           fclose(cm);
           if (collective) {
-            if (g->ncond < 64) strcpy(g->cond[g->ncond++], cb);
+            add_cond(g, cb);
           } else {
             line(g, "if (!(%s)) continue;", cb);
           }
@@ -359,7 +411,7 @@ static void sp_advance(st *g) {
     const char *n = tname(g, e->tensor);
     while (g->sp_known[a] < e->nidx && g->bound[e->vars[g->sp_known[a]]]) {
       int x = g->sp_known[a];
-      const char *v = cg_ident(s->vars[e->vars[x]].name);
+      const char *v = cg_var(s->vars[e->vars[x]].name);
       char par[64];
       sp_parent(par, sizeof par, a, x);
       if (ft->formats[x] == FE_COMPRESSED && x == 0)
@@ -394,7 +446,7 @@ static bool guarded_by(const ir_expr *e, int var) {
  * and the loop's variable is the level's index variable or the inner half of a divide or
  * split of it whose outer half is bound (then index = base + loop variable).  Sets *acc,
  * *level and base (a C expression). */
-static bool sp_driver(st *g, int k, int *acc, int *level, char *base, size_t blen) {
+static bool sp_driver(st *g, int k, int *acc, int *level, char **base) {
   const lw_stmt *ls = g->ls;
   const ir_stmt *s = ls->s;
   const cin_node *n = ls->loops[k];
@@ -406,7 +458,8 @@ static bool sp_driver(st *g, int k, int *acc, int *level, char *base, size_t ble
     int j = e->vars[x];
     if (g->bound[j] || guarded_by(cin_assign(s->root)->rhs, j)) continue;
     if (j == n->var) {
-      snprintf(base, blen, "0");
+      free(*base);
+      *base = strdup("0");
     } else {
       const ir_var *iv = &s->vars[n->var];
       if (iv->def < 0) continue;
@@ -416,7 +469,7 @@ static bool sp_driver(st *g, int k, int *acc, int *level, char *base, size_t ble
         continue;
       const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
       nctx nc = {g->lp, ls, false};
-      FILE *m = fmemopen(base, blen, "w");
+      FILE *m = mopen(base);
       fputc('(', m);
       psym(m, sym_mul(sym_var(R->out[0]), stp), &nc);
       fputc(')', m);
@@ -448,13 +501,13 @@ static void set_layout(st *g, const char *n, const char *box) {
 /* Assign the box syms of a comm to a dtl_box named box. */
 static void emit_box(st *g, const lw_comm *c, const char *box, bool callback) {
   nctx nc = {g->lp, g->ls, callback};
-  char b[8192];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   fprintf(m, "%s%snd = %d;", box, callback ? "->" : ".", c->order);
   fclose(m);
   line(g, "%s", b);
   for (int x = 0; x < c->order; x++) {
-    m = fmemopen(b, sizeof b, "w");
+    m = mopen(&b);
     fprintf(m, "%s%slo[%d] = ", box, callback ? "->" : ".", x);
     psym(m, c->lo[x], &nc);
     fprintf(m, ", %s%shi[%d] = ", box, callback ? "->" : ".", x);
@@ -552,8 +605,9 @@ static void emit_comm_in1(st *g, int q, const lw_comm *c, bool alt) {
   if (overlapped(g->ls, c)) {
     const char *rv = vname(g, g->ls->loops[c->depth]->var);
     nctx nc = {g->lp, g->ls, false};
-    char ext[1024], nbox[300];
-    FILE *m = fmemopen(ext, sizeof ext, "w");
+    char nbox[300];
+    MBUF(ext);
+    FILE *m = mopen(&ext);
     psym(m, g->ls->s->vars[g->ls->loops[c->depth]->var].extent, &nc);
     fclose(m);
     snprintf(nbox, sizeof nbox, "dtl_%s_nbox", nm);
@@ -675,8 +729,8 @@ static void assume_cond(st *g, const lw_comm *c, char *buf, size_t n) {
   buf[0] = 0;
   for (int q = 1; q < c->nassume; q++) {
     char one[256];
-    snprintf(one, sizeof one, "%s%s == %s", q > 1 ? " && " : "", cg_ident(p->params[c->assume[0]].name),
-             cg_ident(p->params[c->assume[q]].name));
+    snprintf(one, sizeof one, "%s%s == %s", q > 1 ? " && " : "", cg_param(p, c->assume[0]),
+             cg_param(p, c->assume[q]));
     if (strlen(buf) + strlen(one) < n) strcat(buf, one);
   }
 }
@@ -787,8 +841,8 @@ static void emit_kernel(st *g, int k) {
     while (!s->vars[v].original) v = s->rels[s->vars[v].def].in[0];
     korig[q] = v;
     lw_interval(g->lp, g->ls, v, k - 1, &klo[q], &khi[q]);
-    char b[4096];
-    FILE *m = fmemopen(b, sizeof b, "w");
+    MBUF(b);
+    FILE *m = mopen(&b);
     fprintf(m, "const int64_t dtl__n%d = ", q);
     psym(m, sym_sub(khi[q], klo[q]), &nc);
     fprintf(m, "; /* extent of %s */", s->vars[v].name);
@@ -809,8 +863,8 @@ static void emit_kernel(st *g, int k) {
   if (!x) x = y = asg->rhs;
   bool sx = x->kind == IR_ACCESS && x->tensor == asg->lhs_tensor;
   bool sy = y->kind == IR_ACCESS && y->tensor == asg->lhs_tensor;
-  char b[8192];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   /* korig index: which loop walks which variable */
   int lk0 = -1, lk1 = -1;
   for (int q = 0; q < nk; q++) {
@@ -958,8 +1012,8 @@ static void emit_assign(st *g) {
   const cin_node *asg = cin_assign(s->root);
   fe_type ty = tensor(g, asg->lhs_tensor)->type;
   ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
-  char b[16384];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   /* the output is never read through the snapshot name on the left */
   const char *n = tname(g, asg->lhs_tensor);
   static const char *tsuffix[] = {"double", "float", "int32", "int64"};
@@ -974,7 +1028,7 @@ static void emit_assign(st *g) {
   fputs(g->in_kernel && g->atomic ? "], " : "] += ", m);
   if (lw_sparse(g->lp->ir->ast, asg->lhs_tensor) && !g->acc_mode) { /* a nonzero becomes an entry */
     fclose(m);
-    m = fmemopen(b, sizeof b, "w");
+    m = mopen(&b);
     fprintf(m, "{ const %s dtl__v = ", cg_ctype(ty));
     cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
     fclose(m);
@@ -985,7 +1039,7 @@ static void emit_assign(st *g) {
   }
   if (g->acc_mode) { /* the sum of the innermost loop: a register, not the output */
     fclose(m);
-    m = fmemopen(b, sizeof b, "w");
+    m = mopen(&b);
     fputs("dtl__acc += ", m);
   }
   cg_print_expr(m, g->lp->ir, s, asg->rhs, ty, access_local, g);
@@ -1014,15 +1068,15 @@ static void emit_producer(st *g, const cin_node *w) {
   const char *wn = s->work[w->workspace - g->lp->ir->ast->ntensors].name;
   const char *v = vname(g, pr->var);
   nctx nc = {g->lp, g->ls, false};
-  char b[16384];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
   psym(m, s->vars[pr->var].extent, &nc);
   fprintf(m, "; %s++)", v);
   fclose(m);
   line(g, "/* precompute: workspace %s */", wn);
   line(g, "%s", b);
-  m = fmemopen(b, sizeof b, "w");
+  m = mopen(&b);
   fprintf(m, "  dtl_w_%s[%s] = ", wn, v);
   cg_print_expr(m, g->lp->ir, s, pr->body->rhs, tensor(g, cin_assign(s->root)->lhs_tensor)->type, access_local, g);
   fputc(';', m);
@@ -1035,8 +1089,8 @@ static void sp_push(st *g, const char *v) {
   const cin_node *asg = cin_assign(g->ls->s->root);
   const char *n = tname(g, asg->lhs_tensor);
   static const char *tsuffix[] = {"double", "float", "int32", "int64"};
-  char b[2048];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   fprintf(m, "if (%s != 0) { const int64_t dtl__c[] = {", v);
   for (int x = 0; x < asg->nlhs; x++) fprintf(m, "%s%s", x ? ", " : "", vname(g, asg->lhs_vars[x]));
   fprintf(m, "}; if (dtl_coo_push_%s(dtl_%s_coo, dtl__c, %s)) return dtl_fail(dtl_ctx, \"out of memory for the entries of %s\"); }",
@@ -1053,8 +1107,8 @@ static void emit_acc_update(st *g) {
     sp_push(g, "dtl__acc");
     return;
   }
-  char b[4096];
-  FILE *m = fmemopen(b, sizeof b, "w");
+  MBUF(b);
+  FILE *m = mopen(&b);
   fprintf(m, "dtl_%s[", n);
   if (!asg->nlhs) fputc('0', m);
   for (int x = 0; x < asg->nlhs; x++) {
@@ -1101,11 +1155,10 @@ static void emit_level(st *g, int k) {
   const lw_stmt *ls = g->ls;
   const ir_stmt *s = ls->s;
   if (k == ls->outer && ls->outer > 0 && g->ncond) {
-    char all[4096] = "";
-    for (int q = 0; q < g->ncond; q++) {
-      strcat(all, q ? " && " : "");
-      strcat(all, g->cond[q]);
-    }
+    MBUF(all);
+    FILE *m = mopen(&all);
+    for (int q = 0; q < g->ncond; q++) fprintf(m, "%s%s", q ? " && " : "", g->cond[q]);
+    fclose(m);
     line(g, "if (%s) { /* this rank has work in this iteration */", all);
     g->ind += 2;
     int save = g->ncond;
@@ -1139,14 +1192,15 @@ static void emit_level(st *g, int k) {
   if (!collective && g->nsp) sp_advance(g); /* positions the enclosing loops determine */
   for (int w = 0; w < ls->nwhere; w++)
     if (ls->where_depth[w] == k) emit_producer(g, ls->where[w]);
-  bool saved[512];
-  memcpy(saved, g->bound, sizeof saved);
-  int known_saved[32];
-  memcpy(known_saved, g->sp_known, sizeof known_saved);
+  size_t nb = (s->nvars + 1) * sizeof *g->bound;
+  bool *saved = ir_alloc(nb);
+  memcpy(saved, g->bound, nb);
+  int *known_saved = ir_alloc((g->nsp + 1) * sizeof *known_saved);
+  if (g->nsp) memcpy(known_saved, g->sp_known, g->nsp * sizeof *known_saved);
   int drv_a = -1, drv_x = -1;
-  char drv_base[1024];
-  bool valid_saved[32][LW_MAX_DIMS];
-  memcpy(valid_saved, g->sp_valid, sizeof valid_saved);
+  MBUF(drv_base);
+  bool (*valid_saved)[LW_MAX_DIMS] = ir_alloc((g->nsp + 1) * sizeof *valid_saved);
+  if (g->nsp) memcpy(valid_saved, g->sp_valid, g->nsp * sizeof *valid_saved);
   bool acc = acc_loop(g, k);
   if (acc) {
     line(g, "{ /* the loop's sum, added to the output element after it */");
@@ -1157,14 +1211,14 @@ static void emit_level(st *g, int k) {
   }
   int ncond0 = g->ncond;
   int tight = -1;
-  char b[4096];
+  MBUF(b);
   FILE *m;
   loop_comment(g, k);
   if (n->distributed) {
     int d = lw_gdim(g->lp, n);
     int64_t one;
     bool single = sym_is_const(ls->bs[k], &one) && one == 1;
-    m = fmemopen(b, sizeof b, "w");
+    m = mopen(&b);
     if (collective && single) {
       fprintf(m, "{ const int64_t %s = dtl_coords[%d];", v, d);
     } else if (collective) {
@@ -1186,11 +1240,11 @@ static void emit_level(st *g, int k) {
     if (collective) {
       const sym *val = lw_loop_value(g->lp, ls, k);
       if (!sym_prove_le(sym_add(val, sym_const(1)), s->vars[n->var].extent)) {
-        m = fmemopen(b, sizeof b, "w");
+        m = mopen(&b);
         fprintf(m, "%s < ", v);
         psym(m, s->vars[n->var].extent, &nc);
         fclose(m);
-        if (g->ncond < 64) strcpy(g->cond[g->ncond++], b);
+        add_cond(g, b);
       }
     }
   } else {
@@ -1206,13 +1260,14 @@ static void emit_level(st *g, int k) {
     }
     if (!collective && !g->o->cuda && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!collective && !g->o->cuda && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
-    if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, drv_base, sizeof drv_base)) {
+    if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &drv_base)) {
       /* only the stored coordinates of the sparse factor: the others add zero */
       const ir_expr *e = g->sp_e[drv_a];
       const char *tn = tname(g, e->tensor);
-      char par[64], hs[2048];
+      char par[64];
+      MBUF(hs);
       sp_parent(par, sizeof par, drv_a, drv_x);
-      m = fmemopen(hs, sizeof hs, "w");
+      m = mopen(&hs);
       psym(m, hi, &nc);
       fclose(m);
       line(g, "{ /* loop %s over the stored coordinates of %s, level %d */", v, tensor(g, e->tensor)->name, drv_x);
@@ -1232,7 +1287,7 @@ static void emit_level(st *g, int k) {
       g->sp_known[drv_a] = drv_x + 1;
       g->sp_valid[drv_a][drv_x] = true;
     } else {
-      m = fmemopen(b, sizeof b, "w");
+      m = mopen(&b);
       fprintf(m, "for (int64_t %s = 0; %s < ", v, v);
       psym(m, hi, &nc);
       fprintf(m, "; %s++) {", v);
@@ -1261,9 +1316,9 @@ static void emit_level(st *g, int k) {
     g->ind -= 2;
     line(g, "}");
   }
-  memcpy(g->bound, saved, sizeof saved);
-  memcpy(g->sp_known, known_saved, sizeof known_saved);
-  memcpy(g->sp_valid, valid_saved, sizeof valid_saved);
+  memcpy(g->bound, saved, nb);
+  if (g->nsp) memcpy(g->sp_known, known_saved, g->nsp * sizeof *known_saved);
+  if (g->nsp) memcpy(g->sp_valid, valid_saved, g->nsp * sizeof *valid_saved);
   g->ncond = ncond0; /* conditions of this loop go out of scope with it */
 }
 
@@ -1288,9 +1343,9 @@ static void determinants(const ir_stmt *s, int v, bool *out) {
 static bool output_parallel(const st *g, int k) {
   const ir_stmt *s = g->ls->s;
   const cin_node *asg = cin_assign(s->root);
-  bool det[512] = {0};
+  bool *det = ir_alloc((s->nvars + 1) * sizeof *det);
   determinants(s, g->ls->loops[k]->var, det);
-  for (int v = 0; v < s->nvars && v < 512; v++) {
+  for (int v = 0; v < s->nvars; v++) {
     if (!det[v]) continue;
     bool in_lhs = false;
     for (int x = 0; x < asg->nlhs; x++) in_lhs |= asg->lhs_vars[x] == v;
@@ -1299,8 +1354,8 @@ static bool output_parallel(const st *g, int k) {
   return true;
 }
 
-/* Lower and upper bound of a local loop, as the host evaluates them before the launch (the
- * natural extent, not tightened by an enclosing split: the kernel guards instead). */
+/* Lower and upper bound of a local loop, as the host evaluates them before the launch: the
+ * extent, tightened for the inner variable of a split (the kernel guards the rest). */
 static void local_range(st *g, int k, FILE *lo, FILE *hi) {
   const lw_stmt *ls = g->ls;
   const cin_node *n = ls->loops[k];
@@ -1311,6 +1366,20 @@ static void local_range(st *g, int k, FILE *lo, FILE *hi) {
     psym(lo, base, &nc);
     psym(hi, sym_min(ext, sym_add(base, ls->bs[k])), &nc);
   } else {
+    /* the inner variable of a split or divide never reaches its parent's extent, and where
+     * the outer variable is already bound it stops at the parent's end (as on the host) */
+    const ir_var *iv = &ls->s->vars[n->var];
+    if (iv->def >= 0) {
+      const ir_rel *R = &ls->s->rels[iv->def];
+      if ((R->kind == REL_DIVIDE || R->kind == REL_SPLIT) && R->out[1] == n->var) {
+        const sym *pext = ls->s->vars[R->in[0]].extent;
+        ext = sym_min(ext, pext);
+        if (g->bound[R->out[0]]) {
+          const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(pext, R->factor);
+          ext = sym_min(ext, sym_sub(pext, sym_mul(sym_var(R->out[0]), stp)));
+        }
+      }
+    }
     fputs("0", lo);
     psym(hi, ext, &nc);
   }
@@ -1331,7 +1400,7 @@ static void emit_gpu_leaf(st *g, int k0) {
   char kn[256];
   snprintf(kn, sizeof kn, "%s_s%d_k%d", g->o->prefix, s->index, g->nkern++);
   /* threads */
-  int nm = 0, mk[LW_MAX_LOOPS];
+  int nm = 0, *mk = ir_alloc((ls->nloops + 1) * sizeof *mk);
   bool explicit_units = false;
   for (int k = k0; k < ls->nloops; k++) explicit_units |= ls->loops[k]->par >= PAR_GPU_BLOCK;
   if (explicit_units) {
@@ -1352,15 +1421,15 @@ static void emit_gpu_leaf(st *g, int k0) {
     if (n->race == RACE_ATOMICS || (!output_parallel(g, mk[q]) && n->race != RACE_IGNORE)) atomic = true;
   }
   /* what the body names: bound variables, local indices of distributed loops, buffers */
-  bool bvar[512] = {0};
-  for (int v = 0; v < s->nvars && v < 512; v++) bvar[v] = g->bound[v];
+  bool *bvar = ir_alloc((s->nvars + 1) * sizeof *bvar);
+  for (int v = 0; v < s->nvars; v++) bvar[v] = g->bound[v];
   char *td = NULL;
   size_t tl = 0;
   FILE *t = open_memstream(&td, &tl);
   fprintf(t, "/* arguments of kernel %s (statement %d) */\ntypedef struct {\n", kn, s->index + 1);
   fprintf(t, "  int64_t dtl__total, dtl__mlo[%d], dtl__mn[%d];\n", nm + 1, nm + 1);
   fprintf(t, "  int64_t dtl_coords[%d];\n", g->lp->ndims);
-  for (int i = 0; i < p->nparams; i++) fprintf(t, "  int64_t %s;\n", cg_ident(p->params[i].name));
+  for (int i = 0; i < p->nparams; i++) fprintf(t, "  int64_t %s;\n", cg_param(p, i));
   for (int v = 0; v < s->nvars && v < 512; v++)
     if (bvar[v]) fprintf(t, "  int64_t %s;\n", vname(g, v));
   for (int k = 0; k < k0; k++) {
@@ -1387,7 +1456,7 @@ static void emit_gpu_leaf(st *g, int k0) {
   line(g, "%s_args dtl__ka;", kn);
   line(g, "memset(&dtl__ka, 0, sizeof dtl__ka);");
   line(g, "memcpy(dtl__ka.dtl_coords, dtl_coords, sizeof dtl__ka.dtl_coords);");
-  for (int i = 0; i < p->nparams; i++) line(g, "dtl__ka.%s = %s;", cg_ident(p->params[i].name), cg_ident(p->params[i].name));
+  for (int i = 0; i < p->nparams; i++) line(g, "dtl__ka.%s = %s;", cg_param(p, i), cg_param(p, i));
   for (int v = 0; v < s->nvars && v < 512; v++)
     if (bvar[v]) line(g, "dtl__ka.%s = %s;", vname(g, v), vname(g, v));
   for (int k = 0; k < k0; k++) {
@@ -1407,8 +1476,9 @@ static void emit_gpu_leaf(st *g, int k0) {
   }
   line(g, "dtl__ka.dtl__total = 1;");
   for (int q = 0; q < nm; q++) {
-    char lo[4096], hi[4096];
-    FILE *fl = fmemopen(lo, sizeof lo, "w"), *fh = fmemopen(hi, sizeof hi, "w");
+    MBUF(lo);
+    MBUF(hi);
+    FILE *fl = mopen(&lo), *fh = mopen(&hi);
     local_range(g, mk[q], fl, fh);
     fclose(fl);
     fclose(fh);
@@ -1422,8 +1492,9 @@ static void emit_gpu_leaf(st *g, int k0) {
   /* the kernel */
   FILE *host = g->f;
   int ind = g->ind, ncond = g->ncond;
-  bool saved[512];
-  memcpy(saved, g->bound, sizeof saved);
+  size_t nb = (s->nvars + 1) * sizeof *g->bound;
+  bool *saved = ir_alloc(nb);
+  memcpy(saved, g->bound, nb);
   g->f = g->cu;
   g->ind = 0;
   fprintf(g->cu, "%s", td);
@@ -1438,7 +1509,7 @@ static void emit_gpu_leaf(st *g, int k0) {
   line(g, "DTL_KERNEL_P(%s, %s_args, dtl__ka) {", kn, kn);
   g->ind = 2;
   for (int i = 0; i < p->nparams; i++) {
-    const char *pn = cg_ident(p->params[i].name);
+    const char *pn = cg_param(p, i);
     line(g, "const int64_t %s = dtl__ka.%s;", pn, pn);
     line(g, "(void)%s;", pn);
   }
@@ -1473,7 +1544,7 @@ static void emit_gpu_leaf(st *g, int k0) {
     g->bound[ls->loops[mk[q]]->var] = true;
   }
   line(g, "(void)dtl__r;");
-  memset(g->mapped, 0, sizeof g->mapped);
+  memset(g->mapped, 0, (ls->nloops + 1) * sizeof *g->mapped);
   for (int q = 0; q < nm; q++) g->mapped[mk[q]] = true;
   g->in_kernel = true;
   g->atomic = atomic;
@@ -1491,7 +1562,7 @@ static void emit_gpu_leaf(st *g, int k0) {
   g->f = host;
   g->ind = ind;
   g->ncond = ncond;
-  memcpy(g->bound, saved, sizeof saved);
+  memcpy(g->bound, saved, nb);
 }
 
 /* Box functions: every rank evaluates the box of every other rank (no handshake). */
@@ -1504,8 +1575,9 @@ static void emit_box_fns(FILE *f, const lw_program *lp, const lw_stmt *ls, const
     fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n",
             o->prefix, ls->s->index, q);
     fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", o->prefix, ls->s->index);
-    declare_params(f, lp->ir->ast, "dtl_a->plan->p.", 2);
+    declare_params(f, lp->ir->ast, "dtl_a->plan->p", 2);
     st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2};
+    st_alloc(&g);
     emit_box(&g, c, "dtl_b", true);
     fputs("}\n\n", f);
   }
@@ -1516,7 +1588,7 @@ static void emit_view(st *g, const lw_comm *c) {
   const fe_program *p = g->lp->ir->ast;
   const cin_node *asg = cin_assign(g->ls->s->root);
   int t = c->tensor;
-  const char *n = cg_ident(p->tensors[t].name);
+  const char *n = cg_tensor(p, t);
   bool snap = !c->output && t == asg->lhs_tensor;
   line(g, "/* %s %s: local, the rank's own block */", c->output ? "write" : "read", p->tensors[t].name);
   if (lw_sparse(p, t)) {
@@ -1547,7 +1619,18 @@ static bool factor_of(const ir_expr *x, const ir_expr *e) {
 
 static void collect_sparse(st *g, const ir_expr *rhs, const ir_expr *e) {
   if (!e) return;
-  if (e->kind == IR_ACCESS && lw_sparse(g->lp->ir->ast, e->tensor) && g->nsp < 32) {
+  if (e->kind == IR_ACCESS && lw_sparse(g->lp->ir->ast, e->tensor)) {
+    if (g->nsp == g->capsp) {
+      int cap = 2 * g->capsp + 8;
+      const ir_expr **ne = ir_alloc(cap * sizeof *ne);
+      bool *nf = ir_alloc(cap * sizeof *nf), (*nv)[LW_MAX_DIMS] = ir_alloc(cap * sizeof *nv);
+      int *nk = ir_alloc(cap * sizeof *nk);
+      if (g->nsp) {
+        memcpy(ne, g->sp_e, g->nsp * sizeof *ne), memcpy(nf, g->sp_factor, g->nsp * sizeof *nf);
+        memcpy(nv, g->sp_valid, g->nsp * sizeof *nv), memcpy(nk, g->sp_known, g->nsp * sizeof *nk);
+      }
+      g->sp_e = ne, g->sp_factor = nf, g->sp_valid = nv, g->sp_known = nk, g->capsp = cap;
+    }
     g->sp_e[g->nsp] = e;
     g->sp_factor[g->nsp] = factor_of(rhs, e);
     g->sp_known[g->nsp++] = 0;
@@ -1599,10 +1682,11 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     cg_tensor_param(f, p, t);
   fputs(") {\n", f);
   fprintf(f, "  dtl_ctx *dtl_ctx = dtl_plan->ctx;\n  const int64_t *dtl_coords = dtl_ctx->coords;\n  (void)dtl_coords;\n");
-  for (int t = 0; t < p->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_ident(p->tensors[t].name));
+  for (int t = 0; t < p->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_tensor(p, t));
   fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, s->index);
-  declare_params(f, p, "dtl_plan->p.", 2);
+  declare_params(f, p, "dtl_plan->p", 2);
   st g = {.f = f, .lp = lp, .ls = ls, .o = o, .ind = 2, .slot0 = *slot, .cu = cu, .decl = decl};
+  st_alloc(&g);
   g.kdepth = ls->kernel_depth;
   collect_sparse(&g, asg->rhs, asg->rhs);
   /* axpy's scalar is computed on the host: when it reads a tensor (device memory) the loops
@@ -1613,7 +1697,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   for (int q = 0; q < ls->ncomm; q++) {
     const lw_comm *c = &ls->comm[q];
     int t = c->tensor;
-    const char *n = cg_ident(p->tensors[t].name);
+    const char *n = cg_tensor(p, t);
     bool snap = !c->output && t == asg->lhs_tensor;
     char nm[256];
     snprintf(nm, sizeof nm, "%s%s", snap ? "in_" : "", n);
@@ -1650,7 +1734,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     }
   }
   if (ls->lhs_on_rhs) {
-    const char *n = cg_ident(p->tensors[asg->lhs_tensor].name);
+    const char *n = cg_tensor(p, asg->lhs_tensor);
     const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
     line(&g, "/* the output is also read: read the values it had before this statement */");
     line(&g, "const int64_t dtl_snap_vol = dtl_box_volume(&dtl_plan->own[%d]);", asg->lhs_tensor);
@@ -1666,8 +1750,8 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     const char *wn = s->work[ls->where[w]->workspace - p->ntensors].name;
     const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
     nctx nc = {lp, ls, false};
-    char ext[2048];
-    FILE *em = fmemopen(ext, sizeof ext, "w");
+    MBUF(ext);
+    FILE *em = mopen(&ext);
     psym(em, s->vars[pr->var].extent, &nc);
     fclose(em);
     line(&g, "/* precompute's workspace %s, one element per iteration of %s */", wn, s->vars[pr->var].name);
@@ -1676,7 +1760,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   }
   if (!asg->accumulate && lw_sparse(p, asg->lhs_tensor)) {
     const fe_tensor *ft = &p->tensors[asg->lhs_tensor];
-    const char *n = cg_ident(ft->name);
+    const char *n = cg_tensor(p, asg->lhs_tensor);
     char lv[256] = "";
     for (int x = 0; x < ft->order; x++) {
       strcat(lv, x ? ", " : "");
@@ -1691,10 +1775,10 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
     line(&g, "/* '=': the output starts from zero and every iteration adds to it */");
     if (o->cuda)
       line(&g, "if (dtl_cu_zero(dtl_ctx, %s, %s, dtl_box_volume(&dtl_plan->own[%d]))) return 1;",
-           cg_dtltype(p->tensors[asg->lhs_tensor].type), cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
+           cg_dtltype(p->tensors[asg->lhs_tensor].type), cg_tensor(p, asg->lhs_tensor), asg->lhs_tensor);
     else
       line(&g, "dtl_zero(%s, %s, dtl_box_volume(&dtl_plan->own[%d]));", cg_dtltype(p->tensors[asg->lhs_tensor].type),
-           cg_ident(p->tensors[asg->lhs_tensor].name), asg->lhs_tensor);
+           cg_tensor(p, asg->lhs_tensor), asg->lhs_tensor);
   }
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].pattern == PAT_LOCAL) emit_view(&g, &ls->comm[q]);
@@ -1706,24 +1790,32 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].output && ls->comm[q].pattern == PAT_LOCAL && lw_sparse(p, ls->comm[q].tensor))
       line(&g, "if (dtl_sparse_merge(dtl_ctx, %s, dtl_%s_coo)) return 1; /* this rank's block gains its entries */",
-           cg_ident(p->tensors[ls->comm[q].tensor].name), cg_ident(p->tensors[ls->comm[q].tensor].name));
+           cg_tensor(p, ls->comm[q].tensor), cg_tensor(p, ls->comm[q].tensor));
   fputs("  return 0;\n}\n\n", f);
 }
 
 /* ---- the plan object, library API ------------------------------------------------------------- */
 static void emit_header(FILE *h, const lw_program *lp, const cg_options *o) {
   const fe_program *p = lp->ir->ast;
-  char guard[256];
-  snprintf(guard, sizeof guard, "%s_H", o->prefix);
-  for (char *x = guard; *x; x++) *x = (*x >= 'a' && *x <= 'z') ? *x - 32 : *x;
+  /* the guard spells the prefix as it is (upper-casing would make a.h and A.h one guard) */
+  char guard[512];
+  snprintf(guard, sizeof guard, "DTL_GENERATED_%s_H", o->prefix);
   fprintf(h, "/* %s.h -- generated by distalc " PACKAGE_VERSION " from %s.  Do not edit. */\n", o->prefix, o->source_name);
   fprintf(h, "#ifndef %s\n#define %s\n\n#include <mpi.h>\n#include <stdint.h>\n%s\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", guard, guard,
           cg_any_sparse(p) ? "#include <distal/runtime.h> /* dtl_sparse */\n" : "");
   fprintf(h, "typedef struct %s_plan %s_plan;\n", o->prefix, o->prefix);
+  /* The fields are the params' own names (section 7); a macro of the same name from a header
+   * included before this one must not rewrite them, so each is saved and restored around the
+   * struct.  Names that cannot be fields (keywords, reserved identifiers) are rejected by sema. */
+  if (p->nparams) fputs("/* (the pragmas keep macros that share a param's name out of the struct) */\n", h);
+  for (int i = 0; i < p->nparams; i++)
+    fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", p->params[i].name, p->params[i].name);
   fputs("typedef struct {", h);
-  for (int i = 0; i < p->nparams; i++) fprintf(h, "%s%s", i ? ", " : " int64_t ", cg_ident(p->params[i].name));
+  for (int i = 0; i < p->nparams; i++) fprintf(h, "%s%s", i ? ", " : " int64_t ", p->params[i].name);
   if (!p->nparams) fputs(" int64_t unused_", h);
-  fprintf(h, "; } %s_params; /* one field per param */\n\n", o->prefix);
+  fprintf(h, "; } %s_params; /* one field per param */\n", o->prefix);
+  for (int i = p->nparams - 1; i >= 0; i--) fprintf(h, "#pragma pop_macro(\"%s\")\n", p->params[i].name);
+  fputs("\n", h);
   fprintf(h, "/* declared defaults; -1 where none (grid params: derived from the communicator) */\n");
   fprintf(h, "void %s_params_default(%s_params *p);\n", o->prefix, o->prefix);
   fprintf(h, "/* Collective over comm.  On failure returns nonzero and *plan still holds an object\n"
@@ -1783,9 +1875,13 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
   const fe_program *p = lp->ir->ast;
   const char *P = o->prefix;
   int nslots = count_slots(lp);
-  fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  %s_params p;\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
+  int np1 = p->nparams ? p->nparams : 1;
+  /* Generated code reads and writes the params struct as an array of its int64_t fields, in
+   * declaration order, so that it never spells a field's name (which may be a macro's). */
+  fprintf(c, "_Static_assert(sizeof(%s_params) == %d * sizeof(int64_t), \"the params struct is an array of int64_t\");\n\n", P, np1);
+  fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  int64_t p[%d]; /* the params, in declaration order */\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
              "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n",
-          P, P, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
+          P, np1, p->ntensors + 1, p->ntensors + 1, nslots, nslots);
   if (cg_any_sparse(p))
     fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n  dtl_coo co[%d]; /* entries of sparse results */\n", nslots,
             nslots);
@@ -1812,21 +1908,22 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
         "  for (int d = b->nd - 1; d >= 0; d--) {\n"
         "    lo[d] = b->lo[d];\n    st[d] = s;\n    s *= b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;\n  }\n}\n\n", c);
   /* params */
-  fprintf(c, "void %s_params_default(%s_params *p) {\n", P, P);
-  if (!p->nparams) fputs("  p->unused_ = 0;\n", c);
+  fprintf(c, "void %s_params_default(%s_params *p) {\n  static const int64_t dtl_d[%d] = {", P, P, np1);
   for (int i = 0; i < p->nparams; i++)
-    fprintf(c, "  p->%s = %lld;\n", cg_ident(p->params[i].name), (long long)(p->params[i].has_default ? p->params[i].value : -1));
-  fputs("}\n\n", c);
+    fprintf(c, "%s%lld", i ? ", " : "", (long long)(p->params[i].has_default ? p->params[i].value : -1));
+  if (!p->nparams) fputs("0", c);
+  fputs("};\n  memcpy(p, dtl_d, sizeof dtl_d);\n}\n\n", c);
   /* plan_create */
   fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
   fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
-  fprintf(c, "  %s_params dtl_prm;\n  if (dtl_params) dtl_prm = *dtl_params;\n  else %s_params_default(&dtl_prm);\n", P, P);
+  fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
+             "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
   fputs("  int dtl_size;\n  if (MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
   const fe_machine *M = lp->ir->machine >= 0 ? &p->machines[lp->ir->machine] : NULL;
   for (int i = 0; i < p->nparams; i++) {
     if (p->params[i].is_grid) continue;
-    fprintf(c, "  if (dtl_prm.%s <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
-            cg_ident(p->params[i].name), p->params[i].name,
+    fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
+            i, p->params[i].name,
             p->params[i].has_default ? "must be positive" : "has no value and no default");
   }
   /* grid params: solved from the communicator size */
@@ -1843,7 +1940,7 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "};\n    int64_t lit[%d] = {", nd);
     for (int d = 0; d < nd; d++) fprintf(c, "%s%lld", d ? ", " : "", (long long)(all[d]->is_param ? 0 : all[d]->value));
     fprintf(c, "};\n    int64_t values[%d] = {", p->nparams + 1);
-    for (int i = 0; i < p->nparams; i++) fprintf(c, "%sdtl_prm.%s", i ? ", " : "", cg_ident(p->params[i].name));
+    for (int i = 0; i < p->nparams; i++) fprintf(c, "%sdtl_prm[%d]", i ? ", " : "", i);
     if (!p->nparams) fputs("0", c);
     fprintf(c, "};\n    static const char *const names[%d] = {", p->nparams + 1);
     for (int i = 0; i < p->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
@@ -1873,11 +1970,11 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
                  "      return 1;\n    }\n", n0);
     }
     for (int i = 0; i < p->nparams; i++)
-      if (p->params[i].is_grid) fprintf(c, "    dtl_prm.%s = values[%d];\n", cg_ident(p->params[i].name), i);
+      if (p->params[i].is_grid) fprintf(c, "    dtl_prm[%d] = values[%d];\n", i, i);
     fprintf(c, "    int64_t dims[%d] = {", nd);
     for (int d = 0; d < nd; d++) {
       fputs(d ? ", " : "", c);
-      if (all[d]->is_param) fprintf(c, "dtl_prm.%s", cg_ident(p->params[all[d]->param].name));
+      if (all[d]->is_param) fprintf(c, "dtl_prm[%d]", all[d]->param);
       else fprintf(c, "%lld", (long long)all[d]->value);
     }
     fputs("};\n", c);
@@ -1888,8 +1985,8 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
     fprintf(c, "    if (dtl_ctx_create(dtl_comm, 1, dims, %s, &dtl_plan->ctx, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
             o->debug ? "true" : "false");
   }
-  fputs("  }\n  dtl_plan->p = dtl_prm;\n", c);
-  declare_params(c, p, "dtl_prm.", 2);
+  fputs("  }\n  memcpy(dtl_plan->p, dtl_prm, sizeof dtl_prm);\n", c);
+  declare_params(c, p, "dtl_prm", 2);
   for (int t = 0; t < p->ntensors; t++) {
     const fe_tensor *ft = &p->tensors[t];
     const lw_owner *ow = &lp->owner[t];
@@ -1913,7 +2010,7 @@ static void emit_plan(FILE *c, const lw_program *lp, const cg_options *o) {
             ft->order, lp->ndims, ow->everywhere ? "true" : "false");
     for (int x = 0; x < ft->order; x++) {
       fprintf(c, "  dtl_plan->dist[%d].extent[%d] = ", t, x);
-      fe_print_size(c, p, &ft->dims[x]);
+      cg_size(c, p, &ft->dims[x]);
       fputs(";\n", c);
     }
     for (int g2 = 0; g2 < lp->ndims && !ow->everywhere; g2++) {
@@ -2038,7 +2135,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *
     for (int t = 0; t < p->ntensors; t++) {
       if (!lw_sparse(p, t)) continue;
       const fe_tensor *ft = &p->tensors[t];
-      const char *n = cg_ident(ft->name);
+      const char *n = cg_tensor(p, t);
       if (cg_written(p, t)) { /* a result may start as a zeroed dtl_sparse: no entries */
         fprintf(c, "    if (%s && %s->order == 0 && !%s->vals) {\n      static const dtl_level lv[] = {", n, n, n);
         for (int x = 0; x < ft->order; x++)
@@ -2058,7 +2155,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *
   }
   for (int i = 0; i < lp->nstmts; i++) {
     fprintf(c, "  if (%s_s%d(dtl_plan", o->prefix, i);
-    for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s", cg_ident(p->tensors[t].name));
+    for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s", cg_tensor(p, t));
     fputs(")) return 1;\n", c);
   }
   if (o->cuda) fputs("  /* the blocks are final when compute returns */\n  if (dtl_cu_sync(dtl_plan->ctx)) return 1;\n", c);

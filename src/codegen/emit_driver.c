@@ -15,15 +15,15 @@ static void ref_access(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
   const fe_program *p = c->lp->ir->ast;
   const cin_node *asg = cin_assign(s->root);
   bool snap = e->tensor == asg->lhs_tensor;
-  fprintf(f, "%s%s[", snap ? "r_in_" : "r_", p->tensors[e->tensor].name);
+  fprintf(f, "%s%s[", snap ? "r_in_" : "r_", cg_tensor(p, e->tensor));
   if (!e->nidx) fputc('0', f);
   for (int x = 0; x < e->nidx; x++) {
     if (x) fputs(" + ", f);
     if (x) fputc('(', f);
-    fputs(cg_ident(s->vars[e->vars[x]].name), f);
+    fputs(cg_var(s->vars[e->vars[x]].name), f);
     for (int y = x + 1; y < e->nidx; y++) {
       fputs(" * ", f);
-      fe_print_size(f, p, &p->tensors[e->tensor].dims[y]);
+      cg_size(f, p, &p->tensors[e->tensor].dims[y]);
     }
     if (x) fputc(')', f);
   }
@@ -34,23 +34,22 @@ static void print_volume(FILE *c, const fe_program *p, int t) {
   fputs("(int64_t)1", c);
   for (int x = 0; x < p->tensors[t].order; x++) {
     fputs(" * ", c);
-    fe_print_size(c, p, &p->tensors[t].dims[x]);
+    cg_size(c, p, &p->tensors[t].dims[x]);
   }
 }
 
 static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
   const fe_program *p = lp->ir->ast;
   fprintf(c, "/* serial reference: the statements as written, on whole arrays */\n");
-  fprintf(c, "static int %s_reference(const %s_params *dtl_p", o->prefix, o->prefix);
-  for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(p->tensors[t].type), p->tensors[t].name);
+  fprintf(c, "static int %s_reference(const int64_t *dtl_p", o->prefix);
+  for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(p->tensors[t].type), cg_tensor(p, t));
   fputs(") {\n", c);
   for (int i = 0; i < p->nparams; i++)
-    fprintf(c, "  const int64_t %s = dtl_p->%s;\n  (void)%s;\n", cg_ident(p->params[i].name), cg_ident(p->params[i].name),
-            cg_ident(p->params[i].name));
+    fprintf(c, "  const int64_t %s = dtl_p[%d];\n  (void)%s;\n", cg_param(p, i), i, cg_param(p, i));
   for (int i = 0; i < lp->nstmts; i++) {
     const ir_stmt *s = lp->stmts[i].s;
     const cin_node *asg = cin_assign(s->root);
-    const char *out = p->tensors[asg->lhs_tensor].name;
+    const char *out = cg_tensor(p, asg->lhs_tensor);
     const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
     fprintf(c, "  { /* statement %d */\n", i + 1);
     fprintf(c, "    const int64_t vol = ");
@@ -61,9 +60,9 @@ static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
     int ind = 4;
     for (int v = 0; v < s->nvars; v++) {
       if (!s->vars[v].original) continue;
-      fprintf(c, "%*sfor (int64_t %s = 0; %s < ", ind, "", cg_ident(s->vars[v].name), cg_ident(s->vars[v].name));
+      fprintf(c, "%*sfor (int64_t %s = 0; %s < ", ind, "", cg_var(s->vars[v].name), cg_var(s->vars[v].name));
       sym_print(c, s->vars[v].extent, NULL, NULL);
-      fprintf(c, "; %s++)\n", cg_ident(s->vars[v].name));
+      fprintf(c, "; %s++)\n", cg_var(s->vars[v].name));
       ind += 2;
     }
     refctx rc = {lp};
@@ -74,10 +73,10 @@ static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
     if (!lhs.nidx) fputc('0', c);
     for (int x = 0; x < lhs.nidx; x++) {
       if (x) fputs(" + (", c);
-      fputs(cg_ident(s->vars[lhs.vars[x]].name), c);
+      fputs(cg_var(s->vars[lhs.vars[x]].name), c);
       for (int y = x + 1; y < lhs.nidx; y++) {
         fputs(" * ", c);
-        fe_print_size(c, p, &p->tensors[asg->lhs_tensor].dims[y]);
+        cg_size(c, p, &p->tensors[asg->lhs_tensor].dims[y]);
       }
       if (x) fputc(')', c);
     }
@@ -90,7 +89,7 @@ static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
 
 /* sym_print's default namer prints p<i> for params: define those names in the reference */
 static void emit_param_aliases(FILE *c, const fe_program *p) {
-  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define dtl_p%d (dtl_p->%s)\n", i, cg_ident(p->params[i].name));
+  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define dtl_p%d (dtl_p[%d])\n", i, i);
 }
 
 void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
@@ -112,19 +111,25 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("};\n", c);
   fprintf(c, "  %s_params prm;\n  %s_params_default(&prm);\n", P, P);
   fprintf(c, "  int64_t values[%d] = {", np + 1);
-  for (int i = 0; i < np; i++) fprintf(c, "%sprm.%s", i ? ", " : "", cg_ident(p->params[i].name));
-  if (!np) fputs("0", c);
-  fprintf(c, "};\n  int64_t defaults[%d];\n  memcpy(defaults, values, sizeof defaults);\n", np + 1);
+  fputs("0", c);
+  fprintf(c, "};\n  memcpy(values, &prm, sizeof prm);\n  int64_t defaults[%d];\n  memcpy(defaults, values, sizeof defaults);\n", np + 1);
   fputs("  dtl_options opt;\n  char err[512];\n", c);
-  fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, values, %d, tnames, &opt, err, sizeof err)) {\n"
+  /* the orders and sparsity of the tensors: which file formats --save takes */
+  fputs("  static const int torders[] = {", c);
+  for (int t = 0; t < nt; t++) fprintf(c, "%s%d", t ? ", " : "", p->tensors[t].order);
+  fputs(nt ? "};\n  static const bool tsparse[] = {" : "0};\n  static const bool tsparse[] = {false", c);
+  for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", lw_sparse(p, t) ? "true" : "false");
+  fputs("};\n", c);
+  fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, values, %d, tnames, &opt, err, sizeof err) ||\n"
+             "      dtl_check_saves(&opt, %d, tnames, torders, tsparse, err, sizeof err)) {\n"
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s (try --help)\\n\", argv[0], err);\n"
-             "    MPI_Finalize();\n    return 2;\n  }\n", np, nt);
+             "    MPI_Finalize();\n    return 2;\n  }\n", np, nt, nt);
   fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, defaults, %d, tnames);\n"
              "    MPI_Finalize();\n    return 0;\n  }\n", np, nt);
-  for (int i = 0; i < np; i++) fprintf(c, "  prm.%s = values[%d];\n", cg_ident(p->params[i].name), i);
+  fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
   fprintf(c, "  %s_plan *plan = NULL;\n", P);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
     if (lw_sparse(p, t)) {
       const fe_tensor *ft = &p->tensors[t];
@@ -160,10 +165,10 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   if (!o->cuda)
     fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
           "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
-  for (int i = 0; i < np; i++) fprintf(c, "  values[%d] = plan->p.%s;\n", i, cg_ident(p->params[i].name));
+  if (np) fputs("  memcpy(values, plan->p, sizeof plan->p);\n", c);
   /* tensors */
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(p, t), *un = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "  n_%s = dtl_box_volume(&plan->own[%d]);\n", n, t);
     if (lw_sparse(p, t)) {
       /* a sparse piece is dense only for --validate and --save */
@@ -174,26 +179,26 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
       fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
       fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
     }
-    fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, n);
+    fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, un);
     if (o->cuda) {
       fprintf(c, "  d_%s = dtl_cu_malloc((size_t)(n_%s > 0 ? n_%s : 1) * sizeof(%s));\n", n, n, n, ct);
-      fprintf(c, "  if (!d_%s) status = dtl_fail(ctx, \"out of GPU memory for %s\");\n", n, n);
+      fprintf(c, "  if (!d_%s) status = dtl_fail(ctx, \"out of GPU memory for %s\");\n", n, un);
     }
   }
   fputs("  if (dtl_any_error(ctx, status)) goto fail;\n", c);
   fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name;
+    const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
     if (lw_sparse(p, t)) {
       fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
       fprintf(c, "    if (path) {\n      if (dtl_sparse_read(ctx, path, &plan->dist[%d], %s, lv_%s, &plan->own[%d], &s_%s)) goto fail;\n    } else {\n",
               t, cg_dtltype(p->tensors[t].type), n, t, n);
       fprintf(c, "      char fe[256];\n      int e = dtl_sparse_fill(&s_%s, %s, opt.fill, opt.seed, %d, opt.density, %d, lv_%s, plan->dist[%d].extent, &plan->own[%d], fe, sizeof fe);\n"
                  "      if (e) dtl_fail(ctx, \"tensor %s: %%s\", fe);\n      if (dtl_any_error(ctx, e)) goto fail;\n    }\n",
-              n, cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, n, t, t, n);
+              n, cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, n, t, t, un);
       fprintf(c, "    if (dn_%s) dtl_sparse_densify(&s_%s, t_%s);\n", n, n, n);
       if (cg_written(p, t))
-        fprintf(c, "    if (dtl_any_error(ctx, dtl_sparse_copy(&si_%s, &s_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n", n, n, n);
+        fprintf(c, "    if (dtl_any_error(ctx, dtl_sparse_copy(&si_%s, &s_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n", n, n, un);
       fputs("  }\n", c);
       continue;
     }
@@ -207,20 +212,20 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   /* validation inputs */
   fputs("  /* --validate: whole initial tensors on rank 0 */\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
     (void)ct;
     fprintf(c, "  for (int d = 0; d < %d; d++) gv_%s *= plan->dist[%d].extent[d];\n", p->tensors[t].order, n, t);
   }
   fputs("  if (opt.validate) {\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
     fprintf(c, "    if (rank == 0) {\n      g_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
                "      r_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
                "      if (!g_%s || !r_%s) status = 1;\n    }\n", n, n, n, ct, n, n, n, ct, n, n);
   }
   fputs("    if (dtl_any_error(ctx, status)) {\n      dtl_fail(ctx, \"out of memory for --validate\");\n      goto fail;\n    }\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name;
+    const char *n = cg_tensor(p, t);
     fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], r_%s)) goto fail;\n", t,
             cg_dtltype(p->tensors[t].type), n, t, n);
   }
@@ -230,29 +235,29 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
     fputs("  /* the blocks go to the GPU once; written ones again before each run */\n", c);
     for (int t = 0; t < nt; t++)
       fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
-              p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+              cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
   }
   fputs("  double *times = calloc((size_t)opt.iters, sizeof(double));\n  if (!times) goto fail;\n", c);
   fputs("  for (int it = -opt.warmup; it < opt.iters; it++) {\n", c);
   fputs("    /* written tensors start each run from their initial values (outside the timing) */\n", c);
   for (int t = 0; t < nt; t++)
     if (cg_written(p, t) && lw_sparse(p, t)) {
-      const char *n = p->tensors[t].name;
+      const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
       fprintf(c, "    dtl_sparse_free(&s_%s);\n    if (dtl_any_error(ctx, dtl_sparse_copy(&s_%s, &si_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n",
-              n, n, n, n);
+              n, n, n, un);
     } else if (cg_written(p, t)) {
       if (o->cuda)
         fprintf(c, "    if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *i_%s))) goto fail;\n",
-                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
       else
-        fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", p->tensors[t].name,
-                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+        fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", cg_tensor(p, t),
+                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
     }
   fputs("    for (int op = 0; op < DTL_NOPS; op++)\n"
         "      ctx->bytes_sent[op] = ctx->bytes_recv[op] = ctx->msgs_sent[op] = ctx->msgs_recv[op] = 0;\n", c);
   fputs("    MPI_Barrier(MPI_COMM_WORLD);\n    double t0 = MPI_Wtime();\n", c);
   fprintf(c, "    int rc = %s_compute(plan", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", lw_sparse(p, t) ? "&s" : o->cuda ? "d" : "t", p->tensors[t].name);
+  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", lw_sparse(p, t) ? "&s" : o->cuda ? "d" : "t", cg_tensor(p, t));
   fputs(");\n    double dt = MPI_Wtime() - t0;\n", c);
   fputs("    if (dtl_any_error(ctx, rc)) goto fail;\n", c);
   fputs("    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
@@ -268,47 +273,51 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  double bytes = 0;\n", c);
   for (int t = 0; t < nt; t++) {
     if (lw_sparse(p, t)) { /* the stored entries, counted once: a value and a coordinate each */
-      const char *n = p->tensors[t].name;
+      const char *n = cg_tensor(p, t);
       fprintf(c, "  {\n    int64_t nz = dtl_dist_canonical(&plan->dist[%d], ctx->coords) ? dtl_sparse_nvals(&s_%s) : 0;\n"
                  "    MPI_Allreduce(MPI_IN_PLACE, &nz, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);\n"
                  "    bytes += (double)nz * (double)(dtl_type_size(%s) + sizeof(int64_t));\n  }\n",
               t, n, cg_dtltype(p->tensors[t].type));
       continue;
     }
-    fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", p->tensors[t].name, cg_dtltype(p->tensors[t].type));
+    fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", cg_tensor(p, t), cg_dtltype(p->tensors[t].type));
   }
   fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
   fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
   for (int t = 0; t < nt; t++)
     if (cg_written(p, t) && lw_sparse(p, t))
-      fprintf(c, "  if (dn_%s) dtl_sparse_densify(&s_%s, t_%s); /* the result, dense for --save and --validate */\n", p->tensors[t].name,
-              p->tensors[t].name, p->tensors[t].name);
+      fprintf(c, "  if (dn_%s) dtl_sparse_densify(&s_%s, t_%s); /* the result, dense for --save and --validate */\n", cg_tensor(p, t),
+              cg_tensor(p, t), cg_tensor(p, t));
   if (o->cuda) {
     fputs("  /* results back to host memory for --save and --validate */\n", c);
     for (int t = 0; t < nt; t++)
       if (cg_written(p, t))
         fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_host(ctx, t_%s, d_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
-                p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name, p->tensors[t].name);
+                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
   }
   /* saves */
   fputs("  for (int k = 0; k < opt.nsave; k++) {\n    switch (opt.save_tensor[k]) {\n", c);
   for (int t = 0; t < nt; t++)
-    fprintf(c, "    case %d:\n      if (dtl_npy_write(ctx, opt.save_path[k], &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
-            t, t, cg_dtltype(p->tensors[t].type), p->tensors[t].name, t);
+    if (lw_sparse(p, t)) /* .npy, .mtx or .tns by the extension (dtl_check_saves checked it) */
+      fprintf(c, "    case %d:\n      if (dtl_sparse_save(ctx, opt.save_path[k], &plan->dist[%d], %s, &s_%s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
+              t, t, cg_dtltype(p->tensors[t].type), cg_tensor(p, t), cg_tensor(p, t), t);
+    else
+      fprintf(c, "    case %d:\n      if (dtl_npy_write(ctx, opt.save_path[k], &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
+              t, t, cg_dtltype(p->tensors[t].type), cg_tensor(p, t), t);
   fputs("    default: break;\n    }\n  }\n", c);
   /* validate */
   fputs("  if (opt.validate) {\n", c);
   for (int t = 0; t < nt; t++)
     if (cg_written(p, t))
       fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], g_%s)) goto fail;\n", t,
-              cg_dtltype(p->tensors[t].type), p->tensors[t].name, t, p->tensors[t].name);
+              cg_dtltype(p->tensors[t].type), cg_tensor(p, t), t, cg_tensor(p, t));
   fputs("    int bad = 0;\n    if (rank == 0) {\n", c);
-  fprintf(c, "      if (%s_reference(&plan->p", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", p->tensors[t].name);
+  fprintf(c, "      if (%s_reference(plan->p", P);
+  for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", cg_tensor(p, t));
   fputs(")) bad = 1;\n      double worst = 0;\n", c);
   for (int t = 0; t < nt; t++) {
     if (!cg_written(p, t)) continue;
-    const char *n = p->tensors[t].name;
+    const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
     fe_type ty = p->tensors[t].type;
     /* tolerance: rounding grows with the length of the sums */
     const char *eps = ty == FE_DOUBLE ? "2.3e-16" : ty == FE_FLOAT ? "1.2e-7" : "0";
@@ -323,19 +332,19 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
       for (int v = 0; v < s->nvars; v++)
         if (s->vars[v].original && s->vars[v].reduction) {
           fputs(" * (double)", c);
-          if (s->vars[v].extent->kind == SYM_PARAM) fprintf(c, "plan->p.%s", cg_ident(p->params[s->vars[v].extent->id].name));
+          if (s->vars[v].extent->kind == SYM_PARAM) fprintf(c, "plan->p[%d]", s->vars[v].extent->id);
           else sym_print(c, s->vars[v].extent, NULL, NULL);
         }
       fputs("; if (l > len) len = l; }\n", c);
     }
     fputs("        tol *= len;\n", c);
-    fprintf(c, "        printf(\"validate %s: max relative error %%.3g (tolerance %%.3g) %%s\\n\", e, tol, e <= tol ? \"ok\" : \"MISMATCH\");\n", n);
+    fprintf(c, "        printf(\"validate %s: max relative error %%.3g (tolerance %%.3g) %%s\\n\", e, tol, e <= tol ? \"ok\" : \"MISMATCH\");\n", un);
     fputs("        if (!(e <= tol)) bad = 1;\n        if (e > worst) worst = e;\n      }\n", c);
   }
   fputs("      (void)worst;\n    }\n    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);\n    if (bad) status = 1;\n  }\n", c);
   fputs("  goto done;\nfail:\n  if (rank == 0) fprintf(stderr, \"%s: %s\\n\", argv[0], dtl_ctx_error(ctx));\n  status = 1;\ndone:\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = p->tensors[t].name;
+    const char *n = cg_tensor(p, t);
     fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
     if (lw_sparse(p, t)) fprintf(c, "  dtl_sparse_free(&s_%s);\n  dtl_sparse_free(&si_%s);\n", n, n);
     if (o->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);

@@ -154,6 +154,43 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
   return 0;
 }
 
+static const char *extension(const char *path) {
+  const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+  return dot && (!slash || dot > slash + 1) ? dot : "";
+}
+
+int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
+                    const int *orders, const bool *sparse, char *err, size_t errlen) {
+  if (opt->help)
+    return 0;
+  for (int k = 0; k < opt->nsave; k++) {
+    int t = opt->save_tensor[k];
+    if (t < 0 || t >= ntensors)
+      continue;
+    const char *path = opt->save_path[k], *name = tensor_names[t], *ext = extension(path);
+    bool sp = sparse && sparse[t];
+    int order = orders ? orders[t] : 0;
+    if (!strcmp(ext, ".npy"))
+      continue;
+    if (!strcmp(ext, ".mtx") || !strcmp(ext, ".tns")) {
+      bool mtx = ext[1] == 'm';
+      if (!sp)
+        return failf(err, errlen, "--save %s=%s: tensor %s is dense: a %s file holds a sparse %s; save it as .npy",
+                     name, path, name, mtx ? "Matrix Market .mtx" : "FROSTT .tns", mtx ? "matrix" : "tensor");
+      if (mtx && order != 2)
+        return failf(err, errlen, "--save %s=%s: tensor %s has order %d: a Matrix Market .mtx file holds a matrix "
+                     "(order 2); save it as .tns or .npy", name, path, name, order);
+      if (!mtx && order < 1)
+        return failf(err, errlen, "--save %s=%s: tensor %s is a scalar: save it as .npy", name, path, name);
+      continue;
+    }
+    return failf(err, errlen, "--save %s=%s: unknown file type '%s': tensor %s is saved as %s", name, path,
+                 *ext ? ext : "(no extension)", name,
+                 !sp ? ".npy" : order == 2 ? ".npy, .mtx or .tns" : order >= 1 ? ".npy or .tns" : ".npy");
+  }
+  return 0;
+}
+
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
                      const int64_t *defaults, int ntensors, const char *const *tensor_names) {
   fprintf(out, "usage: mpirun -np P %s [params] [options]\n", prog);
@@ -174,8 +211,12 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
                "                             (default 0.1)\n"
                "  --iters N                  timed repetitions (default 1)\n"
                "  --warmup N                 untimed repetitions first (default 0)\n"
-               "  --load T=FILE.npy          read tensor T from a .npy file\n"
-               "  --save T=FILE.npy          write tensor T to a .npy file after the run\n"
+               "  --load T=FILE              read tensor T from FILE: .npy (any tensor), .mtx\n"
+               "                             (Matrix Market, a sparse matrix) or .tns (FROSTT,\n"
+               "                             a sparse tensor)\n"
+               "  --save T=FILE              write tensor T to FILE after the run, in the format\n"
+               "                             of its extension: .npy (any tensor), .mtx or .tns\n"
+               "                             (the stored entries of a sparse matrix / tensor)\n"
                "  --validate                 recompute serially on rank 0 and compare\n"
                "  --json                     print the summary as JSON\n"
                "  --stats                    bytes and messages per rank and operation\n"

@@ -204,8 +204,13 @@ static int check_file(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_typ
     goto done;
   }
   int64_t vol = 1;
-  for (int k = 0; k < d->order; k++)
+  for (int k = 0; k < d->order; k++) {
+    if (d->extent[k] > 0 && vol > INT64_MAX / 8 / d->extent[k]) {
+      err = dtl_fail(ctx, "%s: shape overflows the size of a file", path);
+      goto done;
+    }
     vol *= d->extent[k];
+  }
   int64_t data = vol * (int64_t)dtl_type_size(t);
   *data_off = prefix + hlen;
   if (fseeko(f, 0, SEEK_END) != 0) {

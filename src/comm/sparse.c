@@ -5,8 +5,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 enum { TAG_SPARSE = 0x4460 };
 
@@ -581,229 +587,316 @@ static bool ends_with(const char *s, const char *suf) {
   return n >= m && !strcmp(s + n - m, suf);
 }
 
+/* A text file read line by line; every error is "PATH:LINE: error: MESSAGE". */
+enum { MAX_FIELDS = DTL_MAX_DIMS + 2 };
 typedef struct {
+  const char *path;
   char *line;
   size_t cap;
   FILE *f;
   int64_t lineno;
+  char *err;
+  size_t errlen;
+  int nf;                   /* the fields of the current line */
+  char *field[MAX_FIELDS + 1]; /* (one more than MAX_FIELDS: a line with too many) */
 } reader;
 
-static bool next_line(reader *r) {
+static int rd_fail(reader *r, int64_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int rd_fail(reader *r, int64_t line, const char *fmt, ...) {
+  int at = snprintf(r->err, r->errlen, "%s:%lld: error: ", r->path, (long long)(line > 0 ? line : 1));
+  if (at >= 0 && (size_t)at < r->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err + at, r->errlen - (size_t)at, fmt, ap);
+    va_end(ap);
+  }
+  return 1;
+}
+
+/* One raw line (no skipping); 0 at the end of the file, -1 after an error (in r->err). */
+static int raw_line(reader *r) {
+  errno = 0;
+  ssize_t len = getline(&r->line, &r->cap, r->f);
+  if (len < 0) {
+    if (ferror(r->f))
+      return -(rd_fail(r, r->lineno + 1, "cannot read: %s", strerror(errno ? errno : EIO)));
+    return 0;
+  }
+  r->lineno++;
+  if ((size_t)len != strlen(r->line))
+    return -(rd_fail(r, r->lineno, "a NUL byte in the line"));
+  return 1;
+}
+
+/* Split the current line at white space (at most MAX_FIELDS + 1 fields kept: enough to know
+ * there are too many). */
+static void split(reader *r) {
+  r->nf = 0;
+  char *p = r->line;
   for (;;) {
-    if (getline(&r->line, &r->cap, r->f) < 0)
-      return false;
-    r->lineno++;
-    char *p = r->line;
-    while (isspace((unsigned char)*p))
+    while (*p && isspace((unsigned char)*p))
       p++;
-    if (*p && *p != '%' && *p != '#')
-      return true;
+    if (!*p)
+      return;
+    char *start = p;
+    while (*p && !isspace((unsigned char)*p))
+      p++;
+    if (r->nf <= MAX_FIELDS)
+      r->field[r->nf] = start;
+    r->nf++;
+    if (*p)
+      *p++ = '\0';
   }
 }
 
-static int parse_value(dtl_type t, const char *tok, char *out, bool pattern) {
-  if (pattern) {
-    double one = 1;
-    int64_t ione = 1;
-    float fone = 1;
-    int32_t i32 = 1;
+/* The next line that is neither blank nor a comment (% or #), split into fields: 1, 0 at
+ * the end of the file, -1 after an error. */
+static int next_line(reader *r) {
+  for (;;) {
+    int rc = raw_line(r);
+    if (rc <= 0)
+      return rc;
+    split(r);
+    if (r->nf > 0 && r->field[0][0] != '%' && r->field[0][0] != '#')
+      return 1;
+  }
+}
+
+/* A plain decimal integer, the whole token, in int64 range. */
+static bool parse_i64(const char *tok, long long *out) {
+  const char *d = tok + (*tok == '-' || *tok == '+');
+  if (!isdigit((unsigned char)*d))
+    return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(tok, &end, 10);
+  if (errno || *end)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* Coordinate k (1-based in the file) of a tensor of extent ext: 0-based in *c. */
+static int parse_coord(reader *r, const char *tok, const char *what, int k, int64_t ext, int64_t *c) {
+  long long v;
+  char name[48];
+  if (k >= 0)
+    snprintf(name, sizeof name, "%s %d", what, k + 1);
+  else
+    snprintf(name, sizeof name, "%s", what);
+  if (!parse_i64(tok, &v))
+    return rd_fail(r, r->lineno, "%s: '%.40s' is not an integer", name, tok);
+  if (v < 1 || v > ext)
+    return rd_fail(r, r->lineno, "%s: %lld is out of range 1..%lld", name, v, (long long)ext);
+  *c = (int64_t)v - 1;
+  return 0;
+}
+
+/* A value of type t into out: integers exactly (integer: the file says the value is an
+ * integer), floating values with strtod; the whole token. */
+static int parse_value(reader *r, dtl_type t, const char *tok, bool integer, char *out) {
+  bool ints = t == DTL_INT32 || t == DTL_INT64;
+  if (integer || ints) {
+    long long v;
+    if (!parse_i64(tok, &v))
+      return rd_fail(r, r->lineno, "value '%.40s' is not an integer%s", tok,
+                     ints ? "" : " (the header says 'integer')");
     switch (t) {
-    case DTL_DOUBLE: memcpy(out, &one, 8); break;
-    case DTL_FLOAT: memcpy(out, &fone, 4); break;
-    case DTL_INT32: memcpy(out, &i32, 4); break;
-    case DTL_INT64: memcpy(out, &ione, 8); break;
+    case DTL_INT32:
+      if (v < INT32_MIN || v > INT32_MAX)
+        return rd_fail(r, r->lineno, "value %lld is out of range for int32", v);
+      *(int32_t *)(void *)out = (int32_t)v;
+      break;
+    case DTL_INT64: *(int64_t *)(void *)out = v; break;
+    case DTL_DOUBLE: *(double *)(void *)out = (double)v; break;
+    case DTL_FLOAT: *(float *)(void *)out = (float)v; break;
     }
     return 0;
   }
   char *end;
   errno = 0;
-  if (t == DTL_DOUBLE || t == DTL_FLOAT) {
-    double v = strtod(tok, &end);
-    if (end == tok || errno)
-      return 1;
-    if (t == DTL_DOUBLE)
-      memcpy(out, &v, 8);
-    else {
-      float f = (float)v;
-      memcpy(out, &f, 4);
-    }
+  double v = strtod(tok, &end);
+  if (end == tok || *end)
+    return rd_fail(r, r->lineno, "value '%.40s' is not a number", tok);
+  if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL))
+    return rd_fail(r, r->lineno, "value '%.40s' is out of range for %s", tok, dtl_type_name(t));
+  if (t == DTL_FLOAT) {
+    float f = (float)v;
+    if (isinf(f) && !isinf(v))
+      return rd_fail(r, r->lineno, "value '%.40s' is out of range for float", tok);
+    *(float *)(void *)out = f;
   } else {
-    long long v = strtoll(tok, &end, 10);
-    if (end == tok || errno || (*end && !isspace((unsigned char)*end)))
-      return 1;
-    if (t == DTL_INT32) {
-      if (v < INT32_MIN || v > INT32_MAX)
-        return 1;
-      int32_t x = (int32_t)v;
-      memcpy(out, &x, 4);
-    } else {
-      int64_t x = v;
-      memcpy(out, &x, 8);
-    }
+    *(double *)(void *)out = v;
   }
   return 0;
+}
+
+static void set_one(dtl_type t, char *out) {
+  switch (t) {
+  case DTL_DOUBLE: *(double *)(void *)out = 1; break;
+  case DTL_FLOAT: *(float *)(void *)out = 1; break;
+  case DTL_INT32: *(int32_t *)(void *)out = 1; break;
+  case DTL_INT64: *(int64_t *)(void *)out = 1; break;
+  }
+}
+
+static void negate(dtl_type t, char *v) {
+  switch (t) {
+  case DTL_DOUBLE: *(double *)(void *)v = -*(double *)(void *)v; break;
+  case DTL_FLOAT: *(float *)(void *)v = -*(float *)(void *)v; break;
+  case DTL_INT32: *(int32_t *)(void *)v = (int32_t)(0u - (uint32_t) * (int32_t *)(void *)v); break;
+  case DTL_INT64: *(int64_t *)(void *)v = (int64_t)(0u - (uint64_t) * (int64_t *)(void *)v); break;
+  }
+}
+
+static void lower_word(char *s) {
+  for (; *s; s++)
+    *s = (char)tolower((unsigned char)*s);
+}
+
+/* Matrix Market: the banner, comments, the size line, then exactly the announced entries. */
+static int read_mtx(reader *r, dtl_type t, int order, const int64_t *extent, const dtl_box *box, coo *a) {
+  int rc = raw_line(r);
+  if (rc < 0)
+    return 1;
+  if (rc == 0)
+    return rd_fail(r, 1, "empty file: expected the banner '%%%%MatrixMarket matrix coordinate FIELD SYMMETRY'");
+  split(r);
+  if (r->nf == 0 || strcasecmp(r->field[0], "%%MatrixMarket"))
+    return rd_fail(r, 1, "not a Matrix Market file (the first line is not a '%%%%MatrixMarket' banner)");
+  if (r->nf != 5)
+    return rd_fail(r, 1, "the banner has %d fields, expected 5: '%%%%MatrixMarket matrix coordinate FIELD SYMMETRY'", r->nf);
+  char obj[64], fmt[64], field[64], sym[64];
+  snprintf(obj, sizeof obj, "%s", r->field[1]);
+  snprintf(fmt, sizeof fmt, "%s", r->field[2]);
+  snprintf(field, sizeof field, "%s", r->field[3]);
+  snprintf(sym, sizeof sym, "%s", r->field[4]);
+  lower_word(obj), lower_word(fmt), lower_word(field), lower_word(sym);
+  if (strcmp(obj, "matrix"))
+    return rd_fail(r, 1, "object '%s' is not supported: only 'matrix coordinate' Matrix Market files are read", obj);
+  if (!strcmp(fmt, "array"))
+    return rd_fail(r, 1, "'matrix array' (dense) Matrix Market files are not read: only 'matrix coordinate' "
+                         "(load a dense matrix from a .npy file)");
+  if (strcmp(fmt, "coordinate"))
+    return rd_fail(r, 1, "format '%s': only 'matrix coordinate' Matrix Market files are read", fmt);
+  bool pattern = !strcmp(field, "pattern"), integer = !strcmp(field, "integer");
+  if (!strcmp(field, "complex"))
+    return rd_fail(r, 1, "complex matrices are not supported");
+  if (!pattern && !integer && strcmp(field, "real") && strcmp(field, "double"))
+    return rd_fail(r, 1, "unknown field '%s' (real, double, integer or pattern)", field);
+  if ((t == DTL_INT32 || t == DTL_INT64) && !pattern && !integer)
+    return rd_fail(r, 1, "field '%s' does not fit the tensor's type %s (integer expected)", field, dtl_type_name(t));
+  bool symmetric = !strcmp(sym, "symmetric"), skew = !strcmp(sym, "skew-symmetric");
+  if (skew && pattern)
+    return rd_fail(r, 1, "a skew-symmetric pattern matrix has no values to negate");
+  if (!symmetric && !skew && strcmp(sym, "general"))
+    return rd_fail(r, 1, "symmetry '%s' is not supported (general, symmetric, skew-symmetric)", sym);
+  symmetric |= skew;
+  if (order != 2)
+    return rd_fail(r, 1, "a Matrix Market file holds a matrix, the tensor has order %d", order);
+  /* the size line */
+  rc = next_line(r);
+  if (rc < 0)
+    return 1;
+  if (rc == 0)
+    return rd_fail(r, r->lineno, "the file ends before its size line 'rows columns entries'");
+  const int64_t size_line = r->lineno;
+  if (r->nf != 3)
+    return rd_fail(r, size_line, "the size line has %d field%s, expected 3: 'rows columns entries'", r->nf,
+                   r->nf == 1 ? "" : "s");
+  long long dim[3];
+  static const char *const dim_name[3] = {"rows", "columns", "entries"};
+  for (int k = 0; k < 3; k++)
+    if (!parse_i64(r->field[k], &dim[k]) || dim[k] < 0)
+      return rd_fail(r, size_line, "size line: %s '%.40s' is not a nonnegative integer", dim_name[k], r->field[k]);
+  if (dim[0] != extent[0] || dim[1] != extent[1])
+    return rd_fail(r, size_line, "the matrix is %lld x %lld, the tensor %lld x %lld", dim[0], dim[1],
+                   (long long)extent[0], (long long)extent[1]);
+  if (symmetric && dim[0] != dim[1])
+    return rd_fail(r, size_line, "a %s matrix must be square, this one is %lld x %lld", sym, dim[0], dim[1]);
+  /* the entries */
+  const int want = pattern ? 2 : 3;
+  int64_t seen = 0;
+  while ((rc = next_line(r)) > 0) {
+    if (seen == dim[2])
+      return rd_fail(r, r->lineno, "more entries than the %lld the size line (line %lld) announces", dim[2],
+                     (long long)size_line);
+    if (r->nf != want)
+      return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%s)", r->nf < want ? "too few" : "too many",
+                     r->nf, want, pattern ? "row column: a pattern file has no values" : "row column value");
+    int64_t c[2];
+    for (int k = 0; k < 2; k++)
+      if (parse_coord(r, r->field[k], k ? "column" : "row", -1, extent[k], &c[k]))
+        return 1;
+    char v[8];
+    if (pattern)
+      set_one(t, v);
+    else if (parse_value(r, t, r->field[2], integer, v))
+      return 1;
+    if (symmetric && (skew ? c[0] <= c[1] : c[0] < c[1]))
+      return rd_fail(r, r->lineno, "entry (%lld, %lld) %s the diagonal: a %s file stores the %slower triangle only",
+                     (long long)c[0] + 1, (long long)c[1] + 1, c[0] == c[1] ? "on" : "above", sym,
+                     skew ? "strictly " : "");
+    seen++;
+    for (int mirror = 0; mirror < (symmetric && c[0] != c[1] ? 2 : 1); mirror++) {
+      int64_t cc[2] = {mirror ? c[1] : c[0], mirror ? c[0] : c[1]};
+      if (mirror && skew)
+        negate(t, v);
+      if (cc[0] >= box->lo[0] && cc[0] < box->hi[0] && cc[1] >= box->lo[1] && cc[1] < box->hi[1])
+        coo_push(a, cc, v);
+    }
+  }
+  if (rc < 0)
+    return 1;
+  if (seen != dim[2])
+    return rd_fail(r, size_line, "the size line announces %lld entries, the file has %lld", dim[2], (long long)seen);
+  return 0;
+}
+
+/* FROSTT: one entry per line, the coordinates (1-based) then the value; the order of the
+ * file is the number of coordinates of its first entry. */
+static int read_tns(reader *r, dtl_type t, int order, const int64_t *extent, const dtl_box *box, coo *a) {
+  int rc;
+  int64_t first = 0;
+  while ((rc = next_line(r)) > 0) {
+    if (!first) {
+      first = r->lineno;
+      if (r->nf != order + 1)
+        return rd_fail(r, r->lineno, "an entry of order %d (%d field%s: coordinates then a value), the tensor has order %d",
+                       r->nf - 1, r->nf, r->nf == 1 ? "" : "s", order);
+    } else if (r->nf != order + 1) {
+      return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%d coordinates then a value, as on line %lld)",
+                     r->nf < order + 1 ? "too few" : "too many", r->nf, order + 1, order, (long long)first);
+    }
+    int64_t c[DTL_MAX_DIMS];
+    for (int k = 0; k < order; k++)
+      if (parse_coord(r, r->field[k], "coordinate", k, extent[k], &c[k]))
+        return 1;
+    char v[8];
+    if (parse_value(r, t, r->field[order], false, v))
+      return 1;
+    bool in = true;
+    for (int k = 0; k < order; k++)
+      in &= c[k] >= box->lo[k] && c[k] < box->hi[k];
+    if (in)
+      coo_push(a, c, v);
+  }
+  return rc < 0;
 }
 
 /* Read the entries of the file that lie in box (global coordinates, 0-based) into a. */
 static int read_text(const char *path, dtl_type t, int order, const int64_t *extent,
                      const dtl_box *box, coo *a, char *err, size_t errlen) {
-  bool mtx = ends_with(path, ".mtx");
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return 1;
   }
-  reader r = {.f = f};
-  bool pattern = false, symmetric = false, skew = false;
-  int rc = 1;
-  if (mtx) {
-    if (order != 2) {
-      snprintf(err, errlen, "%s: a Matrix Market file holds a matrix, the tensor has order %d", path, order);
-      goto done;
-    }
-    if (getline(&r.line, &r.cap, f) < 0 || strncmp(r.line, "%%MatrixMarket", 14)) {
-      snprintf(err, errlen, "%s:1: not a Matrix Market file (no %%%%MatrixMarket header)", path);
-      goto done;
-    }
-    r.lineno = 1;
-    char obj[64] = "", fmt[64] = "", field[64] = "", sym[64] = "";
-    if (sscanf(r.line + 14, "%63s %63s %63s %63s", obj, fmt, field, sym) != 4) {
-      snprintf(err, errlen, "%s:1: incomplete Matrix Market header", path);
-      goto done;
-    }
-    for (char *p = obj; *p; p++) *p = (char)tolower((unsigned char)*p);
-    for (char *p = fmt; *p; p++) *p = (char)tolower((unsigned char)*p);
-    for (char *p = field; *p; p++) *p = (char)tolower((unsigned char)*p);
-    for (char *p = sym; *p; p++) *p = (char)tolower((unsigned char)*p);
-    if (strcmp(obj, "matrix") || strcmp(fmt, "coordinate")) {
-      snprintf(err, errlen, "%s:1: only 'matrix coordinate' Matrix Market files are read (not '%s %s')", path, obj, fmt);
-      goto done;
-    }
-    if (!strcmp(field, "pattern"))
-      pattern = true;
-    else if (!strcmp(field, "complex")) {
-      snprintf(err, errlen, "%s:1: complex matrices are not supported", path);
-      goto done;
-    } else if ((t == DTL_INT32 || t == DTL_INT64) && strcmp(field, "integer")) {
-      snprintf(err, errlen, "%s:1: field '%s' does not fit the tensor's type %s (integer expected)", path, field, dtl_type_name(t));
-      goto done;
-    } else if (strcmp(field, "real") && strcmp(field, "integer") && strcmp(field, "double")) {
-      snprintf(err, errlen, "%s:1: unknown field '%s'", path, field);
-      goto done;
-    }
-    if (!strcmp(sym, "symmetric"))
-      symmetric = true;
-    else if (!strcmp(sym, "skew-symmetric"))
-      symmetric = skew = true;
-    else if (strcmp(sym, "general")) {
-      snprintf(err, errlen, "%s:1: symmetry '%s' is not supported (general, symmetric, skew-symmetric)", path, sym);
-      goto done;
-    }
-    if (!next_line(&r)) {
-      snprintf(err, errlen, "%s: no size line", path);
-      goto done;
-    }
-    long long m, n, nnz;
-    if (sscanf(r.line, "%lld %lld %lld", &m, &n, &nnz) != 3) {
-      snprintf(err, errlen, "%s:%lld: expected 'rows columns entries'", path, (long long)r.lineno);
-      goto done;
-    }
-    if (m != extent[0] || n != extent[1]) {
-      snprintf(err, errlen, "%s:%lld: the matrix is %lld x %lld, the tensor %lld x %lld", path,
-               (long long)r.lineno, m, n, (long long)extent[0], (long long)extent[1]);
-      goto done;
-    }
-    if (symmetric && m != n) {
-      snprintf(err, errlen, "%s: a symmetric matrix must be square", path);
-      goto done;
-    }
-    int64_t seen = 0;
-    while (next_line(&r)) {
-      char *p = r.line, *end;
-      int64_t c[2];
-      for (int k = 0; k < 2; k++) {
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 1 || v > extent[k]) {
-          snprintf(err, errlen, "%s:%lld: %s %d: expected an index in 1..%lld", path, (long long)r.lineno,
-                   end == p ? "missing index" : "index out of range in dimension", k, (long long)extent[k]);
-          goto done;
-        }
-        c[k] = v - 1;
-        p = end;
-      }
-      while (isspace((unsigned char)*p)) p++;
-      char v[8];
-      if (parse_value(t, p, v, pattern)) {
-        snprintf(err, errlen, "%s:%lld: bad value '%.40s' for type %s", path, (long long)r.lineno, p, dtl_type_name(t));
-        goto done;
-      }
-      seen++;
-      for (int mirror = 0; mirror < (symmetric && c[0] != c[1] ? 2 : 1); mirror++) {
-        int64_t cc[2] = {mirror ? c[1] : c[0], mirror ? c[0] : c[1]};
-        if (mirror && skew) {
-          switch (t) {
-          case DTL_DOUBLE: *(double *)v = -*(double *)v; break;
-          case DTL_FLOAT: *(float *)v = -*(float *)v; break;
-          case DTL_INT32: *(int32_t *)v = -*(int32_t *)v; break;
-          case DTL_INT64: *(int64_t *)v = -*(int64_t *)v; break;
-          }
-        }
-        if (cc[0] >= box->lo[0] && cc[0] < box->hi[0] && cc[1] >= box->lo[1] && cc[1] < box->hi[1])
-          coo_push(a, cc, v);
-      }
-    }
-    if (seen != nnz) {
-      snprintf(err, errlen, "%s: the header announces %lld entries, the file has %lld", path, nnz, (long long)seen);
-      goto done;
-    }
-  } else {
-    /* FROSTT: one entry per line, `order` 1-based coordinates then the value */
-    while (next_line(&r)) {
-      char *p = r.line, *end;
-      int64_t c[DTL_MAX_DIMS];
-      for (int k = 0; k < order; k++) {
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || errno || v < 1 || v > extent[k]) {
-          snprintf(err, errlen, "%s:%lld: %s %d: expected an index in 1..%lld (the tensor has order %d)", path,
-                   (long long)r.lineno, end == p ? "missing index for dimension" : "index out of range in dimension",
-                   k, (long long)extent[k], order);
-          goto done;
-        }
-        c[k] = v - 1;
-        p = end;
-      }
-      while (isspace((unsigned char)*p)) p++;
-      char v[8];
-      if (!*p || parse_value(t, p, v, false)) {
-        snprintf(err, errlen, "%s:%lld: %s for type %s (the tensor has order %d)", path, (long long)r.lineno,
-                 *p ? "bad value" : "missing value", dtl_type_name(t), order);
-        goto done;
-      }
-      char *q = p;
-      while (*q && !isspace((unsigned char)*q)) q++;
-      while (isspace((unsigned char)*q)) q++;
-      if (*q) {
-        snprintf(err, errlen, "%s:%lld: more fields than %d coordinates and a value (the tensor has order %d)", path,
-                 (long long)r.lineno, order, order);
-        goto done;
-      }
-      bool in = true;
-      for (int k = 0; k < order; k++) in &= c[k] >= box->lo[k] && c[k] < box->hi[k];
-      if (in) coo_push(a, c, v);
-    }
-  }
-  if (ferror(f)) {
-    snprintf(err, errlen, "%s: read error", path);
-    goto done;
-  }
-  if (a->oom) {
-    snprintf(err, errlen, "%s: out of memory", path);
-    goto done;
-  }
-  rc = 0;
-done:
+  reader r = {.path = path, .f = f, .err = err, .errlen = errlen};
+  int rc = ends_with(path, ".mtx") ? read_mtx(&r, t, order, extent, box, a)
+                                   : read_tns(&r, t, order, extent, box, a);
+  if (!rc && a->oom)
+    rc = rd_fail(&r, r.lineno, "out of memory");
   free(r.line);
   fclose(f);
   return rc;
@@ -844,6 +937,140 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
     return 1;
   }
   return 0;
+}
+
+/* ---- saving: .npy (dense), .mtx and .tns (the stored entries) ------------------------------------ */
+static void print_value(FILE *f, dtl_type t, const char *v) {
+  switch (t) {
+  case DTL_DOUBLE: fprintf(f, "%.17g", *(const double *)(const void *)v); break;
+  case DTL_FLOAT: fprintf(f, "%.9g", (double)*(const float *)(const void *)v); break;
+  case DTL_INT32: fprintf(f, "%d", (int)*(const int32_t *)(const void *)v); break;
+  case DTL_INT64: fprintf(f, "%lld", (long long)*(const int64_t *)(const void *)v); break;
+  }
+}
+
+/* Rank 0: the n entries (sorted here) as a .mtx or .tns file, through a temporary name. */
+static int write_entries(dtl_ctx *ctx, const char *path, bool mtx, const dtl_dist *d, dtl_type t, int64_t n,
+                         const int64_t *c, const char *v) {
+  const int order = d->order;
+  const size_t es = dtl_type_size(t);
+  int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
+  size_t len = strlen(path) + 32;
+  char *tmp = malloc(len);
+  if (!perm || !tmp) {
+    free(perm), free(tmp);
+    return dtl_fail(ctx, "%s: out of memory", path);
+  }
+  for (int64_t e = 0; e < n; e++)
+    perm[e] = e;
+  g_sort.order = order, g_sort.c = c;
+  qsort(perm, (size_t)n, sizeof *perm, cmp_entry);
+  uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^ (uint64_t)(uintptr_t)&r;
+  snprintf(tmp, len, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
+  int err = 0;
+  FILE *f = fopen(tmp, "wx");
+  if (!f) {
+    err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
+  } else {
+    if (mtx)
+      fprintf(f, "%%%%MatrixMarket matrix coordinate %s general\n%lld %lld %lld\n",
+              t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)d->extent[0],
+              (long long)d->extent[1], (long long)n);
+    for (int64_t e = 0; e < n; e++) {
+      const int64_t *x = c + perm[e] * order;
+      for (int k = 0; k < order; k++)
+        fprintf(f, "%lld ", (long long)x[k] + 1);
+      print_value(f, t, v + perm[e] * (int64_t)es);
+      fputc('\n', f);
+    }
+    bool ok = !ferror(f);
+    if (fclose(f) != 0)
+      ok = false;
+    if (!ok)
+      err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
+    else if (rename(tmp, path) != 0)
+      err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
+    if (err)
+      unlink(tmp);
+  }
+  free(perm), free(tmp);
+  return err;
+}
+
+int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const dtl_sparse *s,
+                    const void *dense_local, const dtl_box *own) {
+  if (ends_with(path, ".npy"))
+    return dtl_npy_write(ctx, path, d, t, dense_local, own);
+  const bool mtx = ends_with(path, ".mtx"), tns = ends_with(path, ".tns");
+  const int order = d->order;
+  int err = 0;
+  if (!mtx && !tns)
+    err = dtl_fail(ctx, "%s: a sparse tensor is saved as .npy, .mtx (Matrix Market) or .tns (FROSTT)", path);
+  else if (mtx && order != 2)
+    err = dtl_fail(ctx, "%s: a Matrix Market file holds a matrix, the tensor has order %d", path, order);
+  else if (order < 1)
+    err = dtl_fail(ctx, "%s: a .tns file holds a tensor of order 1 or more", path);
+  if (dtl_any_error(ctx, err))
+    return 1;
+  /* this rank's share: the nonzero stored entries of its block, one replica of each block */
+  dtl_box mine;
+  bool holder = dtl_dist_block(ctx, d, ctx->coords, &mine);
+  mine.nd = order;
+  bool writer = holder && (d->replicated_everywhere ? ctx->rank == 0 : dtl_dist_canonical(d, ctx->coords));
+  int64_t n = 0, *c = NULL;
+  void *v = NULL;
+  if (writer && s && s->order == order && dtl_sparse_extract(s, &mine, &n, &c, &v))
+    err = dtl_fail(ctx, "%s: out of memory", path);
+  if (!err && n > INT_MAX / order)
+    err = dtl_fail(ctx, "%s: %lld entries on one rank, more than MPI counts hold", path, (long long)n);
+  if (dtl_any_error(ctx, err)) {
+    free(c), free(v);
+    return 1;
+  }
+  /* to rank 0 */
+  const int P = ctx->size;
+  int cnt = (int)n, *counts = NULL, *displs = NULL, *ccounts = NULL, *cdispls = NULL;
+  int64_t total = 0, *allc = NULL;
+  char *allv = NULL;
+  if (ctx->rank == 0) {
+    counts = calloc((size_t)P, sizeof *counts), displs = calloc((size_t)P, sizeof *displs);
+    ccounts = calloc((size_t)P, sizeof *ccounts), cdispls = calloc((size_t)P, sizeof *cdispls);
+    if (!counts || !displs || !ccounts || !cdispls)
+      err = dtl_fail(ctx, "%s: out of memory", path);
+  }
+  int rc = MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->cart);
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Gather");
+  if (ctx->rank == 0 && !err) {
+    for (int p = 0; p < P; p++) {
+      if (total + counts[p] > INT_MAX / order) {
+        err = dtl_fail(ctx, "%s: more than %d entries to gather", path, INT_MAX / order);
+        break;
+      }
+      displs[p] = (int)total, cdispls[p] = (int)total * order, ccounts[p] = counts[p] * order;
+      total += counts[p];
+    }
+    if (!err) {
+      allc = malloc((size_t)(total > 0 ? total : 1) * (size_t)order * sizeof *allc);
+      allv = malloc((size_t)(total > 0 ? total : 1) * dtl_type_size(t));
+      if (!allc || !allv)
+        err = dtl_fail(ctx, "%s: out of memory", path);
+    }
+  }
+  if (!dtl_any_error(ctx, err)) {
+    rc = MPI_Gatherv(c, cnt * order, MPI_INT64_T, allc, ccounts, cdispls, MPI_INT64_T, 0, ctx->cart);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Gatherv(v, cnt, dtl_type_mpi(t), allv, counts, displs, dtl_type_mpi(t), 0, ctx->cart);
+    if (rc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc, "MPI_Gatherv");
+    if (!err && ctx->rank == 0)
+      err = write_entries(ctx, path, mtx, d, t, total, allc, allv);
+    err = dtl_any_error(ctx, err);
+  } else {
+    err = 1;
+  }
+  free(c), free(v), free(counts), free(displs), free(ccounts), free(cdispls), free(allc), free(allv);
+  return err ? 1 : 0;
 }
 
 /* ---- import: entries held anywhere to the blocks that hold them --------------------------------- */

@@ -12,8 +12,9 @@ typedef struct {
   const char *text; /* points into fe_source.text; not NUL-terminated */
   int len;
   fe_loc loc;
-  int64_t ival; /* TK_INT */
-  double fval;  /* TK_INT and TK_FLOAT */
+  int64_t ival; /* TK_INT: its exact value (INT64_MIN when min64) */
+  double fval;  /* TK_INT and TK_FLOAT: the nearest double */
+  bool min64;   /* TK_INT 9223372036854775808 (2^63): valid only after a unary minus */
 } fe_token;
 
 /* Split the whole source into tokens, the last one TK_EOF.  Reports every lexical error and

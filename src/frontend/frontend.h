@@ -4,6 +4,11 @@
 #ifndef DISTAL_FRONTEND_H
 #define DISTAL_FRONTEND_H
 
+/* Documented limits (README, "Choices"): longer identifiers and higher orders are located
+ * errors.  Everything else (tensors, statements, commands, loops, params) grows as needed. */
+#define FE_MAX_IDENT 128
+#define FE_MAX_DIMS 8 /* tensor order; grid dims of a machine, all levels together */
+
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -134,8 +139,10 @@ struct fe_expr {
   fe_expr_kind kind;
   fe_loc loc;
   fe_access acc;  /* FE_E_ACCESS */
-  double num;     /* FE_E_NUM */
+  double num;     /* FE_E_NUM: the nearest double (of ival when is_int) */
   bool is_int;    /* FE_E_NUM written without '.' or exponent */
+  int64_t ival;   /* FE_E_NUM when is_int: the exact value ("-9223372036854775808", a unary
+                   * minus of 2^63, is folded into one literal INT64_MIN) */
   char *text;     /* FE_E_NUM as written */
   fe_expr *a, *b; /* operands (b unused for FE_E_NEG) */
 };
@@ -209,5 +216,8 @@ const char *fe_type_name(fe_type t);
 void fe_print_size(FILE *f, const fe_program *prog, const fe_size *s);
 /* Print an expression fully parenthesized only where needed, e.g. "B(i,k) * C(k,j)". */
 void fe_print_expr(FILE *f, const fe_expr *e);
+/* A literal's value in a float statement: its text (as written) rounded once to float, as C
+ * reads "0.1f"; (float)num when text is NULL.  Infinite when out of float's range. */
+float fe_float_literal(const char *text, double num);
 
 #endif

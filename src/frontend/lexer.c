@@ -79,18 +79,24 @@ static void lex_number(lexer *lx, fe_token *t) {
   t->kind = is_float ? TK_FLOAT : TK_INT;
   t->len = (int)(q - lx->p);
   if (!is_float) {
-    int64_t v = 0;
+    /* Exact in uint64_t up to 2^63: 9223372036854775808 is INT64_MIN after a unary minus
+     * (the parser decides where that is allowed), and too large anywhere else. */
+    const uint64_t limit = (uint64_t)INT64_MAX + 1;
+    uint64_t v = 0;
     for (const char *d = lx->p; d < q; d++) {
-      if (v > (INT64_MAX - (*d - '0')) / 10) {
-        fe_error(lx->src, t->loc, "integer literal %.*s is too large (the limit is %lld)", t->len,
-                 t->text, (long long)INT64_MAX);
+      unsigned digit = (unsigned)(*d - '0');
+      if (v > (limit - digit) / 10) {
+        fe_error(lx->src, t->loc, "integer literal %.*s is too large for int64 (the largest is %lld)",
+                 t->len, t->text, (long long)INT64_MAX);
         lx->failed = true;
+        v = 0;
         break;
       }
-      v = v * 10 + (*d - '0');
+      v = v * 10 + digit;
     }
-    t->ival = v;
-    t->fval = (double)v;
+    t->min64 = v == limit;
+    t->ival = t->min64 ? INT64_MIN : (int64_t)v;
+    t->fval = t->min64 ? 9223372036854775808.0 : (double)(int64_t)v; /* correctly rounded */
     return;
   }
   char *copy = strndup(lx->p, (size_t)t->len);
@@ -144,7 +150,7 @@ fe_token *fe_tokenize(fe_source *src, int *ntokens) {
   lexer lx = {src, src->text, src->text + src->len, src->text, 1, NULL, 0, false};
   for (;;) {
     skip_space(&lx);
-    fe_token t = {TK_EOF, lx.p, 0, here(&lx, lx.p), 0, 0};
+    fe_token t = {TK_EOF, lx.p, 0, here(&lx, lx.p), 0, 0, false};
     int c = at(&lx, lx.p);
     if (lx.p >= lx.end) {
       if (!push(&lx, t))
@@ -156,6 +162,12 @@ fe_token *fe_tokenize(fe_source *src, int *ntokens) {
       while (is_ident_char(at(&lx, q)))
         q++;
       t.kind = TK_IDENT;
+      if (q - lx.p > FE_MAX_IDENT) {
+        fe_error(src, t.loc, "identifier longer than %d characters", FE_MAX_IDENT);
+        lx.failed = true;
+        lx.p = q;
+        continue;
+      }
       t.len = (int)(q - lx.p);
       for (int k = 0; k < COUNT(keywords); k++)
         if ((size_t)t.len == strlen(keywords[k]) && !memcmp(t.text, keywords[k], (size_t)t.len))

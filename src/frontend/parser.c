@@ -116,6 +116,15 @@ static bool tok_eq(const fe_token *t, const char *s) {
   return (size_t)t->len == strlen(s) && !memcmp(t->text, s, (size_t)t->len);
 }
 
+/* The value of the integer literal t, negated when neg (written after a unary minus).
+ * 9223372036854775808 fits int64 only negated, as INT64_MIN. */
+static int64_t int_value(parser *p, const fe_token *t, bool neg) {
+  if (t->min64 && !neg)
+    fail(p, t->loc, "integer literal %.*s is too large for int64 (the largest is %lld)", t->len, t->text,
+         (long long)INT64_MAX);
+  return t->min64 ? INT64_MIN : neg ? -t->ival : t->ival;
+}
+
 static int find_param_tok(const parser *p, const fe_token *t) {
   for (int k = 0; k < p->prog->nparams; k++)
     if (tok_eq(t, p->prog->params[k].name))
@@ -137,7 +146,7 @@ static void param_decl(parser *p) {
     if (p->tok->kind != TK_INT)
       fail_here(p, "expected an integer default value for param");
     prm->has_default = true;
-    prm->value = neg ? -next(p)->ival : next(p)->ival;
+    prm->value = int_value(p, next(p), neg);
   }
   expect(p, ";", "expected ';' after param declaration");
 }
@@ -149,7 +158,7 @@ static void size(parser *p, fe_size *s, bool in_machine, const char *what) {
   s->loc = p->tok->loc;
   bool neg = consume(p, "-");
   if (p->tok->kind == TK_INT) {
-    s->value = neg ? -next(p)->ival : next(p)->ival;
+    s->value = int_value(p, next(p), neg);
     return;
   }
   if (neg || p->tok->kind != TK_IDENT)
@@ -261,7 +270,7 @@ static void dist_side(parser *p, fe_dist_level *lv, bool is_x) {
       if (is_x)
         add_x(p, lv, t->text, t->len, t->loc);
       else if (t->kind == TK_INT)
-        add_y(p, lv, FE_Y_FIXED, t->loc)->fixed = t->ival;
+        add_y(p, lv, FE_Y_FIXED, t->loc)->fixed = int_value(p, t, false);
       else if (fe_tok_is(t, "*"))
         add_y(p, lv, FE_Y_STAR, t->loc);
       else
@@ -466,6 +475,7 @@ static int primary(parser *p, fe_expr **slot) {
     fe_expr *e = new_expr(p, slot, FE_E_NUM, t->loc);
     e->num = t->fval;
     e->is_int = t->kind == TK_INT;
+    e->ival = e->is_int ? int_value(p, t, false) : 0;
     e->text = text_of(p, next(p));
     return 1;
   }
@@ -481,7 +491,18 @@ static int unary(parser *p, fe_expr **slot) {
   if (++p->nesting > MAX_NESTING)
     fail(p, p->tok->loc, "expression is too deeply nested (more than %d levels)", MAX_NESTING);
   int h;
-  if (is(p, "-")) {
+  if (is(p, "-") && p->tok[1].kind == TK_INT && p->tok[1].min64) {
+    /* -9223372036854775808: one literal, INT64_MIN (its magnitude alone does not fit) */
+    fe_expr *e = new_expr(p, slot, FE_E_NUM, next(p)->loc);
+    e->num = -9223372036854775808.0;
+    e->is_int = true;
+    e->ival = INT64_MIN;
+    next(p);
+    e->text = strdup("-9223372036854775808");
+    if (!e->text)
+      fail(p, e->loc, "out of memory");
+    h = 1;
+  } else if (is(p, "-")) {
     fe_expr *e = new_expr(p, slot, FE_E_NEG, next(p)->loc);
     h = check_depth(p, unary(p, &e->a) + 1, e->loc);
   } else {
@@ -536,7 +557,7 @@ static void arg(parser *p, fe_arg *a, bool is_expr) {
     grid(p, &a->grid, false);
   } else if (t->kind == TK_INT) {
     a->kind = FE_ARG_INT;
-    a->ival = next(p)->ival;
+    a->ival = int_value(p, next(p), false);
   } else {
     a->kind = FE_ARG_IDENT;
     a->name = text_of(p, expect_ident(p, "expected a schedule argument"));
@@ -544,7 +565,7 @@ static void arg(parser *p, fe_arg *a, bool is_expr) {
       a->kind = FE_ARG_LEVEL;
       if (p->tok->kind != TK_INT)
         fail_here(p, "expected a machine level number");
-      a->ival = next(p)->ival;
+      a->ival = int_value(p, next(p), false);
       expect(p, "]", "expected ']' after machine level");
     }
   }

@@ -1,5 +1,6 @@
 /* print.c -- printing AST pieces as the user would write them (--emit cin, tests). */
 #include <inttypes.h>
+#include <stdlib.h>
 
 #include "frontend/frontend.h"
 
@@ -70,6 +71,8 @@ void fe_print_expr(FILE *f, const fe_expr *e) {
   case FE_E_NUM:
     if (e->text)
       fputs(e->text, f);
+    else if (e->is_int)
+      fprintf(f, "%" PRId64, e->ival);
     else
       fprintf(f, "%.17g", e->num);
     return;
@@ -88,4 +91,10 @@ void fe_print_expr(FILE *f, const fe_expr *e) {
   print_operand(f, e->a, precedence(e->a) < precedence(e));
   fprintf(f, " %c ", ops[e->kind]);
   print_operand(f, e->b, precedence(e->b) <= precedence(e));
+}
+
+float fe_float_literal(const char *text, double num) {
+  if (!text)
+    return (float)num;
+  return strtof(text, NULL); /* correctly rounded (glibc), +-HUGE_VALF on overflow */
 }

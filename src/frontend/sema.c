@@ -2,6 +2,7 @@
  * and index variables.  Every error is reported (with the location of the offending token),
  * not just the first; schedules are left to the IR stage. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,19 +109,63 @@ static void check_redeclarations(checker *c) {
   free(d);
 }
 
+/* Why a param may not have this name, or NULL.  A param is a field of the params struct of
+ * the generated API (LANGUAGE.md section 7) under its own name, in C and in C++ (the header
+ * is both), so the name must be able to be a field: not a keyword of C (C11 and C23) or C++,
+ * not `defined`, and not an identifier that C reserves for the implementation (two leading
+ * underscores, or one and a capital).  Macros of the same name are no obstacle: the header
+ * shields the struct from them.  Every other kind of name is spelled with a prefix in
+ * generated code and may be anything the language accepts. */
+static const char *param_name_problem(const char *n) {
+  static const char *const keywords[] = {
+      /* C11 */
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+      /* C23 */
+      "alignas", "alignof", "bool", "constexpr", "false", "nullptr", "static_assert", "thread_local", "true",
+      "typeof", "typeof_unqual",
+      /* C++ */
+      "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t", "char16_t", "char32_t", "class", "co_await",
+      "co_return", "co_yield", "compl", "concept", "const_cast", "consteval", "constinit", "decltype", "delete",
+      "dynamic_cast", "explicit", "export", "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq",
+      "operator", "or", "or_eq", "private", "protected", "public", "reinterpret_cast", "requires", "static_cast",
+      "template", "this", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq"};
+  for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
+    if (!strcmp(n, keywords[k])) return "is a keyword of C or C++";
+  if (!strcmp(n, "defined")) return "is an operator of the C preprocessor";
+  if (n[0] == '_' && (n[1] == '_' || (n[1] >= 'A' && n[1] <= 'Z')))
+    return "is reserved for the C implementation (it starts with two underscores, or one and a capital)";
+  return NULL;
+}
+
 static void check_params_and_machines(checker *c) {
   for (int i = 0; i < c->prog->nparams; i++) {
     const fe_param *prm = &c->prog->params[i];
+    const char *why = param_name_problem(prm->name);
+    if (why)
+      error(c, prm->loc,
+            "param '%s' cannot have this name: '%s' %s, and a param is a field of the params struct of the generated "
+            "C/C++ API under its own name; rename it",
+            prm->name, prm->name, why);
     if (prm->has_default && prm->value <= 0)
       error(c, prm->loc, "param '%s' must be positive, but its default is %" PRId64, prm->name,
             prm->value);
   }
-  for (int i = 0; i < c->prog->nmachines; i++)
+  for (int i = 0; i < c->prog->nmachines; i++) {
+    int all = 0;
     for (int l = 0; l < c->prog->machines[i].nlevels; l++) {
       const fe_grid *g = &c->prog->machines[i].levels[l];
       for (int k = 0; k < g->ndims; k++)
         check_positive(c, &g->dims[k], "grid");
+      all += g->ndims;
+      if (all > FE_MAX_DIMS) {
+        error(c, g->loc, "machine '%s' has more than %d grid dimensions in all (the limit)",
+              c->prog->machines[i].name, FE_MAX_DIMS);
+        break;
+      }
     }
+  }
 }
 
 /* The name of a machine level as schedules write it: "M" for level 0, "M[1]" below. */
@@ -178,6 +223,10 @@ static void check_dist_level(checker *c, const fe_tensor *t, fe_dist_level *lv, 
 }
 
 static void check_tensor(checker *c, fe_tensor *t) {
+  if (t->order > FE_MAX_DIMS) {
+    error(c, t->loc, "tensor '%s' has order %d; the limit is %d", t->name, t->order, FE_MAX_DIMS);
+    return;
+  }
   for (int k = 0; k < t->order; k++)
     check_positive(c, &t->dims[k], "tensor");
   if (!t->has_dist)
@@ -337,6 +386,40 @@ static void check_denominators(checker *c, vars *vs, const fe_expr *e, bool in_d
   check_denominators(c, vs, e->b, in_denominator || e->kind == FE_E_DIV);
 }
 
+/* Literals take the type of the statement's result (LANGUAGE.md section 4; README,
+ * "Choices"): integer literals are exact int64 values and must fit an int32 result; a
+ * floating literal in an integer statement truncates toward zero and must fit; a float
+ * statement rounds a literal once to float (as C reads 0.1f), which must not overflow. */
+static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
+  if (!e)
+    return;
+  if (e->kind != FE_E_NUM) {
+    check_literals(c, e->a, lhs);
+    check_literals(c, e->b, lhs);
+    return;
+  }
+  const char *text = e->text ? e->text : "?";
+  switch (lhs->type) {
+  case FE_INT32:
+    if (e->is_int ? e->ival < INT32_MIN || e->ival > INT32_MAX
+                  : !(trunc(e->num) >= INT32_MIN && trunc(e->num) <= INT32_MAX))
+      error(c, e->loc, "literal %s does not fit int32, the type of '%s' (from %d to %d%s)", text,
+            lhs->name, INT32_MIN, INT32_MAX,
+            e->is_int && e->ival == -(int64_t)INT32_MIN ? "; write -2147483647 - 1 for the least" : "");
+    break;
+  case FE_INT64:
+    if (!e->is_int && !(trunc(e->num) >= -9223372036854775808.0 && trunc(e->num) < 9223372036854775808.0))
+      error(c, e->loc, "literal %s does not fit int64, the type of '%s'", text, lhs->name);
+    break;
+  case FE_FLOAT:
+    if (isinf(fe_float_literal(e->text, e->num)))
+      error(c, e->loc, "literal %s is out of the range of float, the type of '%s'", text, lhs->name);
+    break;
+  case FE_DOUBLE:
+    break;
+  }
+}
+
 static void check_stmt(checker *c, fe_stmt *s) {
   vars vs = {NULL, 0, false};
   collect(c, &vs, &s->lhs, true);
@@ -351,6 +434,8 @@ static void check_stmt(checker *c, fe_stmt *s) {
   }
   check_denominators(c, &vs, s->rhs, false);
   free(vs.v);
+  if (s->lhs.tensor >= 0 && s->lhs.tensor < c->prog->ntensors)
+    check_literals(c, s->rhs, &c->prog->tensors[s->lhs.tensor]);
 
   for (int k = 0; k < s->ncmds; k++)
     for (int a = 0; a < s->cmds[k].nargs; a++) {

@@ -50,7 +50,8 @@ static ir_expr *convert(ir_stmt *s, const fe_expr *e) {
     for (int k = 0; k < x->nidx; k++) x->vars[k] = ir_var_find(s, e->acc.idx[k]);
     break;
   case FE_E_NUM:
-    x->num = e->num, x->is_int = e->is_int, x->text = e->text ? ir_strdup(e->text) : NULL;
+    x->num = e->num, x->is_int = e->is_int, x->ival = e->ival;
+    x->text = e->text ? ir_strdup(e->text) : NULL;
     break;
   case FE_E_NEG: x->a = convert(s, e->a); break;
   default: x->a = convert(s, e->a), x->b = convert(s, e->b);
@@ -156,9 +157,9 @@ ir_program *ir_build(fe_program *prog) {
 
 int cin_loops(const cin_node *root, const cin_node **out, int max) {
   int n = 0;
-  for (const cin_node *c = root; c && c->kind == CIN_FORALL; c = c->body)
-    if (n < max) out[n++] = c;
-  return n;
+  for (const cin_node *c = root; c && c->kind == CIN_FORALL; c = c->body, n++)
+    if (n < max) out[n] = c;
+  return n; /* all of them, also beyond max */
 }
 
 const cin_node *cin_assign(const cin_node *root) {
@@ -209,7 +210,8 @@ static void print_e(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_ex
   }
   case IR_NUM:
     if (e->text) fputs(e->text, f);
-    else fprintf(f, "%g", e->num);
+    else if (e->is_int) fprintf(f, "%lld", (long long)e->ival);
+    else fprintf(f, "%.17g", e->num);
     break;
   case IR_NEG:
     fputc('-', f);

@@ -85,8 +85,9 @@ struct ir_expr {
   int tensor; /* IR_ACCESS */
   int nidx;
   int *vars; /* original index variables, one per tensor dim */
-  double num;
+  double num;    /* IR_NUM: the nearest double */
   bool is_int;
+  int64_t ival;  /* IR_NUM when is_int: the exact value */
   const char *text; /* IR_NUM as written */
   ir_expr *a, *b;
   /* Reduction placement (TACO): this operand of a sum contributes only at the first
@@ -143,10 +144,12 @@ struct cin_node {
   fe_loc dist_loc; /* the distribute command */
   ir_par_unit par;
   ir_race race;
+  fe_loc par_loc;   /* the parallelize command (errors found later point at it) */
   int ncomm;
   int *comm; /* tensors communicated at this loop */
   ir_kernel kernel; /* substitute: set on the outermost substituted loop */
   int nsubst;       /* number of loops replaced by the kernel */
+  fe_loc kernel_loc; /* the substitute command */
   int kfactor[4];   /* ttv/ttm/innerprod/mttkrp: the product's factors in the kernel's order */
   int kletter[8];   /* kernel letter (i, j, k, l) -> position among the substituted loops */
   /* CIN_ASSIGN */
@@ -198,7 +201,7 @@ void ir_print_cin(FILE *f, const ir_program *ir, const ir_stmt *s);
 void ir_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e);
 
 /* Loop-nest helpers. */
-int cin_loops(const cin_node *root, const cin_node **out, int max); /* the forall chain */
+int cin_loops(const cin_node *root, const cin_node **out, int max); /* the forall chain: its length, the first max */
 const cin_node *cin_assign(const cin_node *root);                  /* innermost statement */
 int ir_var_find(const ir_stmt *s, const char *name);
 const char *ir_kernel_name(ir_kernel k);

@@ -264,14 +264,16 @@ static bool cmd_reorder(sctx *c) {
   cin_node **sl0 = slot_of(&c->s->root, vars[0]);
   cin_node *top = *sl0;
   (void)top;
-  cin_node *chain[256];
-  int nchain = 0, pos[256];
+  cin_node **chain = NULL;
+  int nchain = 0, *pos = ir_alloc(n * sizeof *pos);
   /* walk from the root through the perfect nest that contains vars[0] */
   cin_node *start = c->s->root;
   for (;;) {
+    nchain = cin_loops(start, NULL, 0);
+    chain = ir_alloc((nchain + 1) * sizeof *chain);
     nchain = 0;
     cin_node *x = start;
-    while (x && x->kind == CIN_FORALL && nchain < 256) chain[nchain++] = x, x = x->body;
+    while (x && x->kind == CIN_FORALL) chain[nchain++] = x, x = x->body;
     bool found = false;
     for (int k = 0; k < nchain; k++) found |= chain[k]->var == vars[0];
     if (found || !x || x->kind != CIN_WHERE) break;
@@ -286,14 +288,14 @@ static bool cmd_reorder(sctx *c) {
            items[0].name);
   }
   /* the positions, sorted, receive the listed loops in order; annotations move with loops */
-  int sorted[256];
+  int *sorted = ir_alloc(n * sizeof *sorted);
   memcpy(sorted, pos, n * sizeof *pos);
   for (int a = 1; a < n; a++)
     for (int b = a; b > 0 && sorted[b - 1] > sorted[b]; b--) {
       int t = sorted[b];
       sorted[b] = sorted[b - 1], sorted[b - 1] = t;
     }
-  cin_node saved[256];
+  cin_node *saved = ir_alloc(n * sizeof *saved);
   for (int k = 0; k < n; k++) saved[k] = *chain[pos[k]];
   for (int k = 0; k < n; k++) {
     cin_node *dst = chain[sorted[k]];
@@ -359,11 +361,11 @@ static bool arg_machine(sctx *c, const fe_arg *a, int *level) {
 /* The outer variables of a compound distribute become the outermost loops, in order; the
  * other loops keep their relative order. */
 static bool hoist(sctx *c, const fe_arg *ds, int nt) {
-  cin_node *chain[256];
-  int nc = 0;
-  for (cin_node *x = c->s->root; x && x->kind == CIN_FORALL && nc < 256; x = x->body) chain[nc++] = x;
-  cin_node saved[256];
-  int order[256], no = 0;
+  int nc = cin_loops(c->s->root, NULL, 0), no = 0;
+  cin_node **chain = ir_alloc((nc + 1) * sizeof *chain), *saved = ir_alloc((nc + 1) * sizeof *saved);
+  int *order = ir_alloc((nc + nt + 1) * sizeof *order);
+  nc = 0;
+  for (cin_node *x = c->s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
   for (int k = 0; k < nt; k++) {
     int v = ir_var_find(c->s, ds[k].name), pos = -1;
     for (int m = 0; m < nc; m++)
@@ -565,7 +567,7 @@ static bool cmd_parallelize(sctx *c) {
   if (r == RACE_NO_RACES && c->s->vars[v].reduction)
     FAIL(a[0].loc, "parallelize: loop '%s' reduces into the output, so iterations race; "
                    "use atomics or ignore_races", a[0].name);
-  n->par = (ir_par_unit)u, n->race = (ir_race)r;
+  n->par = (ir_par_unit)u, n->race = (ir_race)r, n->par_loc = c->cmd->loc;
   return true;
 }
 
@@ -622,6 +624,19 @@ static int uses_origin(const ir_stmt *s, const ir_expr *e, int v) {
   return o;
 }
 
+static ir_expr *copy_renamed(const ir_expr *e, int from, int to) {
+  if (!e) return NULL;
+  ir_expr *q = ir_alloc(sizeof *q);
+  *q = *e;
+  if (q->kind == IR_ACCESS) {
+    q->vars = ir_alloc((q->nidx + 1) * sizeof *q->vars);
+    for (int k = 0; k < q->nidx; k++) q->vars[k] = e->vars[k] == from ? to : e->vars[k];
+  }
+  q->a = copy_renamed(e->a, from, to);
+  q->b = copy_renamed(e->b, from, to);
+  return q;
+}
+
 // forall i S[e]  --precompute(e, i, iw, T)-->  where(forall i S[T(i)], forall iw T(iw) = e[i:=iw])
 // Restricted to an original loop i and a subexpression e whose other variables are bound by
 // loops enclosing i, so that the producer is a single loop.
@@ -675,32 +690,7 @@ static bool cmd_precompute(sctx *c) {
   s->work[s->nwork].vars[0] = iw;
   s->nwork++;
   /* producer: forall iw  T(iw) = e[i := iw] */
-  ir_expr *pe = ir_alloc(sizeof *pe);
-  *pe = **e;
-  /* deep-copy with the variable renamed */
-  ir_expr *stack[256];
-  int sp = 0;
-  stack[sp++] = pe;
-  while (sp) {
-    ir_expr *q = stack[--sp];
-    if (q->kind == IR_ACCESS) {
-      int *nv = ir_alloc((q->nidx + 1) * sizeof *nv);
-      for (int k = 0; k < q->nidx; k++) nv[k] = q->vars[k] == i ? iw : q->vars[k];
-      q->vars = nv;
-    }
-    if (q->a && sp < 255) {
-      ir_expr *ca = ir_alloc(sizeof *ca);
-      *ca = *q->a;
-      q->a = ca;
-      stack[sp++] = ca;
-    }
-    if (q->b && sp < 255) {
-      ir_expr *cb = ir_alloc(sizeof *cb);
-      *cb = *q->b;
-      q->b = cb;
-      stack[sp++] = cb;
-    }
-  }
+  ir_expr *pe = copy_renamed(*e, i, iw); /* deep copy with the variable renamed */
   cin_node *pasg = ir_alloc(sizeof *pasg);
   pasg->kind = CIN_ASSIGN, pasg->lhs_tensor = wid, pasg->nlhs = 1;
   pasg->lhs_vars = ir_alloc(sizeof(int));
@@ -840,8 +830,9 @@ static bool cmd_substitute(sctx *c) {
       FAIL(items[q].loc, "substitute: loop '%s' is distributed", items[q].name);
   }
   /* the listed loops must be the innermost loops, directly nested, above the assignment */
-  const cin_node *chain[256];
-  int nc = cin_loops(c->s->root, chain, 256);
+  int nc = cin_loops(c->s->root, NULL, 0);
+  const cin_node **chain = ir_alloc((nc + 1) * sizeof *chain);
+  cin_loops(c->s->root, chain, nc);
   const cin_node *tail = nc ? chain[nc - 1]->body : c->s->root;
   if (tail->kind != CIN_ASSIGN) FAIL(c->cmd->loc, "substitute: the loop nest holds a where; substitute applies to a plain loop nest");
   if (nc < n) FAIL(a[0].loc, "substitute: the statement has only %d loops", nc);
@@ -927,6 +918,7 @@ static bool cmd_substitute(sctx *c) {
   cin_node *first = (cin_node *)chain[nc - n];
   first->kernel = (ir_kernel)k;
   first->nsubst = n;
+  first->kernel_loc = c->cmd->loc;
   memcpy(first->kfactor, kfactor, sizeof kfactor);
   memcpy(first->kletter, kletter, sizeof kletter);
   return true;
@@ -957,14 +949,15 @@ static bool apply(sctx *c) {
 static bool finish(sctx *c) {
   ir_stmt *s = c->s;
   const fe_program *p = c->ir->ast;
-  int count[8] = {0};
-  cin_node *chain[256];
-  int nc = 0;
-  for (cin_node *x = s->root; x && x->kind == CIN_FORALL && nc < 256; x = x->body) chain[nc++] = x;
+  int count[FE_MAX_DIMS] = {0}; /* per machine level: a level has a grid dim at least */
+  int nc = cin_loops(s->root, NULL, 0);
+  cin_node **chain = ir_alloc((nc + 1) * sizeof *chain);
+  nc = 0;
+  for (cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
   for (int k = 0; k < nc; k++) {
     cin_node *x = chain[k];
     if (!x->distributed) continue;
-    int l = x->dist_level < 8 ? x->dist_level : 7;
+    int l = x->dist_level < FE_MAX_DIMS ? x->dist_level : FE_MAX_DIMS - 1;
     const fe_grid *g = &p->machines[c->ir->machine].levels[x->dist_level];
     x->dist_dim = count[l]++;
     if (x->dist_dim >= g->ndims)

@@ -42,7 +42,10 @@ char *ir_strdup(const char *s) {
   return p;
 }
 
+static void reset_bounds(void);
+
 void ir_arena_free(void) {
+  reset_bounds();
   while (arena) {
     arena_block *next = arena->next;
     free(arena);
@@ -52,18 +55,33 @@ void ir_arena_free(void) {
 
 /* ---- construction ------------------------------------------------------------------------ */
 static int grid_ndims;
-static const sym *grid_dims[16];
-/* inclusive upper bounds of loop counters, where known */
-#define MAX_VAR_BOUNDS 1024
-static const sym *var_max[MAX_VAR_BOUNDS];
+static const sym **grid_dims; /* arena */
+/* inclusive upper bounds of loop counters, where known (arena; grows with the ids) */
+static int nvar_max;
+static const sym **var_max;
+
+static void reset_bounds(void) { /* they live in the arena */
+  grid_ndims = nvar_max = 0;
+  grid_dims = var_max = NULL;
+}
 
 void sym_set_var_max(int id, const sym *max) {
-  if (id >= 0 && id < MAX_VAR_BOUNDS) var_max[id] = max;
+  if (id < 0) return;
+  if (id >= nvar_max) {
+    int n = 2 * id + 16;
+    const sym **v = ir_alloc(n * sizeof *v);
+    if (nvar_max) memcpy(v, var_max, nvar_max * sizeof *v);
+    var_max = v, nvar_max = n;
+  }
+  var_max[id] = max;
 }
-void sym_clear_var_max(void) { memset(var_max, 0, sizeof var_max); }
+void sym_clear_var_max(void) {
+  if (nvar_max) memset(var_max, 0, nvar_max * sizeof *var_max);
+}
 
 void sym_set_grid(int ndims, const sym *const *dims) {
-  grid_ndims = ndims < 16 ? ndims : 16;
+  grid_dims = ir_alloc((ndims + 1) * sizeof *grid_dims);
+  grid_ndims = ndims;
   for (int d = 0; d < grid_ndims; d++) grid_dims[d] = dims[d];
 }
 
@@ -182,6 +200,11 @@ const sym *sym_sub(const sym *a, const sym *b) {
   return lin_build(&l);
 }
 
+/* The leaves of a tree of products. */
+static int count_factors(const sym *e) {
+  return e->kind == SYM_MUL ? count_factors(e->a) + count_factors(e->b) : 1;
+}
+
 const sym *sym_mul(const sym *a, const sym *b) {
   if (b->kind == SYM_CONST && a->kind != SYM_CONST) {
     const sym *t = a;
@@ -198,18 +221,17 @@ const sym *sym_mul(const sym *a, const sym *b) {
     return lin_build(&l);
   }
   /* a product of atoms: pull the constant factors out, sort the others, fold left */
-  const sym *f[64];
-  int nf = 0;
+  int nf = 0, nt = 2, cap = count_factors(a) + count_factors(b);
   int64_t k = 1;
-  const sym *todo[64] = {a, b};
-  int nt = 2;
+  const sym **f = ir_alloc(cap * sizeof *f), **todo = ir_alloc((cap + 2) * sizeof *todo);
+  todo[0] = a, todo[1] = b;
   while (nt) {
     const sym *x = todo[--nt];
-    if (x->kind == SYM_MUL && nt < 62) {
+    if (x->kind == SYM_MUL) {
       todo[nt++] = x->a, todo[nt++] = x->b;
     } else if (x->kind == SYM_CONST) {
       k = wmul(k, x->c);
-    } else if (nf < 64) {
+    } else {
       f[nf++] = x;
     }
   }
@@ -289,7 +311,7 @@ static const sym *bound_coords_from_below(const sym *e) {
     const sym *a = l.atom[i];
     if (l.coef[i] < 0 && a->kind == SYM_COORD && a->id < grid_ndims && grid_dims[a->id])
       lin_collect(&r, sym_sub(grid_dims[a->id], sym_const(1)), l.coef[i]);
-    else if (l.coef[i] < 0 && a->kind == SYM_VAR && a->id < MAX_VAR_BOUNDS && var_max[a->id])
+    else if (l.coef[i] < 0 && a->kind == SYM_VAR && a->id < nvar_max && var_max[a->id])
       lin_collect(&r, var_max[a->id], l.coef[i]);
     else lin_push(&r, l.coef[i], a);
   }

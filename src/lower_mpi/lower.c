@@ -9,6 +9,7 @@
  * pattern is chosen from the structure of those boxes, and only where it is proven. */
 #include "lower_mpi/lower.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *lw_pattern_name(lw_pattern p) {
@@ -369,29 +370,35 @@ static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   if (c->pattern == PAT_EXCHANGE) try_assumption(lp, ls, c);
 }
 
-/* The loops of the statement in nest order, through the consumers of where nodes. */
+/* The loops of the statement in nest order, through the consumers of where nodes (arrays
+ * of the statement, as long as the nest). */
 static int loop_chain(const cin_node *root, lw_stmt *ls) {
-  int n = 0;
+  int n = 0, nw = 0;
+  for (const cin_node *c = root; c && (c->kind == CIN_FORALL || c->kind == CIN_WHERE);
+       c = c->kind == CIN_FORALL ? c->body : c->consumer)
+    c->kind == CIN_FORALL ? n++ : nw++;
+  ls->loops = ir_alloc((n + 1) * sizeof *ls->loops);
+  ls->bs = ir_alloc((n + 1) * sizeof *ls->bs);
+  ls->where = ir_alloc((nw + 1) * sizeof *ls->where);
+  ls->where_depth = ir_alloc((nw + 1) * sizeof *ls->where_depth);
+  n = 0;
   const cin_node *c = root;
   ls->nwhere = 0;
   for (;;) {
     while (c && c->kind == CIN_FORALL) {
-      if (n < LW_MAX_LOOPS) ls->loops[n++] = c;
+      ls->loops[n++] = c;
       c = c->body;
     }
     if (!c || c->kind != CIN_WHERE) break;
-    if (ls->nwhere < 4) {
-      ls->where_depth[ls->nwhere] = n;
-      ls->where[ls->nwhere] = c;
-    }
-    ls->nwhere++;
+    ls->where_depth[ls->nwhere] = n;
+    ls->where[ls->nwhere++] = c;
     c = c->consumer;
   }
   return n;
 }
 
 static const cin_node *where_of(const lw_stmt *ls, int workspace) {
-  for (int w = 0; w < ls->nwhere && w < 4; w++)
+  for (int w = 0; w < ls->nwhere; w++)
     if (ls->where[w]->workspace == workspace) return ls->where[w];
   return NULL;
 }
@@ -440,10 +447,6 @@ static bool reads_sparse(const fe_program *p, const ir_expr *e) {
  * by a plain loop below every communicate point and every distributed loop. */
 static bool check_where(lw_program *lp, const ir_stmt *s, lw_stmt *ls) {
   fe_source *src = lp->ir->ast->src;
-  if (ls->nwhere > 4) {
-    fe_error(src, s->ast->loc, "precompute: at most 4 workspaces per statement");
-    return false;
-  }
   for (int w = 0; w < ls->nwhere; w++) {
     const cin_node *pr = ls->where[w]->producer;
     fe_loc loc = s->vars[pr->var].loc;
@@ -463,10 +466,7 @@ static bool check_where(lw_program *lp, const ir_stmt *s, lw_stmt *ls) {
     }
     for (int k = 0; k < ls->where_depth[w]; k++)
       if (ls->loops[k]->par == PAR_CPU_THREAD) {
-        fe_loc at = s->vars[ls->loops[k]->var].loc; /* the parallelize command */
-        for (int q = 0; q < s->ast->ncmds; q++)
-          if (!strcmp(s->ast->cmds[q].name, "parallelize")) at = s->ast->cmds[q].loc;
-        fe_error(src, at,
+        fe_error(src, ls->loops[k]->par_loc, /* the parallelize command of this loop */
                  "parallelize: loop '%s' encloses precompute's workspace '%s', which its threads would share; "
                  "parallelize a loop inside it",
                  s->vars[ls->loops[k]->var].name, s->work[ls->where[w]->workspace - lp->ir->ast->ntensors].name);
@@ -496,10 +496,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   ls->s = s;
   ls->kernel_depth = -1;
   ls->nloops = loop_chain(s->root, ls);
-  if (ls->nloops >= LW_MAX_LOOPS) {
-    fe_error(src, s->ast->loc, "too many loops (at most %d)", LW_MAX_LOOPS - 1);
-    return false;
-  }
+  ls->comm = ir_alloc((lp->ir->ast->ntensors + 1) * sizeof *ls->comm); /* the output, each tensor read */
   ls->lidx_var0 = s->nvars;
   sym_clear_var_max();
   for (int k = 0; k < ls->nloops; k++) {
@@ -518,7 +515,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     }
     if (n->kernel) ls->kernel_depth = k;
     if (n->par >= PAR_GPU_BLOCK && !lp->cuda) {
-      fe_error(src, s->vars[n->var].loc, "parallelize: GPU units need a gpu machine and --target cuda");
+      fe_error(src, n->par_loc, "parallelize: GPU units need a gpu machine and --target cuda");
       return false;
     }
   }
@@ -536,10 +533,8 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     }
     for (int k = 0; k < ls->nloops; k++)
       if (ls->loops[k]->par == PAR_CPU_THREAD || ls->loops[k]->kernel) {
-        fe_loc at = s->vars[ls->loops[k]->var].loc; /* the command */
-        for (int q = 0; q < s->ast->ncmds; q++)
-          if (!strcmp(s->ast->cmds[q].name, ls->loops[k]->kernel ? "substitute" : "parallelize")) at = s->ast->cmds[q].loc;
-        fe_error(src, at,
+        /* the command that set this loop's threads or kernel */
+        fe_error(src, ls->loops[k]->kernel ? ls->loops[k]->kernel_loc : ls->loops[k]->par_loc,
                  "%s: the statement writes sparse tensor '%s', whose entries are produced by one thread",
                  ls->loops[k]->kernel ? "substitute" : "parallelize", p->tensors[lhs].name);
         return false;
@@ -547,10 +542,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   }
   for (int t = 0; t < p->ntensors; t++)
     if (ls->kernel_depth >= 0 && lw_sparse(p, t) && expr_reads(ls->rhs, t)) {
-      fe_loc at = s->ast->loc; /* the substitute command */
-      for (int q = 0; q < s->ast->ncmds; q++)
-        if (!strcmp(s->ast->cmds[q].name, "substitute")) at = s->ast->cmds[q].loc;
-      fe_error(src, at,
+      fe_error(src, ls->loops[ls->kernel_depth]->kernel_loc, /* the substitute command */
                "substitute: the kernel reads sparse tensor '%s'; leaf kernels take dense operands "
                "(leave the loops to the compiler, which iterates over the stored entries)",
                p->tensors[t].name);
@@ -592,7 +584,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     }
   if (ls->kernel_depth >= 0 && ls->kernel_depth < ls->outer) {
     const cin_node *n = ls->loops[ls->kernel_depth];
-    fe_error(src, s->vars[n->var].loc,
+    fe_error(src, n->kernel_loc,
              "substitute: loop '%s' lies above a communicate point; the kernel must be nested "
              "inside every communicate loop",
              s->vars[n->var].name);
@@ -764,10 +756,11 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
         fputs("    bytes per rank: 0\n", f);
         continue;
       }
-      int64_t vars[512] = {0}, total = 0, count = 0, budget = 2000000;
-      sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 512};
-      if (ls->lidx_var0 + ls->nloops < 512)
-        sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
+      int nv = ls->lidx_var0 + ls->nloops;
+      int64_t *vars = calloc(nv + 1, sizeof *vars), total = 0, count = 0, budget = vars ? 2000000 : -1;
+      sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
+      if (vars) sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
+      free(vars);
       int64_t es = type_size(t->type);
       if (lw_sparse(p, c->tensor)) {
         /* what moves are the stored entries: order coordinates (int64) and a value each */

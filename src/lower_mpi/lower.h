@@ -8,8 +8,7 @@
 
 #include "ir/ir.h"
 
-#define LW_MAX_DIMS 8
-#define LW_MAX_LOOPS 64
+#define LW_MAX_DIMS 8 /* tensor order and grid dims of all levels (DTL_MAX_DIMS of the runtime) */
 
 typedef enum { OWN_PART, OWN_FIXED, OWN_STAR } lw_own_kind;
 
@@ -53,20 +52,20 @@ typedef struct lw_comm {
 typedef struct {
   const ir_stmt *s;
   int nloops;
-  const cin_node *loops[LW_MAX_LOOPS];
+  const cin_node **loops;  /* nloops of them */
   int outer;            /* loops [0, outer) run the same trip counts on every rank */
   unsigned exec_mask;   /* grid dims bound by distributed loops */
-  const sym *bs[LW_MAX_LOOPS];  /* distributed loops: iterations per rank */
+  const sym **bs;       /* per loop; distributed loops: iterations per rank */
   int lidx_var0;        /* VAR ids >= lidx_var0 are local indices of distributed loops */
   int ncomm;
-  lw_comm comm[32];
+  lw_comm *comm;        /* ncomm of them: the output, then each tensor read */
   bool lhs_on_rhs;      /* the output is also read: read a snapshot */
   const ir_expr *rhs;   /* the right side as written: precompute's workspaces expanded */
   /* precompute: where(consumer, producer) nodes; the producer (one loop over the workspace)
    * runs before loop where_depth[w] of the chain, every iteration of the enclosing loops */
   int nwhere;
-  int where_depth[4];
-  const cin_node *where[4];
+  int *where_depth;
+  const cin_node **where; /* nwhere of each */
   int kernel_depth;     /* position of the first substituted loop, -1 if none */
 } lw_stmt;
 

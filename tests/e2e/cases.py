@@ -18,7 +18,7 @@ from run_e2e import TOP_SRCDIR, Run, grid_fit
 RANKS = [1, 2, 3, 4, 6, 8]
 
 
-def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None):
+def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None, exact=False):
     """Runs of file for every param set at every rank count that fits its machine.
     grids: rank count -> grid params to pass explicitly (else worked out by grid_fit).
     The run at validate_at (default: the middle rank count that fits) adds --validate."""
@@ -30,7 +30,7 @@ def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None):
         vat = validate_at if validate_at is not None else (fitting[len(fitting) // 2] if fitting else None)
         for p in fitting:
             grid = grids.get(p) if grids else None
-            runs.append(Run(suite, file, p, params, grid=grid, validate=(p == vat)))
+            runs.append(Run(suite, file, p, params, grid=grid, validate=(p == vat), exact=exact))
     return runs
 
 
@@ -114,8 +114,12 @@ def programs(long=False):
     add("literal_grid.dtl", [{"n": 7}], [{"n": 12}], rk=[2, 4, 6, 8] if long else [2, 4])
     add("required.dtl", [{"n": 5}])
     add("kernels.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}], [{"n": 9, "m": 2, "p": 7, "r": 5}])
+    add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
+    # literals that do not fit: located errors (README, "Choices")
+    for name, line, text in _LITERAL_REJECTED:
+        runs.append(Run("programs", "literal_%s.dtl" % name, None, compile_error=[line], source=text))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
@@ -128,6 +132,32 @@ def programs(long=False):
         runs.append(Run("programs", pr("grid3d.dtl"), None, {"n": 7, "m": 6, "p": 5},
                         fill_ranks=[1, 3, 8]))
     return runs
+
+
+# Literals that distalc must reject, as (name, the line of the error, the program).
+_LITERAL_HEAD = """param n = 4;
+machine M = grid(g);
+tensor B(n) int64 @ M(i -> i);
+tensor I(n) int64 @ M(i -> i);
+tensor J(n) int32 @ M(i -> i);
+tensor F(n) float @ M(i -> i);
+"""
+_LITERAL_REJECTED = [
+    ("int64_max_plus_1", 7, _LITERAL_HEAD + "I(i) = B(i) + 9223372036854775808;\n"),
+    ("int64_huge", 7, _LITERAL_HEAD + "I(i) = B(i) * 99999999999999999999;\n"),
+    ("int64_min_parens", 7, _LITERAL_HEAD + "I(i) = -(9223372036854775808);\n"),
+    ("int32_too_large", 8, _LITERAL_HEAD + "I(i) = B(i);\nJ(i) = 2147483648 + B(i);\n"),
+    ("int32_min", 7, _LITERAL_HEAD + "J(i) = -2147483648;\n"),
+    ("int32_float", 7, _LITERAL_HEAD + "J(i) = B(i) * 3e9;\n"),
+    ("int64_float", 7, _LITERAL_HEAD + "I(i) = 1e19;\n"),
+    ("float_overflow", 7, _LITERAL_HEAD + "F(i) = B(i) * 3.5e38;\n"),
+    ("double_overflow", 7, _LITERAL_HEAD + "I(i) = B(i) * 1e309;\n"),
+    ("split_factor", 8, _LITERAL_HEAD + "I(i) = B(i)\n  .split(i, io, ii, 9223372036854775808);\n"),
+    ("shape", 1, "tensor T(9223372036854775808);\n"),
+    ("param_default", 1, "param n = 9223372036854775808;\n"),
+    ("grid_dim", 1, "machine M = grid(9223372036854775808, 2);\n"),
+    ("fixed_coordinate", 2, "machine M = grid(g, h);\ntensor T(4) @ M(x -> x, 9223372036854775808);\n"),
+]
 
 
 # Programs that distalc must reject: precompute against its rules, as (name, the line

@@ -16,6 +16,11 @@ Semantics (those that the compiler implements):
     truncates toward zero, as in C), float and double in their own precision.  The
     value stored into an integer tensor is truncated toward zero.
   - Scalars are 0-d arrays.
+  - A literal takes the type of the statement's result (distalc prints it so in C):
+    integer literals are exact (Python ints, checked against int64; -9223372036854775808
+    is one literal) and must fit an int32 result; a floating literal in an integer
+    statement truncates toward zero and must fit; a float statement rounds the literal
+    once to float32 (as C reads 0.1f, `float32_nearest`), a double one to float64.
   - A tensor with a compressed level is sparse: the oracle computes with its dense
     equivalent (a format changes the storage, never a result).  A statement may write
     a sparse tensor: its result is the dense result (the stored nonzeros mean exactly
@@ -28,7 +33,10 @@ against the oracle relative to that magnitude (see `compare`), so the tolerance 
 with the length of the reductions and cancellation does not cause false failures.
 """
 
+import math
 import re
+from fractions import Fraction
+
 import numpy as np
 
 DTYPES = {
@@ -39,6 +47,9 @@ DTYPES = {
 }
 FORMAT_WORDS = ("dense", "compressed", "csr", "csf")
 KEYWORDS = {"param", "machine", "tensor", "grid", "Grid"}
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (INT64_MIN, INT64_MAX)}
 
 # Relative tolerances, applied to the magnitude (sum of absolute values of the terms).
 RTOL = {"double": 1e-9, "float": 1e-3, "int32": 0.0, "int64": 0.0}
@@ -95,7 +106,9 @@ def tokenize(text, path="<string>"):
 # ---- AST -------------------------------------------------------------------------------
 #
 # Sizes are ints or param names (str).  Expressions are tuples:
-#   ("acc", tensor, (vars...))   ("num", value, is_int)   ("neg", e)
+#   ("acc", tensor, (vars...))   ("num", value, is_int, text)   ("neg", e)
+# A literal's value is a Python int (exact) or float (the nearest double); text is the
+# literal as written, from which a float statement rounds it once to float32.
 #   ("+" | "-" | "*" | "/", a, b)
 
 
@@ -227,7 +240,7 @@ def expr_str(e, prec=0):
     if k == "acc":
         return e[1] + ("(%s)" % ", ".join(e[2]) if e[2] else "")
     if k == "num":
-        return repr(e[1]) if not e[2] else str(e[1])
+        return e[3] if len(e) > 3 else repr(e[1]) if not e[2] else str(e[1])
     if k == "neg":
         return "-" + expr_str(e[1], 3)
     p = 1 if k in "+-" else 2
@@ -277,12 +290,19 @@ class _Parser:
         t = self.next()
         if t.kind != "num" or not t.text.isdigit():
             self.error(t, "expected an integer")
-        return int(t.text)
+        return self.int64(t)
+
+    def int64(self, t, neg=False):
+        """The value of the integer literal t (negated when neg); it must fit int64."""
+        v = -int(t.text) if neg else int(t.text)
+        if not INT64_MIN <= v <= INT64_MAX:
+            self.error(t, "integer literal %s does not fit int64" % t.text)
+        return v
 
     def size(self):
         t = self.next()
         if t.kind == "num" and t.text.isdigit():
-            return int(t.text)
+            return self.int64(t)
         if t.kind == "id":
             return t.text
         self.error(t, "expected an integer or a param")
@@ -468,6 +488,10 @@ class _Parser:
     def unary(self):
         if self.peek().kind == "op" and self.peek().text == "-":
             self.next()
+            t = self.peek()
+            if t.kind == "num" and t.text.isdigit() and int(t.text) == -INT64_MIN:
+                self.next()  # -9223372036854775808: one literal (2^63 alone does not fit)
+                return ("num", INT64_MIN, True, "-" + t.text)
             return ("neg", self.unary())
         return self.primary()
 
@@ -477,8 +501,11 @@ class _Parser:
         if t.kind == "num":
             self.next()
             if re.fullmatch(r"[0-9]+", t.text):
-                return ("num", int(t.text), True)
-            return ("num", float(t.text), False)
+                return ("num", self.int64(t), True, t.text)
+            v = float(t.text)
+            if math.isinf(v):
+                self.error(t, "floating literal %s is out of range" % t.text)
+            return ("num", v, False, t.text)
         if t.kind == "op" and t.text == "(":
             self.next()
             e = self.expr()
@@ -619,6 +646,48 @@ def _store_cast(x, dtype):
     return x.astype(dtype)
 
 
+def float32_nearest(text):
+    """The float32 nearest to the decimal literal text (ties to even): one rounding, as C
+    reads "0.1f" (NumPy would round to double first).  Infinite beyond float's range."""
+    x = Fraction(text)
+    if abs(x) >= Fraction(2 ** 128 - 2 ** 103):  # FLT_MAX plus half an ulp: rounds to inf
+        return np.float32(math.copysign(math.inf, x))
+    c = np.float32(float(x))  # within one ulp of the nearest
+    with np.errstate(over="ignore"):
+        cands = [np.nextafter(c, np.float32(-math.inf)), c, np.nextafter(c, np.float32(math.inf))]
+    cands = [f for f in cands if not np.isinf(f)]
+
+    def key(f):
+        return (abs(Fraction(float(f)) - x), int(np.asarray(f).view(np.int32)) & 1)
+    return min(cands, key=key)
+
+
+def literal_value(e, type_):
+    """A literal node's value in a statement of type_ (see the module's docstring)."""
+    v, is_int, text = e[1], e[2], e[3] if len(e) > 3 else repr(e[1])
+    if type_ in INT_RANGE:
+        lo, hi = INT_RANGE[type_]
+        iv = v if is_int else (math.trunc(v) if math.isfinite(v) else None)
+        if iv is None or not lo <= iv <= hi:
+            raise DtlError("literal %s does not fit %s" % (text, type_))
+        return DTYPES[type_].type(iv)
+    if type_ == "float":
+        f = float32_nearest(text)
+        if np.isinf(f):
+            raise DtlError("literal %s is out of the range of float" % text)
+        return f
+    return np.float64(float(v))  # float(int) rounds correctly
+
+
+def typed_literals(e, type_):
+    """The expression with every literal replaced by its value in type_."""
+    if e[0] == "num":
+        return ("num", literal_value(e, type_), e[2]) + tuple(e[3:])
+    if e[0] == "acc":
+        return e
+    return (e[0],) + tuple(typed_literals(x, type_) for x in e[1:])
+
+
 def var_extents(prog, stmt, params):
     """Extent of every index variable of a statement; conflicting extents are an error."""
     ext = {}
@@ -662,7 +731,7 @@ def eval_expr(e, env, mags, extents, summed, totals):
             arr, mag = np.einsum(sub, arr), np.einsum(sub, mag)
         val, mag, vars_ = np.asarray(arr), np.asarray(mag), uniq
     elif k == "num":
-        val, mag, vars_ = e[1], np.float64(abs(e[1])), []
+        val, mag, vars_ = e[1], np.float64(abs(float(e[1]))), []
     elif k == "neg":
         v, m, vars_ = eval_expr(e[1], env, mags, extents, summed, totals)
         val, mag = -v, m
@@ -706,7 +775,8 @@ def run_stmt(prog, stmt, params, env, mags):
     summed = summed_vars(stmt)
     totals = _count(stmt.rhs, {})
     t = prog.tensors[stmt.lhs]
-    val, mag, vars_ = eval_expr(stmt.rhs, env, mags, extents, summed, totals)
+    rhs = typed_literals(stmt.rhs, t.type)
+    val, mag, vars_ = eval_expr(rhs, env, mags, extents, summed, totals)
     shape = tuple(extents[v] for v in stmt.lhs_vars)
     lhs = list(stmt.lhs_vars)
     val = np.broadcast_to(_align(np.asarray(val), vars_, lhs, extents), shape)
@@ -753,14 +823,15 @@ def random_inputs(prog, params, rng, names=None):
     return out
 
 
-def compare(tensor, got, want, mag):
-    """Check got against the oracle.  Returns None when it matches, else a message."""
+def compare(tensor, got, want, mag, exact=False):
+    """Check got against the oracle.  Returns None when it matches, else a message.
+    exact: floating-point results too must be equal (no tolerance)."""
     got = np.asarray(got)
     if got.dtype != tensor.dtype:
         return "%s: dtype %s, expected %s" % (tensor.name, got.dtype, tensor.dtype)
     if got.shape != want.shape:
         return "%s: shape %s, expected %s" % (tensor.name, got.shape, want.shape)
-    if np.issubdtype(tensor.dtype, np.integer):
+    if np.issubdtype(tensor.dtype, np.integer) or exact:
         bad = got != want
         tol = np.zeros(want.shape)
     else:

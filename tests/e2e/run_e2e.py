@@ -191,11 +191,12 @@ class Run:
     lines where the error may be located ([]: any); compile_args: more distalc options;
     source: the program's text (file is then only its name; the text is written to the
     work directory, for a run as for a rejection).  args: more options for the
-    executable (e.g. --iters)."""
+    executable (e.g. --iters).  exact: floating-point results must equal the oracle's
+    bit for bit (programs whose results are literals, tests/e2e/programs/literals.dtl)."""
 
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
-                 compile_args=(), source=None, args=()):
+                 compile_args=(), source=None, args=(), exact=False):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
@@ -207,6 +208,7 @@ class Run:
         self.compile_args = tuple(compile_args)
         self.source = source
         self.args = tuple(args)
+        self.exact = exact
         self.path = file if os.path.isabs(file) else os.path.join(TOP_SRCDIR, file)
 
     @property
@@ -469,7 +471,7 @@ class Runner:
                 errs.append("%s: cannot read the saved file: %s" % (name, e))
                 continue
             if name in written:
-                e = dtl.compare(t, got, want[name], mags[name])
+                e = dtl.compare(t, got, want[name], mags[name], exact=run.exact)
             else:
                 e = dtl.compare(t, got, inputs[name], np.zeros(np.shape(inputs[name])))
                 if e:

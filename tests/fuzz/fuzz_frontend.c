@@ -37,9 +37,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int k = 0; k < ir->nstmts; k++) ir_print_cin(devnull, ir, &ir->stmts[k]);
         lw_program *lp = lw_lower(ir, false);
         if (lp) {
-          int64_t params[256];
-          for (int k = 0; k < 256; k++) params[k] = k < prog->nparams && prog->params[k].has_default ? prog->params[k].value % 64 + 1 : 3;
+          int64_t *params = malloc((prog->nparams + 1) * sizeof *params); /* as many as declared */
+          if (!params) abort();
+          for (int k = 0; k < prog->nparams; k++) params[k] = prog->params[k].has_default ? prog->params[k].value % 64 + 1 : 3;
           lw_print_plan(devnull, lp, params, 4);
+          free(params);
           cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true};
           cg_emit(devnull, devnull, devnull, lp, &o);
         }
@@ -59,53 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef FUZZ_REPLAY
-#include <dirent.h>
-#include <sys/stat.h>
-
-/* Run the harness on one file, or on every regular file of a directory; count the inputs. */
-static int replay(const char *path, int *count) {
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    fprintf(stderr, "fuzz_replay: cannot stat %s\n", path);
-    return 1;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    DIR *dir = opendir(path);
-    if (!dir)
-      return 1;
-    int rc = 0;
-    for (struct dirent *e; (e = readdir(dir));) {
-      if (e->d_name[0] == '.')
-        continue;
-      char *sub = malloc(strlen(path) + strlen(e->d_name) + 2);
-      if (!sub)
-        return 1;
-      sprintf(sub, "%s/%s", path, e->d_name);
-      rc |= replay(sub, count);
-      free(sub);
-    }
-    closedir(dir);
-    return rc;
-  }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fprintf(stderr, "fuzz_replay: cannot read %s\n", path);
-    return 1;
-  }
-  size_t len = (size_t)st.st_size;
-  uint8_t *data = malloc(len ? len : 1);
-  size_t got = data ? fread(data, 1, len, f) : 0;
-  fclose(f);
-  if (!data || got != len) {
-    free(data);
-    fprintf(stderr, "fuzz_replay: cannot read %s\n", path);
-    return 1;
-  }
-  LLVMFuzzerTestOneInput(data, len);
-  free(data);
-  (*count)++;
-  return 0;
-}
+#define FUZZ_REPLAY_NAME "fuzz_replay"
+#include "fuzz_replay.h"
 
 int main(int argc, char **argv) {
   int count = 0, rc = 0;

@@ -326,6 +326,99 @@ static void test_lexer_float_overflow(void **state) {
   expect_error("tensor s;\ns = 1e999;\n", 2, 5, "out of range");
 }
 
+/* Integer literals are exact over the whole int64 range in every context (issue 11). */
+static void test_literal_values_exact(void **state) {
+  (void)state;
+  run r;
+  parse_ok(&r, "param p = 9007199254740993;\n"
+               "machine M = grid(4611686018427387905, 9223372036854775807);\n"
+               "tensor T(9007199254740993, 9223372036854775807) int64 @ M(xy -> x, 4611686018427387904);\n"
+               "T(i, j) = 9007199254740993 + 9223372036854775807 - -9223372036854775808 * 0.1\n"
+               "  .split(i, io, ii, 9223372036854775807).divide(j, jo, ji, 4611686018427387905);\n");
+  const fe_program *prog = r.prog;
+  assert_int_equal(prog->params[0].value, INT64_C(9007199254740993));
+  assert_int_equal(prog->machines[0].levels[0].dims[0].value, INT64_C(4611686018427387905));
+  assert_int_equal(prog->machines[0].levels[0].dims[1].value, INT64_MAX);
+  assert_int_equal(prog->tensors[0].dims[0].value, INT64_C(9007199254740993));
+  assert_int_equal(prog->tensors[0].dims[1].value, INT64_MAX);
+  assert_int_equal(prog->tensors[0].dist.levels[0].y[1].kind, FE_Y_FIXED);
+  assert_int_equal(prog->tensors[0].dist.levels[0].y[1].fixed, INT64_C(4611686018427387904));
+  /* ((2^53+1 + INT64_MAX) - (INT64_MIN * 0.1)) */
+  const fe_expr *e = prog->stmts[0].rhs;
+  assert_int_equal(e->kind, FE_E_SUB);
+  const fe_expr *a = e->a->a, *b = e->a->b, *m = e->b->a, *f = e->b->b;
+  assert_int_equal(a->kind, FE_E_NUM);
+  assert_true(a->is_int);
+  assert_int_equal(a->ival, INT64_C(9007199254740993));
+  assert_true(a->num == 9007199254740992.0); /* the nearest double */
+  assert_int_equal(b->ival, INT64_MAX);
+  assert_int_equal(m->kind, FE_E_NUM); /* -9223372036854775808 is one literal */
+  assert_true(m->is_int);
+  assert_int_equal(m->ival, INT64_MIN);
+  assert_true(m->num == -9223372036854775808.0);
+  assert_string_equal(m->text, "-9223372036854775808");
+  assert_false(f->is_int);
+  assert_true(f->num == 0.1);
+  const fe_command *c = prog->stmts[0].cmds;
+  assert_int_equal(c[0].args[3].ival, INT64_MAX);
+  assert_int_equal(c[1].args[3].ival, INT64_C(4611686018427387905));
+  char *s = print_rhs(prog, 0);
+  assert_string_equal(s, "9007199254740993 + 9223372036854775807 - -9223372036854775808 * 0.1");
+  free(s);
+  finish(&r);
+}
+
+static void test_literal_lexer_values(void **state) {
+  (void)state;
+  run r;
+  open_run(&r, "9223372036854775808 0.1 4.9e-324 1.7976931348623157e308 1e-300");
+  int n = 0;
+  fe_token *t = fe_tokenize(r.src, &n);
+  assert_non_null(t);
+  assert_int_equal(n, 6);
+  assert_int_equal(t[0].kind, TK_INT); /* 2^63: lexed, valid only after a unary minus */
+  assert_true(t[0].min64);
+  assert_int_equal(t[0].ival, INT64_MIN);
+  assert_true(t[1].fval == 0.1);
+  assert_true(t[2].fval == 4.9e-324);
+  assert_true(t[3].fval == 1.7976931348623157e308);
+  assert_true(t[4].fval == 1e-300);
+  free(t);
+  finish(&r);
+}
+
+/* A literal that does not fit int64 (or, in a statement, the result's type) is a located
+ * error in every context. */
+static void test_literal_out_of_range(void **state) {
+  (void)state;
+  const char *decls = "tensor I(4) int64;\ntensor J(4) int32;\ntensor F(4) float;\n";
+  char text[512];
+  expect_error("param n = 99999999999999999999;\n", 1, 11, "too large");
+  expect_error("tensor T(4, 9223372036854775808);\n", 1, 13, "too large");
+  expect_error("machine M = grid(2,\n  9223372036854775808);\n", 2, 3, "too large");
+  expect_error("machine M = grid(g, h);\ntensor T(4) @ M(x -> x, 9223372036854775808);\n", 2, 25, "too large");
+  snprintf(text, sizeof text, "%sI(i) = 1 + 9223372036854775808;\n", decls);
+  expect_error(text, 4, 12, "too large");
+  snprintf(text, sizeof text, "%sI(i) = -(9223372036854775808);\n", decls);
+  expect_error(text, 4, 10, "too large");
+  snprintf(text, sizeof text, "%sI(i) = 1 .split(i, io, ii, 9223372036854775808);\n", decls);
+  expect_error(text, 4, 28, "too large");
+  snprintf(text, sizeof text, "%sI(i) = 1e19;\n", decls);
+  expect_error(text, 4, 8, "does not fit int64");
+  snprintf(text, sizeof text, "%sJ(i) = 7 * 2147483648;\n", decls);
+  expect_error(text, 4, 12, "does not fit int32");
+  snprintf(text, sizeof text, "%sJ(i) = -2147483648;\n", decls);
+  expect_error(text, 4, 9, "-2147483647 - 1");
+  snprintf(text, sizeof text, "%sF(i) = 3.5e38;\n", decls);
+  expect_error(text, 4, 8, "range of float");
+  /* the edges themselves are valid */
+  snprintf(text, sizeof text,
+           "%sI(i) = -9223372036854775808 + 9223372036854775807 + 9.2e18;\n"
+           "J(i) = -2147483647 - 1 + 2147483647 + 2147483647.9;\nF(i) = 3.4028234e38 + 1e-46;\n",
+           decls);
+  expect_valid(text);
+}
+
 static void test_lexer_bad_characters_all_reported(void **state) {
   (void)state;
   run r;
@@ -1267,6 +1360,9 @@ int main(void) {
       cmocka_unit_test(test_lexer_number_edges),
       cmocka_unit_test(test_lexer_int_overflow),
       cmocka_unit_test(test_lexer_float_overflow),
+      cmocka_unit_test(test_literal_values_exact),
+      cmocka_unit_test(test_literal_lexer_values),
+      cmocka_unit_test(test_literal_out_of_range),
       cmocka_unit_test(test_lexer_bad_characters_all_reported),
       cmocka_unit_test(test_lexer_nul_byte),
       cmocka_unit_test(test_lexer_comments),

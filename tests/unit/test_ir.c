@@ -1534,6 +1534,25 @@ static void test_error_communicate(void **state) {
   expect_error(MM "\n  .communicate(B)", L2, "communicate", "communicate takes 2 arguments, not 1");
 }
 
+/* Each error is reported at the command that fails, at the argument it is about: when
+ * several commands (of the same kind, or naming the same variable or tensor) come first,
+ * the caret is on the later one; after a rename, on the command that uses the old name. */
+static void test_error_carets(void **state) {
+  (void)state;
+  expect_error(MM "\n  .distribute(i)\n  .distribute(i)", L3, "i)", "distribute: loop 'i' is already distributed");
+  expect_error(MM "\n  .communicate(B, k)\n  .communicate({C, B}, i)", L3, "B}",
+               "communicate: tensor 'B' is already communicated at loop 'k'");
+  expect_error(MM "\n  .parallelize(j, cpu_vector)\n  .parallelize(i, cpu_thread)\n  .parallelize(j, cpu_thread)", L4, "j,",
+               "parallelize: loop 'j' is already parallelized");
+  expect_error(MM "\n  .fuse(i, j, f)\n  .split(f, fo, fi, 4)\n  .split(i, io, ii, 4)", L4, "i,",
+               "split: index variable 'i' was already replaced by fuse");
+  expect_error(MM "\n  .split(k, ko, ki, 4)\n  .split(ki, k1, k2, 2)\n  .split(k, x, y, 2)", L4, "k,",
+               "split: index variable 'k' was already replaced by split");
+  /* the loop that is one too many in nest order, at its own distribute command */
+  expect_error(MM "\n  .distribute(k)\n  .distribute(i)\n  .distribute(j)", L2, "k)",
+               "distribute: loop 'k' is the 3rd distributed loop but the machine level has 2 dimensions");
+}
+
 static void test_error_rotate(void **state) {
   (void)state;
   expect_error(MM "\n  .rotate(i, {k}, r)", L2, "k}", "rotate: loop 'k' must enclose the rotated loop 'i'");
@@ -1817,6 +1836,7 @@ int main(void) {
       cmocka_unit_test(test_error_too_many_distributed_location),
       cmocka_unit_test(test_error_communicate),
       cmocka_unit_test(test_error_rotate),
+      cmocka_unit_test(test_error_carets),
       cmocka_unit_test(test_error_rotate_by_itself),
       cmocka_unit_test(test_error_parallelize),
       cmocka_unit_test(test_error_substitute),

@@ -689,7 +689,7 @@ static void test_lower_errors(void **state) {
                      4, 8, "tensor 'B' is sparse: the CUDA target (gpu machines) supports dense tensors only");
   lower_cuda = false;
   expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\na(i) = b(i).parallelize(i, gpu_thread);\n",
-                     4, 3, "parallelize: GPU units need a gpu machine and --target cuda");
+                     4, 13, "parallelize: GPU units need a gpu machine and --target cuda"); /* the command */
   /* the kernel must lie inside every communicate point */
   expect_lower_error("param n = 8;\nmachine M = grid(gx, gy);\n"
                      "tensor A(n, n) @ M(xy -> xy);\ntensor B(n, n) @ M(xy -> xy);\ntensor C(n, n) @ M(xy -> xy);\n"
@@ -699,7 +699,53 @@ static void test_lower_errors(void **state) {
                      "  .reorder({ko, ii, ji, ki})\n"
                      "  .communicate(B, ki)\n"
                      "  .substitute({ii, ji, ki}, gemm);\n",
-                     7, 34, "substitute: loop 'ii' lies above a communicate point");
+                     11, 4, "substitute: loop 'ii' lies above a communicate point"); /* the command, not where ii was made */
+}
+
+/* Errors of the lowering point at the command that caused them, carried on the IR (the
+ * loop's annotation), never at a command found by its name or by a variable it mentions:
+ * here several commands of the same kind name the same variables, the wrong one comes
+ * first, and commands rename and move the loops in between. */
+static void test_lower_carets(void **state) {
+  (void)state;
+  /* the first of two parallelize commands gives the threads around the workspace */
+  expect_lower_error("param n = 8;\ntensor a(n);\ntensor B(n, n);\ntensor c(n);\n"
+                     "a(i) = B(i, j) * c(j)\n"
+                     "  .precompute(B(i, j) * c(j), j, jw, w)\n"
+                     "  .parallelize(i, cpu_thread)\n"
+                     "  .parallelize(j, cpu_vector, ignore_races);\n",
+                     7, 4, "parallelize: loop 'i' encloses precompute's workspace 'w'");
+  /* a sparse result: the threads of the first parallelize, after a split and a reorder
+   * moved the loops and a later parallelize names the same loop's children */
+  expect_lower_error("param n = 8;\ntensor a(n, n) csr;\ntensor b(n, n);\n"
+                     "a(i, j) = b(i, j) * 2\n"
+                     "  .parallelize(i, cpu_thread)\n"
+                     "  .split(j, jo, ji, 2)\n"
+                     "  .reorder({jo, i})\n"
+                     "  .parallelize(ji, cpu_vector);\n",
+                     5, 4, "parallelize: the statement writes sparse tensor 'a'");
+  /* GPU units: the second parallelize, on a loop that rotate renamed (not where r or ii
+   * was made, not the first parallelize) */
+  expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\n"
+                     "a(i) = b(i)\n"
+                     "  .split(i, io, ii, 2)\n"
+                     "  .parallelize(io, cpu_vector)\n"
+                     "  .rotate(ii, {io}, r)\n"
+                     "  .parallelize(r, gpu_thread);\n",
+                     8, 4, "parallelize: GPU units need a gpu machine and --target cuda");
+  expect_lower_error("param n = 8;\ntensor a(n);\ntensor b(n);\n"
+                     "a(i) = b(i)\n"
+                     "  .split(i, io, ii, 2)\n"
+                     "  .parallelize(io, gpu_block)\n"
+                     "  .parallelize(ii, cpu_vector);\n",
+                     6, 4, "parallelize: GPU units need a gpu machine and --target cuda");
+  /* the kernel reads a sparse tensor: the substitute command, not the split that made ki */
+  expect_lower_error("param n = 8;\ntensor A(n, n);\ntensor B(n, n) csr;\ntensor C(n, n);\n"
+                     "A(i, j) = B(i, k) * C(k, j)\n"
+                     "  .split(k, ko, ki, 4)\n"
+                     "  .reorder({ko, i, j, ki})\n"
+                     "  .substitute({i, j, ki}, gemm);\n",
+                     8, 4, "substitute: the kernel reads sparse tensor 'B'");
 }
 
 /* The CUDA target: the kernels file of a program (the text of PREFIX.cu) and its host C. */
@@ -752,7 +798,7 @@ static void test_cuda_kernels(void **state) {
   k = cuda_emit(MV "a(i) = B(i,j) * c(j).distribute({i}, {io}, {ii}, M).parallelize(ii, gpu_block).parallelize(j, gpu_thread, atomics);\n", &host);
   assert_non_null(strstr(k, "dtl_atomic_add_double("));
   /* block loops vary slowest: j (the thread loop) is decoded first */
-  char *pj = strstr(k, "const int64_t j = dtl__ka.dtl__mlo[1]"), *pi = strstr(k, "const int64_t ii = dtl__ka.dtl__mlo[0]");
+  char *pj = strstr(k, "const int64_t v_j = dtl__ka.dtl__mlo[1]"), *pi = strstr(k, "const int64_t v_ii = dtl__ka.dtl__mlo[0]");
   assert_non_null(pj);
   assert_non_null(pi);
   assert_true(pj < pi);
@@ -770,7 +816,7 @@ static void test_cuda_kernels(void **state) {
                 "  .communicate(A, jo).communicate({B, C}, ko).substitute({ii, ji, ki}, gemm);\n", &host);
   assert_non_null(strstr(host, "if (dtl_cu_gemm(dtl_ctx, DTL_DOUBLE, 0, 0, "));
   assert_non_null(strstr(host, "dtl_cu_bcast_fetch_begin("));
-  assert_non_null(strstr(host, "dtl_cu_request *dtl_B_req"));
+  assert_non_null(strstr(host, "dtl_cu_request *dtl_t1_B_req"));
   assert_null(strstr(k, "DTL_KERNEL_P"));
   free(k), free(host);
 #undef MV
@@ -894,6 +940,7 @@ int main(void) {
       cmocka_unit_test(test_default_communicate_point),
       cmocka_unit_test(test_two_statements),
       cmocka_unit_test(test_lower_errors),
+      cmocka_unit_test(test_lower_carets),
     cmocka_unit_test(test_hierarchical),
       cmocka_unit_test(test_cuda_kernels),
       cmocka_unit_test(test_plan_summa),

@@ -172,6 +172,54 @@ if run_plan solomonik --ranks 8; then
   esac
 fi
 
+# ---- --emit plan without --ranks: the smallest rank count the machine admits with every
+# grid param distalc derives at least 2, named on the plan's first line
+# no_ranks LABEL FILE RANKS GRID: the plan of FILE without --ranks is for RANKS ranks
+no_ranks() {
+  label="$1 without --ranks"
+  checks=$((checks + 1))
+  if ! plan=$("$DISTALC" "$2" --emit plan 2>&1); then
+    fail "distalc failed:"
+    printf '%s\n' "$plan" >&2
+    return
+  fi
+  first=$(printf '%s\n' "$plan" | head -1)
+  case "$first" in
+  "# ranks: $3 ("*) ;;
+  *) fail "expected a first line '# ranks: $3 (...)', got '$first'" ;;
+  esac
+  expect_text "grid: $4 ($3 ranks)"
+}
+no_ranks johnson.dtl "$ex/johnson.dtl" 8 "2 2 2"        # grid(q, q, q): a cube, not 4
+no_ranks solomonik.dtl "$ex/solomonik.dtl" 8 "2 2 2"    # grid(q, q, c)
+no_ranks summa.dtl "$ex/summa.dtl" 4 "2 2"              # grid(gx, gy): 4 as before
+no_ranks hier_cannon.dtl "$ex/hier_cannon.dtl" 8 "2 2 2" # [grid(q, q), grid(p)]
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+machine_prog() { # FILE MACHINE MAPPING
+  printf 'param n = 8;\nmachine M = %s;\ntensor A(n, n) @ M(%s);\ntensor B(n, n) @ M(%s);\nA(i, j) = B(i, j) + 1;\n' \
+    "$2" "$3" "$3" > "$1"
+}
+machine_prog "$tmp/literal.dtl" "grid(2, 3)" "xy -> xy"
+no_ranks "grid(2, 3)" "$tmp/literal.dtl" 6 "2 3"
+machine_prog "$tmp/hier_literal.dtl" "[grid(3), grid(2)]" "xy -> x; xy -> y"
+no_ranks "[grid(3), grid(2)]" "$tmp/hier_literal.dtl" 6 "3 2"
+machine_prog "$tmp/hier_mixed.dtl" "[grid(g), grid(3)]" "xy -> x; xy -> y"
+no_ranks "[grid(g), grid(3)]" "$tmp/hier_mixed.dtl" 6 "2 3"
+machine_prog "$tmp/one_dim.dtl" "grid(5, g)" "xy -> xy"
+no_ranks "grid(5, g)" "$tmp/one_dim.dtl" 10 "5 2"
+# a repeated param takes every factor first, so no count gives r >= 2: the smallest at all
+machine_prog "$tmp/two_roots.dtl" "grid(q, q, r, r)" "xy -> xy**"
+no_ranks "grid(q, q, r, r)" "$tmp/two_roots.dtl" 1 "1 1 1 1"
+# with --ranks: that count, and no such line
+if run_plan johnson --ranks 27; then
+  checks=$((checks + 1))
+  case "$plan" in
+  "# ranks"*) fail "a '# ranks' line although --ranks was given" ;;
+  esac
+  expect_text "grid: 3 3 3 (27 ranks)"
+fi
+
 if [ "$fails" -ne 0 ]; then
   echo "test_plan.sh: $fails of $checks checks failed" >&2
   exit 1

@@ -33,7 +33,9 @@ MPI_Datatype dtl_type_mpi(dtl_type t);
 const char *dtl_type_name(dtl_type t); /* "double", "float", "int32", "int64" */
 
 /* ---- integer helpers (the blocked formula of LANGUAGE.md section 3) ------------------- */
-static inline int64_t dtl_ceildiv(int64_t a, int64_t b) { return b <= 0 ? 0 : (a + b - 1) / b; }
+/* ceil(a / b) for b > 0 without overflow (a + b - 1 would overflow for a split factor near
+ * INT64_MAX) */
+static inline int64_t dtl_ceildiv(int64_t a, int64_t b) { return b <= 0 ? 0 : a / b + (a % b > 0); }
 static inline int64_t dtl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t dtl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 /* floor division and non-negative modulo, for any signs */
@@ -301,6 +303,12 @@ typedef struct {
 int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_names,
                    int64_t *values, int ntensors, const char *const *tensor_names,
                    dtl_options *opt, char *err, size_t errlen);
+/* The --save options against the tensors (not collective): the format follows the
+ * extension, .npy for any tensor, .mtx for a sparse matrix (order 2), .tns for a sparse
+ * tensor of order 1 or more; anything else returns nonzero with a message in err.  orders
+ * and sparse describe the tensors (NULL: all dense).  Nothing to check with opt->help. */
+int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
+                    const int *orders, const bool *sparse, char *err, size_t errlen);
 /* Print the usage text of a generated executable. */
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
                      const int64_t *defaults, int ntensors, const char *const *tensor_names);
@@ -419,6 +427,13 @@ int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed
  * rank fails with one message on a bad file. */
 int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
                     const dtl_level *level, const dtl_box *own, dtl_sparse *out);
+/* Collective.  Save a sparse tensor by the extension of path: .npy writes the dense blocks
+ * (dense_local over own, as dtl_npy_write); .mtx (Matrix Market coordinate, real or integer,
+ * general; order 2 only) and .tns (FROSTT) hold the nonzero stored entries of every block
+ * once (one replica of each), 1-based and sorted, gathered to rank 0 and written under a
+ * temporary name that is renamed to path only when everything succeeded. */
+int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
+                    const dtl_sparse *s, const void *dense_local, const dtl_box *own);
 
 /* Collective.  Build this rank's piece (own: its block of d) from entries held anywhere:
  * every rank passes any n entries (global coordinates, n x order, and values); each goes

@@ -1,0 +1,317 @@
+"""Sparse files end to end, through a generated executable (sparse_io.sh runs this).
+
+Saving: --save T=F.mtx / F.tns writes the stored entries of a sparse tensor (Matrix
+Market coordinate, real or integer, general; FROSTT), at 1, 2, 3, 4, 6 and 8 ranks, with
+sizes that no grid divides evenly and replicated distributions; the files are read back
+here (tests/e2e/sparse.py's independent readers, and a strict check of the layout) and
+compared with what NumPy computes from the inputs.  Any other extension, .mtx or .tns for
+a dense tensor and .mtx for a tensor of order 3 are rejected before the run, with one
+message from rank 0 and no file written.
+
+Reading: every kind of malformed .mtx / .tns line makes the run fail with one message,
+from rank 0, that says FILE:LINE: error: with the right line, a nonzero exit and no hang,
+at 1, 3 and 4 ranks.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
+sys.path.insert(0, os.path.join(TOP, "tests", "e2e"))
+import sparse  # noqa: E402  (the independent readers)
+
+DISTALC = os.environ.get("DISTALC", "distalc")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+TIMEOUT = 60
+
+PROGRAM = """\
+param n = 13;
+param m = 11;
+param p = 5;
+machine M = grid(gx, gy);
+tensor A(n, m) csr @ M(xy -> x*);
+tensor B(m, p) @ M(xy -> x*);
+tensor E(n, m) {compressed, compressed} @ M(xy -> xy);
+tensor C(n, m) csr @ M(xy -> *y);
+tensor X(n, m, p) csf @ M(xyz -> xy);
+tensor AI(n, m) int32 csr @ M(xy -> xy);
+tensor I(n, m) int32 csr;
+C(i, j) = A(i, j) + E(i, j)
+  .distribute({i, j}, {io, jo}, {ii, ji}, M);
+X(i, j, k) = A(i, j) * B(j, k)
+  .distribute({i, j}, {io, jo}, {ii, ji}, M);
+I(i, j) = 3 * AI(i, j);
+"""
+N, M_, P_ = 13, 11, 5
+# runs wait mostly for mpirun to start: a few at a time
+POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("SPARSE_IO_JOBS", "4")))
+
+checks = 0
+fails = 0
+
+
+def ok(msg):
+    global checks
+    checks += 1
+    print("PASS " + msg)
+
+
+def bad(msg, out=""):
+    global checks, fails
+    checks += 1
+    fails += 1
+    print("FAIL " + msg)
+    for line in out.strip().splitlines()[-15:]:
+        print("    | " + line)
+
+
+def run(np_, args, cwd):
+    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", "./save"] + args
+    try:
+        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=TIMEOUT, universal_newlines=True)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired as e:
+        return None, (e.output or b"").decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+
+
+def messages(out):
+    return [l for l in out.splitlines() if l.startswith("./save: ")]
+
+
+def random_sparse(rng, shape, dtype, density=0.3):
+    a = np.zeros(shape, dtype)
+    mask = rng.random(shape) < density
+    if np.issubdtype(dtype, np.integer):
+        vals = rng.integers(-9, 10, size=shape)
+    else:
+        vals = rng.integers(-40, 41, size=shape) / 8.0
+    a[mask] = vals[mask].astype(dtype)
+    return a
+
+
+def write_mtx(path, a, field="real"):
+    nz = np.argwhere(a != 0)
+    with open(path, "w") as f:
+        f.write("%%%%MatrixMarket matrix coordinate %s general\n%% input\n" % field)
+        f.write("%d %d %d\n" % (a.shape[0], a.shape[1], len(nz)))
+        for i, j in nz:
+            f.write("%d %d %s\n" % (i + 1, j + 1, sparse.format_value(a[i, j], a.dtype)))
+
+
+def write_tns(path, a):
+    with open(path, "w") as f:
+        f.write("# input\n")
+        for c in np.argwhere(a != 0):
+            f.write("%s %s\n" % (" ".join(str(x + 1) for x in c), sparse.format_value(a[tuple(c)], a.dtype)))
+
+
+def strict_layout(path, shape, integer):
+    """The layout of a saved file: a general real/integer banner and a size line (.mtx),
+    one entry per line, 1-based coordinates in range, sorted row-major and unique, no
+    explicit zero, values that parse whole.  Returns an error text or None."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    body = lines
+    if path.endswith(".mtx"):
+        want = "%%%%MatrixMarket matrix coordinate %s general" % ("integer" if integer else "real")
+        if lines[0] != want:
+            return "banner %r, expected %r" % (lines[0], want)
+        size = lines[1].split()
+        if [int(x) for x in size[:2]] != list(shape) or int(size[2]) != len(lines) - 2:
+            return "size line %r for %s with %d entries" % (lines[1], shape, len(lines) - 2)
+        body = lines[2:]
+    prev = None
+    for l in body:
+        w = l.split()
+        if len(w) != len(shape) + 1:
+            return "line %r: %d fields" % (l, len(w))
+        c = tuple(int(x) for x in w[:-1])
+        if any(x < 1 or x > s for x, s in zip(c, shape)):
+            return "line %r: coordinates out of range" % l
+        if prev is not None and c <= prev:
+            return "line %r: not sorted / unique" % l
+        prev = c
+        v = int(w[-1]) if integer else float(w[-1])
+        if v == 0:
+            return "line %r: an explicit zero" % l
+    return None
+
+
+def test_saves(d, rng):
+    A = random_sparse(rng, (N, M_), np.float64)
+    E = random_sparse(rng, (N, M_), np.float64)
+    B = rng.integers(-20, 21, size=(M_, P_)) / 4.0
+    AI = random_sparse(rng, (N, M_), np.int32)
+    write_mtx(os.path.join(d, "A.mtx"), A)
+    write_tns(os.path.join(d, "E.tns"), E)
+    np.save(os.path.join(d, "B.npy"), B)
+    write_mtx(os.path.join(d, "AI.mtx"), AI, "integer")
+    want = {"C": A + E, "X": A[:, :, None] * B[None, :, :], "I": (3 * AI).astype(np.int32), "A": A, "E": E}
+    loads = ["--load", "A=A.mtx", "--load", "E=E.tns", "--load", "B=B.npy", "--load", "AI=AI.mtx"]
+    jobs = []
+    for np_ in (1, 2, 3, 4, 6, 8):
+        # every sparse tensor in a format its order allows; results and inputs
+        forms = {"C": "mtx" if np_ % 2 else "tns", "X": "tns", "I": "mtx" if np_ % 2 == 0 else "tns",
+                 "A": "tns" if np_ % 2 else "mtx", "E": "mtx"}
+        saves = []
+        for t, f in forms.items():
+            saves += ["--save", "%s=out%d_%s.%s" % (t, np_, t, f)]
+        jobs.append((np_, forms, POOL.submit(run, np_, loads + saves, d)))
+    for np_, forms, job in jobs:
+        rc, out = job.result()
+        if rc != 0:
+            bad("save at %d ranks: exit %s" % (np_, rc), out)
+            continue
+        errs = []
+        for t, f in forms.items():
+            path = os.path.join(d, "out%d_%s.%s" % (np_, t, f))
+            w = want[t]
+            integer = np.issubdtype(w.dtype, np.integer)
+            if not os.path.isfile(path):
+                errs.append("%s: no file" % path)
+                continue
+            e = strict_layout(path, w.shape, integer)
+            if e:
+                errs.append("%s: %s" % (os.path.basename(path), e))
+                continue
+            got = sparse.read_mtx(path, w.dtype) if f == "mtx" else sparse.read_tns(path, w.shape, w.dtype)
+            if not np.array_equal(got, w):
+                errs.append("%s: wrong values (max difference %g)" % (os.path.basename(path),
+                                                                     np.max(np.abs(got - w))))
+        if errs:
+            bad("save at %d ranks: %s" % (np_, "; ".join(errs)), out)
+        else:
+            ok("save .mtx/.tns at %d ranks (%s)" % (np_, ", ".join("%s.%s" % kv for kv in forms.items())))
+
+
+def test_rejected_saves(d):
+    cases = [("B=b.mtx", "tensor B is dense"), ("B=b.tns", "tensor B is dense"),
+             ("X=x.mtx", "tensor X has order 3"), ("C=c.txt", "unknown file type '.txt'"),
+             ("C=c", "unknown file type"), ("C=c.MTX", "unknown file type")]
+    jobs = [POOL.submit(run, (1, 3, 4)[k % 3], ["--save", arg], d) for k, (arg, _) in enumerate(cases)]
+    for k, (arg, pat) in enumerate(cases):
+        np_ = (1, 3, 4)[k % 3]
+        rc, out = jobs[k].result()
+        msgs = messages(out)
+        target = arg.split("=", 1)[1]
+        written = [f for f in os.listdir(d) if f == target or f.startswith(target + ".tmp.")]
+        if rc is None:
+            bad("--save %s: hung" % arg, out)
+        elif rc == 0:
+            bad("--save %s: exit status 0" % arg, out)
+        elif len(msgs) != 1 or pat not in msgs[0]:
+            bad("--save %s: expected one message saying %r" % (arg, pat), out)
+        elif "ranks=" in out:
+            bad("--save %s: rejected only after the run" % arg, out)
+        elif written:
+            bad("--save %s: wrote %s" % (arg, written), out)
+        else:
+            ok("--save %s rejected before the run at %d ranks: %s" % (arg, np_, msgs[0]))
+
+
+MTX = "%%MatrixMarket matrix coordinate real general\n"
+# (name, tensor, file text, line of the error, what the message says, params)
+READ_CASES = [
+    ("coord-float", "A", MTX + "13 11 2\n1 1 1.0\n1.5 2 3.0\n", 4, "not an integer", []),
+    ("coord-exp", "A", MTX + "13 11 1\n1e1 2 3.0\n", 3, "not an integer", []),
+    ("coord-hex", "A", MTX + "13 11 1\n0x10 2 3.0\n", 3, "not an integer", []),
+    ("coord-signs", "A", MTX + "13 11 1\n+-1 2 3.0\n", 3, "not an integer", []),
+    ("coord-junk", "A", MTX + "% c\n13 11 1\n12abc 2 3.0\n", 4, "not an integer", []),
+    ("coord-zero", "A", MTX + "13 11 1\n0 2 3.0\n", 3, "out of range", []),
+    ("coord-above", "A", MTX + "13 11 2\n1 2 3.0\n1 12 3.0\n", 4, "out of range", []),
+    ("missing-field", "A", MTX + "13 11 1\n1 2\n", 3, "too few fields", []),
+    ("extra-field", "A", MTX + "13 11 1\n1 2 3.0 4\n", 3, "too many fields", []),
+    ("value-junk", "A", MTX + "13 11 1\n1 2 3.0x\n", 3, "not a number", []),
+    ("value-word", "A", MTX + "13 11 1\n1 2 one\n", 3, "not a number", []),
+    ("value-int32", "AI", "%%MatrixMarket matrix coordinate integer general\n13 11 1\n1 2 3000000000\n", 3,
+     "out of range for int32", []),
+    ("pattern-values", "A", "%%MatrixMarket matrix coordinate pattern general\n13 11 1\n1 2 1.0\n", 3,
+     "too many fields", []),
+    ("integer-real", "A", "%%MatrixMarket matrix coordinate integer general\n13 11 1\n1 2 1.5\n", 3,
+     "not an integer", []),
+    ("real-for-int", "AI", MTX + "13 11 1\n1 2 1\n", 1, "integer expected", []),
+    ("symmetric-above", "A", "%%MatrixMarket matrix coordinate real symmetric\n13 13 2\n2 1 1.0\n1 2 1.0\n", 4,
+     "above the diagonal", ["-m", "13"]),
+    ("skew-diagonal", "A", "%%MatrixMarket matrix coordinate real skew-symmetric\n13 13 1\n2 2 1.0\n", 3,
+     "on the diagonal", ["-m", "13"]),
+    ("symmetric-nonsquare", "A", "%%MatrixMarket matrix coordinate real symmetric\n13 11 0\n", 2,
+     "must be square", []),
+    ("count-too-few", "A", MTX + "%\n13 11 3\n1 1 1.0\n2 2 2.0\n", 3, "announces 3 entries, the file has 2", []),
+    ("count-too-many", "A", MTX + "13 11 1\n1 1 1.0\n\n2 2 2.0\n", 5, "more entries than the 1", []),
+    ("size-missing", "A", MTX + "% only comments\n%\n", 3, "before its size line", []),
+    ("size-junk", "A", MTX + "13 11 1 7\n1 1 1.0\n", 2, "size line has 4 fields", []),
+    ("size-shape", "A", MTX + "11 13 1\n1 1 1.0\n", 2, "the matrix is 11 x 13", []),
+    ("array", "A", "%%MatrixMarket matrix array real general\n13 11\n1.0\n", 1, "'matrix array' (dense)", []),
+    ("banner-extra", "A", "%%MatrixMarket matrix coordinate real general extra\n13 11 0\n", 1,
+     "banner has 6 fields", []),
+    ("no-banner", "A", "13 11 0\n", 1, "not a Matrix Market file", []),
+    ("tns-order", "X", "# comment\n\n1 2 3.0\n", 3, "an entry of order 2", []),
+    ("tns-fields", "X", "1 1 1 1.0\n# c\n1 1 1 1 1.0\n", 3, "too many fields", []),
+    ("tns-few", "X", "1 1 1 1.0\n2 2 2.0\n", 2, "too few fields", []),
+    ("tns-coord", "X", "1 1 1 1.0\n1 1.0 1 1.0\n", 2, "not an integer", []),
+    ("tns-range", "X", "1 1 6 1.0\n", 1, "out of range 1..5", []),
+    ("tns-value", "X", "1 1 1 1.0.0\n", 1, "not a number", []),
+    ("tns-matrix", "E", "1 1 1.0\n14 1 2.0\n", 2, "out of range 1..13", []),
+]
+
+
+def test_bad_reads(d):
+    jobs = []
+    for k, (name, t, text, line, pat, params) in enumerate(READ_CASES):
+        ext = "tns" if name.startswith("tns") else "mtx"
+        fname = "bad_%s.%s" % (name, ext)
+        with open(os.path.join(d, fname), "w") as f:
+            f.write(text)
+        # every case at one of 1, 3, 4 ranks in turn, the first few at all three
+        for np_ in ((1, 3, 4) if k < 2 else ((1, 3, 4)[k % 3],)):
+            args = params + ["--load", "%s=%s" % (t, fname), "--save", "C=never.mtx"]
+            jobs.append((name, fname, line, pat, np_, POOL.submit(run, np_, args, d)))
+    for name, fname, line, pat, np_, job in jobs:
+        if True:
+            rc, out = job.result()
+            msgs = messages(out)
+            where = "%s:%d: error: " % (fname, line)
+            if rc is None:
+                bad("%s at %d ranks: hung" % (name, np_), out)
+            elif rc == 0:
+                bad("%s at %d ranks: exit status 0" % (name, np_), out)
+            elif len(msgs) != 1:
+                bad("%s at %d ranks: %d messages from the program, not 1" % (name, np_, len(msgs)), out)
+            elif where not in msgs[0] or pat not in msgs[0]:
+                bad("%s at %d ranks: the message does not say %r ... %r" % (name, np_, where, pat), out)
+            elif os.path.exists(os.path.join(d, "never.mtx")):
+                bad("%s at %d ranks: the run went on and saved" % (name, np_), out)
+            else:
+                ok("%s at %d ranks: %s" % (name, np_, msgs[0]))
+
+
+def main():
+    rng = np.random.default_rng(11)
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "save.dtl"), "w") as f:
+            f.write(PROGRAM)
+        p = subprocess.run([DISTALC, "save.dtl", "--exe", "-o", "save"], cwd=d, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        if p.returncode != 0:
+            print("FAIL distalc save.dtl --exe\n" + p.stdout)
+            return 1
+        test_saves(d, rng)
+        test_rejected_saves(d)
+        test_bad_reads(d)
+        leftovers = [f for f in os.listdir(d) if ".tmp." in f]
+        if leftovers:
+            bad("temporary files left: %s" % leftovers)
+        else:
+            ok("no temporary file left")
+    print("%d checks, %d failed" % (checks, fails))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
