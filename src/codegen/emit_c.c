@@ -1248,16 +1248,7 @@ static void emit_level(st *g, int k) {
       }
     }
   } else {
-    const sym *hi = s->vars[n->var].extent;
-    const ir_var *iv = &s->vars[n->var];
-    if (!collective && iv->def >= 0) {
-      const ir_rel *R = &s->rels[iv->def];
-      if ((R->kind == REL_DIVIDE || R->kind == REL_SPLIT) && R->out[1] == n->var && g->bound[R->out[0]]) {
-        const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(s->vars[R->in[0]].extent, R->factor);
-        hi = sym_min(hi, sym_sub(s->vars[R->in[0]].extent, sym_mul(sym_var(R->out[0]), stp)));
-        tight = R->in[0];
-      }
-    }
+    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(s, n->var, g->bound, &tight);
     if (!collective && !g->o->cuda && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!collective && !g->o->cuda && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
     if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &drv_base)) {
@@ -1366,20 +1357,8 @@ static void local_range(st *g, int k, FILE *lo, FILE *hi) {
     psym(lo, base, &nc);
     psym(hi, sym_min(ext, sym_add(base, ls->bs[k])), &nc);
   } else {
-    /* the inner variable of a split or divide never reaches its parent's extent, and where
-     * the outer variable is already bound it stops at the parent's end (as on the host) */
-    const ir_var *iv = &ls->s->vars[n->var];
-    if (iv->def >= 0) {
-      const ir_rel *R = &ls->s->rels[iv->def];
-      if ((R->kind == REL_DIVIDE || R->kind == REL_SPLIT) && R->out[1] == n->var) {
-        const sym *pext = ls->s->vars[R->in[0]].extent;
-        ext = sym_min(ext, pext);
-        if (g->bound[R->out[0]]) {
-          const sym *stp = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(pext, R->factor);
-          ext = sym_min(ext, sym_sub(pext, sym_mul(sym_var(R->out[0]), stp)));
-        }
-      }
-    }
+    int parent;
+    ext = lw_local_hi(ls->s, n->var, g->bound, &parent);
     fputs("0", lo);
     psym(hi, ext, &nc);
   }

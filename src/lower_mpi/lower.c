@@ -52,6 +52,21 @@ const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k) {
 
 static const sym *one_more(const sym *a) { return sym_add(a, sym_const(1)); }
 
+const sym *lw_local_hi(const ir_stmt *s, int var, const bool *bound, int *parent) {
+  const ir_var *iv = &s->vars[var];
+  const sym *hi = iv->extent;
+  *parent = -1;
+  if (iv->def < 0) return hi;
+  const ir_rel *R = &s->rels[iv->def];
+  if ((R->kind != REL_DIVIDE && R->kind != REL_SPLIT) || R->out[1] != var) return hi;
+  const sym *pext = s->vars[R->in[0]].extent;
+  if (!bound[R->out[0]]) return sym_min(hi, pext);
+  /* i = io * step + ii < extent(i) */
+  const sym *step = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(pext, R->factor);
+  *parent = R->in[0];
+  return sym_min(hi, sym_sub(pext, sym_mul(sym_var(R->out[0]), step)));
+}
+
 void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, const sym **lo,
                  const sym **hi) {
   const ir_stmt *s = ls->s;

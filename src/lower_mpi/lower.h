@@ -99,6 +99,11 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
                  const sym **hi);
 const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k);
 int lw_loop_pos(const lw_stmt *ls, int var);
+/* The upper bound of a local (not distributed) loop over `var`, given which variables are
+ * bound where it starts: its extent, tightened for the inner variable of a split or divide,
+ * which never reaches its parent's extent and, once the outer variable is bound, stops at the
+ * parent's end.  *parent: the parent whose range the bound then enforces (-1: none). */
+const sym *lw_local_hi(const ir_stmt *s, int var, const bool *bound, int *parent);
 /* Make the symbolic layer's proofs use this statement's loop ranges (see sym_set_var_max). */
 void lw_set_bounds(const lw_program *lp, const lw_stmt *ls);
 /* The grid dim a distributed loop is bound to (its level's dims are numbered after the
