@@ -1,7 +1,7 @@
 /* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
  *
  *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
- *                    [--emit c|cin|plan] [--check] [--debug] [--version] [--help]
+ *                    [--emit c|cin|spmd|plan] [--check] [--debug] [--version] [--help]
  *
  * Outputs are written to temporary files and renamed into place only when everything
  * succeeded, so no input leaves a partial file behind. */
@@ -18,10 +18,11 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "lower_mpi/spmd.h"
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
-    "               [--name PREFIX] [--emit c|cin|plan] [--check] [--debug]\n"
+    "               [--name PREFIX] [--emit c|cin|spmd|plan] [--check] [--debug]\n"
     "               [--ranks P] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
     "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
@@ -33,6 +34,7 @@ static const char usage[] =
     "                  machines with a gpu level)\n"
     "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
     "  --emit cin      print the scheduled concrete index notation\n"
+    "  --emit spmd     print the SPMD program the C and CUDA printers print, and the rewrites\n"
     "  --emit plan     print the communication plan (for --ranks P and --set; without --ranks,\n"
     "                  the smallest count the machine admits, named on the first line)\n"
     "  --emit c        print the generated C to standard output\n"
@@ -427,8 +429,8 @@ int main(int argc, char **argv) {
     else input = a;
   }
   if (!input) return fail_usage("no input file", NULL);
-  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "plan"))
-    return fail_usage("--emit takes c, cin or plan, not", emit);
+  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan"))
+    return fail_usage("--emit takes c, cin, spmd or plan, not", emit);
   if (target && strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
@@ -467,6 +469,11 @@ int main(int argc, char **argv) {
   if (!lp) goto done;
   if (check) { /* everything the code generator would reject is reported by now */
     status = 0;
+    goto done;
+  }
+  if (emit && !strcmp(emit, "spmd")) {
+    spmd_print(stdout, spmd_build(lp));
+    status = fflush(stdout) ? 1 : 0;
     goto done;
   }
   if (emit && !strcmp(emit, "plan")) {
@@ -546,7 +553,8 @@ int main(int argc, char **argv) {
             name ? "--name" : "the file name", bad_prefix(prefix));
     goto done;
   }
-  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug, .cuda = cuda};
+  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
+  sp_program *sp = spmd_build(lp);
   if (emit && !strcmp(emit, "c")) {
     char hname[512];
     snprintf(hname, sizeof hname, "%s.h", prefix);
@@ -555,7 +563,7 @@ int main(int argc, char **argv) {
     char *kbuf = NULL;
     size_t kl = 0;
     FILE *kf = cuda ? open_memstream(&kbuf, &kl) : NULL;
-    status = cg_emit(hnull, stdout, kf, lp, &o) ? 1 : 0;
+    status = cg_emit(hnull, stdout, kf, sp, &o) ? 1 : 0;
     fclose(hnull);
     if (kf) {
       fclose(kf);
@@ -578,7 +586,7 @@ int main(int argc, char **argv) {
     snprintf(opath, sizeof opath, "%s/%s_cu.o", dir, prefix);
     o.header_name = hname;
     FILE *h = fopen(hpath, "w"), *c = fopen(cpath, "w"), *k = cuda ? fopen(kpath, "w") : NULL;
-    bool ok = h && c && (!cuda || k) && cg_emit(h, c, k, lp, &o) == 0;
+    bool ok = h && c && (!cuda || k) && cg_emit(h, c, k, sp, &o) == 0;
     if (h) ok &= fclose(h) == 0;
     if (c) ok &= fclose(c) == 0;
     if (k) ok &= fclose(k) == 0;
@@ -625,7 +633,7 @@ int main(int argc, char **argv) {
       out_abort(&ok);
       goto done;
     }
-    if (cg_emit(oh.f, oc.f, ok.f, lp, &o) != 0) {
+    if (cg_emit(oh.f, oc.f, ok.f, sp, &o) != 0) {
       out_abort(&oc);
       out_abort(&oh);
       out_abort(&ok);

@@ -1,4 +1,7 @@
-/* cg_internal.h -- shared by the C printers of src/codegen (not a public interface). */
+/* cg_internal.h -- shared by the printers of src/codegen (not a public interface): the C
+ * printer (emit_c.c), the CUDA printer (emit_cuda.c) and the driver printer (emit_driver.c).
+ * They read the SPMD program (spmd.h) and nothing else, and decide nothing: every name, bound,
+ * operation and flag they print is in it. */
 #ifndef DISTAL_CG_INTERNAL_H
 #define DISTAL_CG_INTERNAL_H
 
@@ -6,24 +9,44 @@
 
 /* User names as C identifiers, prefixed by kind (emit_c.c says why): param i -> p_NAME,
  * index variable -> v_NAME, tensor t -> tT_NAME. */
-const char *cg_param(const fe_program *p, int i);
+const char *cg_param(const sp_program *sp, int i);
 const char *cg_var(const char *name);
-const char *cg_tensor(const fe_program *p, int t);
-void cg_size(FILE *f, const fe_program *p, const fe_size *z); /* an extent: p_NAME or a literal */
+const char *cg_tensor(const sp_program *sp, int t);
 const char *cg_ctype(fe_type t);    /* double, float, int32_t, int64_t */
 const char *cg_dtltype(fe_type t);  /* DTL_DOUBLE, ... */
-bool cg_written(const fe_program *p, int t); /* the left side of some statement */
-bool cg_any_sparse(const fe_program *p);
+const char *cg_typename(fe_type t); /* double, float, int32, int64 */
 /* Print ", TYPE *NAME" of tensor t as generated functions take it (const when only read;
  * a sparse tensor is a const dtl_sparse *). */
-void cg_tensor_param(FILE *f, const fe_program *p, int t);
-/* Print a user expression over global coordinates; access(t, vars) prints an element. */
-typedef void (*cg_access_fn)(FILE *f, const ir_stmt *s, const ir_expr *e, void *ctx);
-void cg_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e,
-                   fe_type t, cg_access_fn access, void *ctx);
+void cg_tensor_param(FILE *f, const sp_program *sp, int t);
+/* A symbolic value as C: params p_NAME, coordinates dtl_coords[d], variables by name (or, in
+ * a box function, from its argument vector). */
+void cg_sym(FILE *f, const sp_program *sp, const sym *e, bool in_callback);
+/* The C name of a program variable. */
+const char *cg_vname(const sp_program *sp, int v);
+/* A literal of an expression of type t, exactly. */
+void cg_num(FILE *f, const sp_expr *e, fe_type t);
+/* An expression; access(f, e, ctx) prints an element. */
+typedef void (*cg_access_fn)(FILE *f, const sp_expr *e, void *ctx);
+void cg_print_expr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg_access_fn access, void *ctx);
 /* Floating-point operations of one run (for GFLOP/s). */
-void cg_print_flops(FILE *f, const lw_program *lp);
+void cg_print_flops(FILE *f, const sp_program *sp);
 
-void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o);
+/* The statement printer's state, shared with the CUDA printer. */
+typedef struct cg_st {
+  FILE *f;
+  const sp_program *sp;
+  const sp_func *fn;
+  const cg_options *o;
+  int ind;
+  FILE *cu;           /* PREFIX.cu: device kernels */
+  FILE *decl;         /* file-scope declarations the statement function needs */
+  bool in_kernel;     /* printing a device kernel's body */
+} cg_st;
+void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */
+const char *cg_bname(const cg_st *g, int buf); /* a buffer's C name: tT_NAME or in_tT_NAME */
+void cg_emit_device(cg_st *g, const sp_node *n); /* SN_DEVICE (emit_cuda.c) */
+
+void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o);
 
 #endif

@@ -1,10 +1,11 @@
-/* codegen.h -- C printer of the SPMD plan: the library form (PREFIX.h, PREFIX.c of
- * LANGUAGE.md section 7) and the driver main() of section 8.  This header is the stage's
- * whole interface. */
+/* codegen.h -- the printers of the SPMD program (spmd.h): the library form in C (PREFIX.h,
+ * PREFIX.c of LANGUAGE.md section 7), its device kernels in CUDA (PREFIX.cu) and the driver
+ * main() of section 8.  They print what the program says and decide nothing.  This header is
+ * the stage's whole interface. */
 #ifndef DISTAL_CODEGEN_H
 #define DISTAL_CODEGEN_H
 
-#include "lower_mpi/lower.h"
+#include "lower_mpi/spmd.h"
 
 typedef struct {
   const char *prefix;      /* name prefix of the generated API */
@@ -12,11 +13,10 @@ typedef struct {
   const char *source_name; /* the .dtl file, for comments */
   bool main;               /* also emit main() */
   bool debug;              /* verify every received box at run time */
-  bool cuda;               /* --target cuda: device tensors, kernels in PREFIX.cu */
 } cg_options;
 
-/* Write the header and the source; for the CUDA target also the kernels (cu: PREFIX.cu,
- * compiled by nvcc; may be NULL otherwise).  Returns 0 on success. */
-int cg_emit(FILE *h, FILE *c, FILE *cu, const lw_program *lp, const cg_options *o);
+/* Write the header and the source; for the CUDA target (sp->cuda) also the kernels (cu:
+ * PREFIX.cu, compiled by nvcc; may be NULL otherwise).  Returns 0 on success. */
+int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *o);
 
 #endif

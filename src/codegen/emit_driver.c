@@ -6,107 +6,97 @@
 
 #include <string.h>
 
-typedef struct {
-  const lw_program *lp;
-} refctx;
-
-static void ref_access(FILE *f, const ir_stmt *s, const ir_expr *e, void *vc) {
-  refctx *c = vc;
-  const fe_program *p = c->lp->ir->ast;
-  const cin_node *asg = cin_assign(s->root);
-  bool snap = e->tensor == asg->lhs_tensor;
-  fprintf(f, "%s%s[", snap ? "r_in_" : "r_", cg_tensor(p, e->tensor));
+/* an element of a whole array in the reference (the output's snapshot where the right side
+ * reads the output) */
+static void ref_index(FILE *f, const sp_program *sp, const sp_expr *e) {
+  fputc('[', f);
   if (!e->nidx) fputc('0', f);
   for (int x = 0; x < e->nidx; x++) {
-    if (x) fputs(" + ", f);
-    if (x) fputc('(', f);
-    fputs(cg_var(s->vars[e->vars[x]].name), f);
+    if (x) fputs(" + (", f);
+    fputs(cg_vname(sp, e->vars[x]), f);
     for (int y = x + 1; y < e->nidx; y++) {
       fputs(" * ", f);
-      cg_size(f, p, &p->tensors[e->tensor].dims[y]);
+      sym_print(f, sp->tensors[e->tensor].ext[y], NULL, NULL);
     }
     if (x) fputc(')', f);
   }
   fputc(']', f);
 }
 
-static void print_volume(FILE *c, const fe_program *p, int t) {
+typedef struct {
+  const sp_program *sp;
+  const sp_func *fn;
+} refctx;
+
+static void ref_access(FILE *f, const sp_expr *e, void *vc) {
+  refctx *c = vc;
+  bool snap = e->tensor == c->fn->lhs_tensor;
+  fprintf(f, "%s%s", snap ? "r_in_" : "r_", cg_tensor(c->sp, e->tensor));
+  ref_index(f, c->sp, e);
+}
+
+static void print_volume(FILE *c, const sp_program *sp, int t) {
   fputs("(int64_t)1", c);
-  for (int x = 0; x < p->tensors[t].order; x++) {
+  for (int x = 0; x < sp->tensors[t].order; x++) {
     fputs(" * ", c);
-    cg_size(c, p, &p->tensors[t].dims[x]);
+    sym_print(c, sp->tensors[t].ext[x], NULL, NULL);
   }
 }
 
-static void emit_reference(FILE *c, const lw_program *lp, const cg_options *o) {
-  const fe_program *p = lp->ir->ast;
+static void emit_reference(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "/* serial reference: the statements as written, on whole arrays */\n");
   fprintf(c, "static int %s_reference(const int64_t *dtl_p", o->prefix);
-  for (int t = 0; t < p->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(p->tensors[t].type), cg_tensor(p, t));
+  for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(sp->tensors[t].type), cg_tensor(sp, t));
   fputs(") {\n", c);
-  for (int i = 0; i < p->nparams; i++)
-    fprintf(c, "  const int64_t %s = dtl_p[%d];\n  (void)%s;\n", cg_param(p, i), i, cg_param(p, i));
-  for (int i = 0; i < lp->nstmts; i++) {
-    const ir_stmt *s = lp->stmts[i].s;
-    const cin_node *asg = cin_assign(s->root);
-    const char *out = cg_tensor(p, asg->lhs_tensor);
-    const char *ct = cg_ctype(p->tensors[asg->lhs_tensor].type);
-    fprintf(c, "  { /* statement %d */\n", i + 1);
+  for (int i = 0; i < sp->nparams; i++) fprintf(c, "  const int64_t %s = dtl_p[%d];\n  (void)%s;\n", cg_param(sp, i), i, cg_param(sp, i));
+  for (int i = 0; i < sp->nfuncs; i++) {
+    const sp_func *fn = &sp->funcs[i];
+    const char *out = cg_tensor(sp, fn->lhs_tensor);
+    const char *ct = cg_ctype(sp->tensors[fn->lhs_tensor].type);
+    fprintf(c, "  { /* statement %d */\n", fn->index + 1);
     fprintf(c, "    const int64_t vol = ");
-    print_volume(c, p, asg->lhs_tensor);
+    print_volume(c, sp, fn->lhs_tensor);
     fprintf(c, ";\n    %s *r_in_%s = malloc((size_t)(vol > 0 ? vol : 1) * sizeof(%s));\n", ct, out, ct);
     fprintf(c, "    if (!r_in_%s) return 1;\n    memcpy(r_in_%s, r_%s, (size_t)vol * sizeof(%s));\n", out, out, out, ct);
-    if (!asg->accumulate) fprintf(c, "    memset(r_%s, 0, (size_t)vol * sizeof(%s));\n", out, ct);
+    if (!fn->accumulate) fprintf(c, "    memset(r_%s, 0, (size_t)vol * sizeof(%s));\n", out, ct);
     int ind = 4;
-    for (int v = 0; v < s->nvars; v++) {
-      if (!s->vars[v].original) continue;
-      fprintf(c, "%*sfor (int64_t %s = 0; %s < ", ind, "", cg_var(s->vars[v].name), cg_var(s->vars[v].name));
-      sym_print(c, s->vars[v].extent, NULL, NULL);
-      fprintf(c, "; %s++)\n", cg_var(s->vars[v].name));
+    for (int v = 0; v < fn->nref; v++) {
+      const char *vn = cg_vname(sp, fn->ref_vars[v]);
+      fprintf(c, "%*sfor (int64_t %s = 0; %s < ", ind, "", vn, vn);
+      sym_print(c, fn->ref_ext[v], NULL, NULL);
+      fprintf(c, "; %s++)\n", vn);
       ind += 2;
     }
-    refctx rc = {lp};
-    fprintf(c, "%*s", ind, "");
-    ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
+    refctx rc = {sp, fn};
     /* the left side is written through r_, never through the snapshot */
-    fprintf(c, "r_%s[", out);
-    if (!lhs.nidx) fputc('0', c);
-    for (int x = 0; x < lhs.nidx; x++) {
-      if (x) fputs(" + (", c);
-      fputs(cg_var(s->vars[lhs.vars[x]].name), c);
-      for (int y = x + 1; y < lhs.nidx; y++) {
-        fputs(" * ", c);
-        cg_size(c, p, &p->tensors[asg->lhs_tensor].dims[y]);
-      }
-      if (x) fputc(')', c);
-    }
-    fputs("] += ", c);
-    cg_print_expr(c, lp->ir, s, lp->stmts[i].rhs, p->tensors[asg->lhs_tensor].type, ref_access, &rc);
+    fprintf(c, "%*sr_%s", ind, "", out);
+    ref_index(c, sp, fn->ref_lhs);
+    fputs(" += ", c);
+    cg_print_expr(c, sp, fn->ref_rhs, sp->tensors[fn->lhs_tensor].type, ref_access, &rc);
     fprintf(c, ";\n    free(r_in_%s);\n  }\n", out);
   }
   fputs("  return 0;\n}\n\n", c);
 }
 
 /* sym_print's default namer prints p<i> for params: define those names in the reference */
-static void emit_param_aliases(FILE *c, const fe_program *p) {
-  for (int i = 0; i < p->nparams; i++) fprintf(c, "#define dtl_p%d (dtl_p[%d])\n", i, i);
+static void emit_param_aliases(FILE *c, const sp_program *sp) {
+  for (int i = 0; i < sp->nparams; i++) fprintf(c, "#define dtl_p%d (dtl_p[%d])\n", i, i);
 }
 
-void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
-  const fe_program *p = lp->ir->ast;
+void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   const char *P = o->prefix;
-  int nt = p->ntensors, np = p->nparams;
+  int nt = sp->ntensors, np = sp->nparams;
   fputs("\n/* ---- driver ---------------------------------------------------------------- */\n", c);
-  emit_param_aliases(c, p);
-  emit_reference(c, lp, o);
-  for (int i = 0; i < p->nparams; i++) fprintf(c, "#undef dtl_p%d\n", i);
+  emit_param_aliases(c, sp);
+  emit_reference(c, sp, o);
+  for (int i = 0; i < sp->nparams; i++) fprintf(c, "#undef dtl_p%d\n", i);
   fputs("\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n  int rank = 0, status = 0;\n"
         "  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n", c);
   fprintf(c, "  static const char *const pnames[] = {");
-  for (int i = 0; i < np; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", p->params[i].name);
+  for (int i = 0; i < np; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", sp->params[i].name);
   if (!np) fputs("\"\"", c);
   fprintf(c, "};\n  static const char *const tnames[] = {");
-  for (int t = 0; t < nt; t++) fprintf(c, "%s\"%s\"", t ? ", " : "", p->tensors[t].name);
+  for (int t = 0; t < nt; t++) fprintf(c, "%s\"%s\"", t ? ", " : "", sp->tensors[t].name);
   if (!nt) fputs("\"\"", c);
   fputs("};\n", c);
   fprintf(c, "  %s_params prm;\n  %s_params_default(&prm);\n", P, P);
@@ -116,9 +106,9 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  dtl_options opt;\n  char err[512];\n", c);
   /* the orders and sparsity of the tensors: which file formats --save takes */
   fputs("  static const int torders[] = {", c);
-  for (int t = 0; t < nt; t++) fprintf(c, "%s%d", t ? ", " : "", p->tensors[t].order);
+  for (int t = 0; t < nt; t++) fprintf(c, "%s%d", t ? ", " : "", sp->tensors[t].order);
   fputs(nt ? "};\n  static const bool tsparse[] = {" : "0};\n  static const bool tsparse[] = {false", c);
-  for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", lw_sparse(p, t) ? "true" : "false");
+  for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].sparse ? "true" : "false");
   fputs("};\n", c);
   fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, values, %d, tnames, &opt, err, sizeof err) ||\n"
              "      dtl_check_saves(&opt, %d, tnames, torders, tsparse, err, sizeof err)) {\n"
@@ -129,21 +119,21 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
   fprintf(c, "  %s_plan *plan = NULL;\n", P);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(sp, t), *ct = cg_ctype(sp->tensors[t].type);
     fprintf(c, "  %s *t_%s = NULL, *i_%s = NULL, *g_%s = NULL, *r_%s = NULL;\n", ct, n, n, n, n);
-    if (lw_sparse(p, t)) {
-      const fe_tensor *ft = &p->tensors[t];
+    if (sp->tensors[t].sparse) {
+      const sp_tensor *ft = &sp->tensors[t];
       fprintf(c, "  dtl_sparse s_%s, si_%s; /* this rank's piece, and its initial entries */\n  memset(&s_%s, 0, sizeof s_%s);\n"
                  "  memset(&si_%s, 0, sizeof si_%s);\n  bool dn_%s = false;\n", n, n, n, n, n, n, n);
       fprintf(c, "  static const dtl_level lv_%s[%d] = {", n, ft->order);
       for (int x = 0; x < ft->order; x++)
-        fprintf(c, "%s%s", x ? ", " : "", ft->formats[x] == FE_COMPRESSED ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
+        fprintf(c, "%s%s", x ? ", " : "", ft->compressed[x] ? "DTL_LEVEL_COMPRESSED" : "DTL_LEVEL_DENSE");
       fputs("};\n", c);
     }
-    if (o->cuda) fprintf(c, "  %s *d_%s = NULL; /* the block in GPU memory */\n", ct, n);
+    if (sp->cuda) fprintf(c, "  %s *d_%s = NULL; /* the block in GPU memory */\n", ct, n);
     fprintf(c, "  int64_t n_%s = 0, gv_%s = 1;\n", n, n);
   }
-  if (o->cuda) {
+  if (sp->cuda) {
     /* binding first: the GPU a rank takes is the one nearest the cores it is bound to */
     fputs("  {\n    /* ranks on an even share of the node's cores (DISTAL_BIND), then each its GPU */\n"
           "    int size = 1, e = 0;\n    MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
@@ -162,15 +152,15 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(plan));\n"
              "    %s_plan_destroy(&plan);\n    MPI_Finalize();\n    return 1;\n  }\n", P, P, P);
   fputs("  dtl_ctx *ctx = plan->ctx;\n", c);
-  if (!o->cuda)
+  if (!sp->cuda)
     fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
           "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
   if (np) fputs("  memcpy(values, plan->p, sizeof plan->p);\n", c);
   /* tensors */
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t), *un = p->tensors[t].name, *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name, *ct = cg_ctype(sp->tensors[t].type);
     fprintf(c, "  n_%s = dtl_box_volume(&plan->own[%d]);\n", n, t);
-    if (lw_sparse(p, t)) {
+    if (sp->tensors[t].sparse) {
       /* a sparse piece is dense only for --validate and --save */
       fprintf(c, "  dn_%s = opt.validate;\n  for (int k = 0; k < opt.nsave; k++) dn_%s |= opt.save_tensor[k] == %d;\n"
                  "  t_%s = calloc((size_t)(dn_%s && n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, t, n, n, n, n, ct);
@@ -180,7 +170,7 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
       fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
     }
     fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, un);
-    if (o->cuda) {
+    if (sp->cuda) {
       fprintf(c, "  d_%s = dtl_cu_malloc((size_t)(n_%s > 0 ? n_%s : 1) * sizeof(%s));\n", n, n, n, ct);
       fprintf(c, "  if (!d_%s) status = dtl_fail(ctx, \"out of GPU memory for %s\");\n", n, un);
     }
@@ -188,76 +178,76 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("  if (dtl_any_error(ctx, status)) goto fail;\n", c);
   fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
-    if (lw_sparse(p, t)) {
+    const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name;
+    if (sp->tensors[t].sparse) {
       fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
       fprintf(c, "    if (path) {\n      if (dtl_sparse_read(ctx, path, &plan->dist[%d], %s, lv_%s, &plan->own[%d], &s_%s)) goto fail;\n    } else {\n",
-              t, cg_dtltype(p->tensors[t].type), n, t, n);
+              t, cg_dtltype(sp->tensors[t].type), n, t, n);
       fprintf(c, "      char fe[256];\n      int e = dtl_sparse_fill(&s_%s, %s, opt.fill, opt.seed, %d, opt.density, %d, lv_%s, plan->dist[%d].extent, &plan->own[%d], fe, sizeof fe);\n"
                  "      if (e) dtl_fail(ctx, \"tensor %s: %%s\", fe);\n      if (dtl_any_error(ctx, e)) goto fail;\n    }\n",
-              n, cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, n, t, t, un);
+              n, cg_dtltype(sp->tensors[t].type), t, sp->tensors[t].order, n, t, t, un);
       fprintf(c, "    if (dn_%s) dtl_sparse_densify(&s_%s, t_%s);\n", n, n, n);
-      if (cg_written(p, t))
+      if (sp->tensors[t].written)
         fprintf(c, "    if (dtl_any_error(ctx, dtl_sparse_copy(&si_%s, &s_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n", n, n, un);
       fputs("  }\n", c);
       continue;
     }
     fprintf(c, "  {\n    const char *path = NULL;\n    for (int k = 0; k < opt.nload; k++)\n      if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", t);
     fprintf(c, "    if (path) {\n      if (dtl_npy_read(ctx, path, &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n    } else {\n",
-            t, cg_dtltype(p->tensors[t].type), n, t);
+            t, cg_dtltype(sp->tensors[t].type), n, t);
     fprintf(c, "      dtl_fill(%s, opt.fill, opt.seed, %d, %d, plan->dist[%d].extent, &plan->own[%d], t_%s);\n    }\n",
-            cg_dtltype(p->tensors[t].type), t, p->tensors[t].order, t, t, n);
+            cg_dtltype(sp->tensors[t].type), t, sp->tensors[t].order, t, t, n);
     fprintf(c, "    memcpy(i_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n  }\n", n, n, n, n, n);
   }
   /* validation inputs */
   fputs("  /* --validate: whole initial tensors on rank 0 */\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(sp, t), *ct = cg_ctype(sp->tensors[t].type);
     (void)ct;
-    fprintf(c, "  for (int d = 0; d < %d; d++) gv_%s *= plan->dist[%d].extent[d];\n", p->tensors[t].order, n, t);
+    fprintf(c, "  for (int d = 0; d < %d; d++) gv_%s *= plan->dist[%d].extent[d];\n", sp->tensors[t].order, n, t);
   }
   fputs("  if (opt.validate) {\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t), *ct = cg_ctype(p->tensors[t].type);
+    const char *n = cg_tensor(sp, t), *ct = cg_ctype(sp->tensors[t].type);
     fprintf(c, "    if (rank == 0) {\n      g_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
                "      r_%s = calloc((size_t)(gv_%s > 0 ? gv_%s : 1), sizeof(%s));\n"
                "      if (!g_%s || !r_%s) status = 1;\n    }\n", n, n, n, ct, n, n, n, ct, n, n);
   }
   fputs("    if (dtl_any_error(ctx, status)) {\n      dtl_fail(ctx, \"out of memory for --validate\");\n      goto fail;\n    }\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t);
+    const char *n = cg_tensor(sp, t);
     fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], r_%s)) goto fail;\n", t,
-            cg_dtltype(p->tensors[t].type), n, t, n);
+            cg_dtltype(sp->tensors[t].type), n, t, n);
   }
   fputs("  }\n", c);
   /* runs */
-  if (o->cuda) {
+  if (sp->cuda) {
     fputs("  /* the blocks go to the GPU once; written ones again before each run */\n", c);
     for (int t = 0; t < nt; t++)
       fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
-              cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
+              cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t));
   }
   fputs("  double *times = calloc((size_t)opt.iters, sizeof(double));\n  if (!times) goto fail;\n", c);
   fputs("  for (int it = -opt.warmup; it < opt.iters; it++) {\n", c);
   fputs("    /* written tensors start each run from their initial values (outside the timing) */\n", c);
   for (int t = 0; t < nt; t++)
-    if (cg_written(p, t) && lw_sparse(p, t)) {
-      const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
+    if (sp->tensors[t].written && sp->tensors[t].sparse) {
+      const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name;
       fprintf(c, "    dtl_sparse_free(&s_%s);\n    if (dtl_any_error(ctx, dtl_sparse_copy(&s_%s, &si_%s) ? dtl_fail(ctx, \"out of memory for %s\") : 0)) goto fail;\n",
               n, n, n, un);
-    } else if (cg_written(p, t)) {
-      if (o->cuda)
+    } else if (sp->tensors[t].written) {
+      if (sp->cuda)
         fprintf(c, "    if (dtl_any_error(ctx, dtl_cu_to_device(ctx, d_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *i_%s))) goto fail;\n",
-                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
+                cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t));
       else
-        fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", cg_tensor(p, t),
-                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
+        fprintf(c, "    memcpy(t_%s, i_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n", cg_tensor(sp, t),
+                cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t));
     }
   fputs("    for (int op = 0; op < DTL_NOPS; op++)\n"
         "      ctx->bytes_sent[op] = ctx->bytes_recv[op] = ctx->msgs_sent[op] = ctx->msgs_recv[op] = 0;\n", c);
   fputs("    MPI_Barrier(MPI_COMM_WORLD);\n    double t0 = MPI_Wtime();\n", c);
   fprintf(c, "    int rc = %s_compute(plan", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", lw_sparse(p, t) ? "&s" : o->cuda ? "d" : "t", cg_tensor(p, t));
+  for (int t = 0; t < nt; t++) fprintf(c, ", %s_%s", sp->tensors[t].sparse ? "&s" : sp->cuda ? "d" : "t", cg_tensor(sp, t));
   fputs(");\n    double dt = MPI_Wtime() - t0;\n", c);
   fputs("    if (dtl_any_error(ctx, rc)) goto fail;\n", c);
   fputs("    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n"
@@ -267,74 +257,73 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   for (int i = 0; i < np; i++)
     fprintf(c, "    const int64_t dtl_p%d = values[%d];\n    (void)dtl_p%d;\n", i, i, i);
   fputs("    flops = ", c);
-  if (cg_any_sparse(p)) fputs("0 /* not counted for sparse operands */", c);
-  else cg_print_flops(c, lp);
+  if (sp->any_sparse) fputs("0 /* not counted for sparse operands */", c);
+  else cg_print_flops(c, sp);
   fputs(";\n  }\n", c);
   fputs("  double bytes = 0;\n", c);
   for (int t = 0; t < nt; t++) {
-    if (lw_sparse(p, t)) { /* the stored entries, counted once: a value and a coordinate each */
-      const char *n = cg_tensor(p, t);
+    if (sp->tensors[t].sparse) { /* the stored entries, counted once: a value and a coordinate each */
+      const char *n = cg_tensor(sp, t);
       fprintf(c, "  {\n    int64_t nz = dtl_dist_canonical(&plan->dist[%d], ctx->coords) ? dtl_sparse_nvals(&s_%s) : 0;\n"
                  "    MPI_Allreduce(MPI_IN_PLACE, &nz, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);\n"
                  "    bytes += (double)nz * (double)(dtl_type_size(%s) + sizeof(int64_t));\n  }\n",
-              t, n, cg_dtltype(p->tensors[t].type));
+              t, n, cg_dtltype(sp->tensors[t].type));
       continue;
     }
-    fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", cg_tensor(p, t), cg_dtltype(p->tensors[t].type));
+    fprintf(c, "  bytes += (double)gv_%s * (double)dtl_type_size(%s);\n", cg_tensor(sp, t), cg_dtltype(sp->tensors[t].type));
   }
   fprintf(c, "  dtl_report(ctx, stdout, \"%s\", %d, pnames, values, times, opt.iters, flops, bytes, opt.json);\n", P, np);
   fputs("  free(times);\n  if (opt.stats) dtl_stats_print(ctx, stdout);\n", c);
   for (int t = 0; t < nt; t++)
-    if (cg_written(p, t) && lw_sparse(p, t))
-      fprintf(c, "  if (dn_%s) dtl_sparse_densify(&s_%s, t_%s); /* the result, dense for --save and --validate */\n", cg_tensor(p, t),
-              cg_tensor(p, t), cg_tensor(p, t));
-  if (o->cuda) {
+    if (sp->tensors[t].written && sp->tensors[t].sparse)
+      fprintf(c, "  if (dn_%s) dtl_sparse_densify(&s_%s, t_%s); /* the result, dense for --save and --validate */\n", cg_tensor(sp, t),
+              cg_tensor(sp, t), cg_tensor(sp, t));
+  if (sp->cuda) {
     fputs("  /* results back to host memory for --save and --validate */\n", c);
     for (int t = 0; t < nt; t++)
-      if (cg_written(p, t))
+      if (sp->tensors[t].written)
         fprintf(c, "  if (dtl_any_error(ctx, dtl_cu_to_host(ctx, t_%s, d_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s))) goto fail;\n",
-                cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t), cg_tensor(p, t));
+                cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t), cg_tensor(sp, t));
   }
   /* saves */
   fputs("  for (int k = 0; k < opt.nsave; k++) {\n    switch (opt.save_tensor[k]) {\n", c);
   for (int t = 0; t < nt; t++)
-    if (lw_sparse(p, t)) /* .npy, .mtx or .tns by the extension (dtl_check_saves checked it) */
+    if (sp->tensors[t].sparse) /* .npy, .mtx or .tns by the extension (dtl_check_saves checked it) */
       fprintf(c, "    case %d:\n      if (dtl_sparse_save(ctx, opt.save_path[k], &plan->dist[%d], %s, &s_%s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
-              t, t, cg_dtltype(p->tensors[t].type), cg_tensor(p, t), cg_tensor(p, t), t);
+              t, t, cg_dtltype(sp->tensors[t].type), cg_tensor(sp, t), cg_tensor(sp, t), t);
     else
       fprintf(c, "    case %d:\n      if (dtl_npy_write(ctx, opt.save_path[k], &plan->dist[%d], %s, t_%s, &plan->own[%d])) goto fail;\n      break;\n",
-              t, t, cg_dtltype(p->tensors[t].type), cg_tensor(p, t), t);
+              t, t, cg_dtltype(sp->tensors[t].type), cg_tensor(sp, t), t);
   fputs("    default: break;\n    }\n  }\n", c);
   /* validate */
   fputs("  if (opt.validate) {\n", c);
   for (int t = 0; t < nt; t++)
-    if (cg_written(p, t))
+    if (sp->tensors[t].written)
       fprintf(c, "    if (dtl_gather(ctx, &plan->dist[%d], %s, t_%s, &plan->own[%d], g_%s)) goto fail;\n", t,
-              cg_dtltype(p->tensors[t].type), cg_tensor(p, t), t, cg_tensor(p, t));
+              cg_dtltype(sp->tensors[t].type), cg_tensor(sp, t), t, cg_tensor(sp, t));
   fputs("    int bad = 0;\n    if (rank == 0) {\n", c);
   fprintf(c, "      if (%s_reference(plan->p", P);
-  for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", cg_tensor(p, t));
+  for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", cg_tensor(sp, t));
   fputs(")) bad = 1;\n      double worst = 0;\n", c);
   for (int t = 0; t < nt; t++) {
-    if (!cg_written(p, t)) continue;
-    const char *n = cg_tensor(p, t), *un = p->tensors[t].name;
-    fe_type ty = p->tensors[t].type;
+    if (!sp->tensors[t].written) continue;
+    const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name;
+    fe_type ty = sp->tensors[t].type;
     /* tolerance: rounding grows with the length of the sums */
     const char *eps = ty == FE_DOUBLE ? "2.3e-16" : ty == FE_FLOAT ? "1.2e-7" : "0";
     fprintf(c, "      {\n        double e = dtl_max_rel_error(%s, g_%s, r_%s, gv_%s);\n", cg_dtltype(ty), n, n, n);
     fprintf(c, "        double tol = %s * 64.0;\n", eps);
     /* scale by the largest reduction extent product */
     fputs("        double len = 1;\n", c);
-    for (int i = 0; i < lp->nstmts; i++) {
-      const ir_stmt *s = lp->stmts[i].s;
-      if (cin_assign(s->root)->lhs_tensor != t) continue;
+    for (int i = 0; i < sp->nfuncs; i++) {
+      const sp_func *fn = &sp->funcs[i];
+      if (fn->lhs_tensor != t) continue;
       fputs("        { double l = 1", c);
-      for (int v = 0; v < s->nvars; v++)
-        if (s->vars[v].original && s->vars[v].reduction) {
-          fputs(" * (double)", c);
-          if (s->vars[v].extent->kind == SYM_PARAM) fprintf(c, "plan->p[%d]", s->vars[v].extent->id);
-          else sym_print(c, s->vars[v].extent, NULL, NULL);
-        }
+      for (int v = 0; v < fn->nred; v++) {
+        fputs(" * (double)", c);
+        if (fn->red_ext[v]->kind == SYM_PARAM) fprintf(c, "plan->p[%d]", fn->red_ext[v]->id);
+        else sym_print(c, fn->red_ext[v], NULL, NULL);
+      }
       fputs("; if (l > len) len = l; }\n", c);
     }
     fputs("        tol *= len;\n", c);
@@ -344,10 +333,10 @@ void cg_emit_driver(FILE *c, const lw_program *lp, const cg_options *o) {
   fputs("      (void)worst;\n    }\n    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);\n    if (bad) status = 1;\n  }\n", c);
   fputs("  goto done;\nfail:\n  if (rank == 0) fprintf(stderr, \"%s: %s\\n\", argv[0], dtl_ctx_error(ctx));\n  status = 1;\ndone:\n", c);
   for (int t = 0; t < nt; t++) {
-    const char *n = cg_tensor(p, t);
+    const char *n = cg_tensor(sp, t);
     fprintf(c, "  free(t_%s);\n  free(i_%s);\n  free(g_%s);\n  free(r_%s);\n", n, n, n, n);
-    if (lw_sparse(p, t)) fprintf(c, "  dtl_sparse_free(&s_%s);\n  dtl_sparse_free(&si_%s);\n", n, n);
-    if (o->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
+    if (sp->tensors[t].sparse) fprintf(c, "  dtl_sparse_free(&s_%s);\n  dtl_sparse_free(&si_%s);\n", n, n);
+    if (sp->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
   }
   fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);
 }

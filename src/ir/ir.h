@@ -56,6 +56,8 @@ int sym_compare(const sym *a, const sym *b); /* a total order, for canonical for
 bool sym_is_const(const sym *a, int64_t *value);
 /* Does the expression mention this atom? */
 bool sym_uses(const sym *e, sym_kind kind, int id);
+/* Every variable id moved by off, the expression otherwise as it is (not re-simplified). */
+const sym *sym_shift_vars(const sym *e, int off);
 /* Replace every atom (kind, id) by `by`, re-simplifying. */
 const sym *sym_subst(const sym *e, sym_kind kind, int id, const sym *by);
 /* Can we prove a <= b (resp. a < b) from the atom ranges? false means "unknown". */

@@ -573,3 +573,16 @@ static void print_prec(FILE *f, const sym *e, sym_namer nm, void *ctx, int prec)
 void sym_print(FILE *f, const sym *e, sym_namer namer, void *ctx) {
   print_prec(f, e, namer ? namer : default_namer, ctx, 0);
 }
+
+/* The same expression with every variable id moved by off, rebuilt as it is (no simplification:
+ * the ranges known for the old ids say nothing of the new ones). */
+const sym *sym_shift_vars(const sym *e, int off) {
+  if (!e || !off) return e;
+  switch (e->kind) {
+  case SYM_CONST:
+  case SYM_PARAM:
+  case SYM_COORD: return e;
+  case SYM_VAR: return atom(SYM_VAR, e->id + off);
+  default: return mk(e->kind, sym_shift_vars(e->a, off), sym_shift_vars(e->b, off));
+  }
+}

@@ -43,13 +43,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           lw_print_plan(devnull, lp, params, 4);
           free(params);
           cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true};
-          cg_emit(devnull, devnull, devnull, lp, &o);
+          sp_program *sp = spmd_build(lp);
+          spmd_print(devnull, sp);
+          cg_emit(devnull, devnull, devnull, sp, &o);
         }
         /* the CUDA target: host code and kernels */
         lp = lw_lower(ir, true);
         if (lp) {
-          cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true, .cuda = true};
-          cg_emit(devnull, devnull, devnull, lp, &o);
+          cg_options o = {.prefix = "fuzz", .header_name = "fuzz.h", .source_name = "fuzz.dtl", .main = true};
+          sp_program *sp = spmd_build(lp);
+          spmd_print(devnull, sp);
+          cg_emit(devnull, devnull, devnull, sp, &o);
         }
       }
       ir_arena_free();

@@ -757,8 +757,8 @@ static char *cuda_emit(const char *text, char **host) {
   char *h = NULL, *c = NULL, *k = NULL;
   size_t hl = 0, cl = 0, kl = 0;
   FILE *fh = open_memstream(&h, &hl), *fc = open_memstream(&c, &cl), *fk = open_memstream(&k, &kl);
-  cg_options o = {.prefix = "t", .header_name = "t.h", .source_name = "t.dtl", .cuda = true};
-  assert_int_equal(cg_emit(fh, fc, fk, lp, &o), 0);
+  cg_options o = {.prefix = "t", .header_name = "t.h", .source_name = "t.dtl"};
+  assert_int_equal(cg_emit(fh, fc, fk, spmd_build(lp), &o), 0);
   fclose(fh);
   fclose(fc);
   fclose(fk);
@@ -920,9 +920,161 @@ static void test_pattern_names(void **state) {
   assert_string_equal(lw_pattern_name(PAT_EXCHANGE), "exchange");
 }
 
+/* ---- the SPMD program and its rewrites ------------------------------------------------ */
+/* Find the first node of a kind (and, for communication, an operation) in a tree. */
+static const sp_node *find_node(const sp_node *n, sn_kind k, int op) {
+  if (!n) return NULL;
+  if (n->kind == k && (op < 0 || (int)n->op == op)) return n;
+  for (int q = 0; q < n->nkids; q++) {
+    const sp_node *f = find_node(n->kids[q], k, op);
+    if (f) return f;
+  }
+  return NULL;
+}
+
+static int count_nodes(const sp_node *n, sn_kind k, int op) {
+  if (!n) return 0;
+  int c = n->kind == k && (op < 0 || (int)n->op == op);
+  for (int q = 0; q < n->nkids; q++) c += count_nodes(n->kids[q], k, op);
+  return c;
+}
+
+static const sp_log *log_of(const sp_program *sp, const char *rewrite, int nth) {
+  for (int q = 0; q < sp->nlog; q++)
+    if (!strcmp(sp->log[q].rewrite, rewrite) && nth-- == 0) return &sp->log[q];
+  return NULL;
+}
+
+/* The rewrite table: every entry named, with both halves and a description. */
+static void test_rewrite_table(void **state) {
+  (void)state;
+  assert_true(sp_nrewrites >= 2);
+  for (int r = 0; r < sp_nrewrites; r++) {
+    assert_non_null(sp_rewrites[r].name);
+    assert_non_null(sp_rewrites[r].can_apply);
+    assert_non_null(sp_rewrites[r].apply);
+    assert_true(sp_rewrites[r].describe && strlen(sp_rewrites[r].describe) > 10);
+  }
+}
+
+/* SUMMA: both broadcasts of the sequential k loop are pipelined (begin before the loop's
+ * first step, wait, begin the next step), and their buffers double. */
+static void test_spmd_pipeline(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, SUMMA);
+  sp_program *sp = spmd_build(r.lp);
+  assert_int_equal(sp->nfuncs, 1);
+  const sp_node *body = sp->funcs[0].body;
+  assert_int_equal(count_nodes(body, SN_COMM, SC_BCAST), 0);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_BCAST_BEGIN), 4);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_WAIT), 2);
+  const sp_log *l = log_of(sp, "pipeline", 0);
+  assert_non_null(l);
+  assert_null(l->why);
+  int doubled = 0;
+  for (int b = 0; b < sp->nbufs; b++) doubled += sp->bufs[b].doubled;
+  assert_int_equal(doubled, 2);
+  /* the next step's box is the current one at k + 1 */
+  const sp_node *w = find_node(body, SN_COMM, SC_WAIT);
+  assert_non_null(w);
+  assert_true(w->depth_var >= 0);
+  finish(&r);
+}
+
+/* Johnson: the broadcasts sit in distributed loops; the pipeline refuses, saying why. */
+static void test_spmd_pipeline_refused(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, JOHNSON);
+  sp_program *sp = spmd_build(r.lp);
+  const sp_log *l = log_of(sp, "pipeline", 0);
+  assert_non_null(l);
+  assert_non_null(l->why);
+  assert_non_null(strstr(l->why, "distributed"));
+  assert_int_equal(count_nodes(sp->funcs[0].body, SN_COMM, SC_BCAST_BEGIN), 0);
+  for (int b = 0; b < sp->nbufs; b++) assert_false(sp->bufs[b].doubled);
+  finish(&r);
+}
+
+/* A replicated result: the reduction to roots and the broadcast of the total become one
+ * allreduce; a result with one owner keeps its reduction to the root. */
+static void test_spmd_allreduce(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor s;\n"
+               "tensor b(n) @ M(x -> x);\n"
+               "tensor c(n) @ M(x -> x);\n"
+               "s = b(i) * c(i).distribute({i}, {io}, {ii}, M);\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *body = sp->funcs[0].body;
+  assert_int_equal(count_nodes(body, SN_COMM, SC_ALLREDUCE), 1);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_REDUCE), 0);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_BCAST_RESULT), 0);
+  assert_int_equal(find_node(body, SN_COMM, SC_ALLREDUCE)->mask, 1u);
+  assert_non_null(log_of(sp, "allreduce", 0));
+  assert_null(log_of(sp, "allreduce", 0)->why);
+  finish(&r);
+  lower_ok(&r, JOHNSON);
+  sp = spmd_build(r.lp);
+  body = sp->funcs[0].body;
+  assert_int_equal(count_nodes(body, SN_COMM, SC_REDUCE), 1);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_ALLREDUCE), 0);
+  assert_null(log_of(sp, "allreduce", 0));
+  finish(&r);
+}
+
+/* Ids are program-wide: two statements' variables and buffers do not share ids, and every
+ * variable a node names belongs to that node's statement. */
+static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
+  if (!n) return true;
+  if (n->var >= 0 && sp->vars[n->var].func != func) return false;
+  for (int q = 0; q < n->nkids; q++)
+    if (!vars_in(sp, n->kids[q], func)) return false;
+  return true;
+}
+
+static void test_spmd_program_ids(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 6;\n"
+               "machine M = grid(g);\n"
+               "tensor a(n) @ M(x -> x);\n"
+               "tensor b(n) @ M(x -> x);\n"
+               "tensor c(n) @ M(x -> x);\n"
+               "a(i) = b(i) * c(i).distribute({i}, {io}, {ii}, M);\n"
+               "b(i) = a(i) + c(i).distribute({i}, {io}, {ii}, M);\n");
+  sp_program *sp = spmd_build(r.lp);
+  assert_int_equal(sp->nfuncs, 2);
+  assert_true(sp->funcs[1].var0 >= sp->funcs[0].var0 + sp->funcs[0].nvars);
+  for (int i = 0; i < 2; i++) {
+    assert_true(vars_in(sp, sp->funcs[i].body, i));
+    for (int q = 0; q < sp->funcs[i].nbufs; q++) assert_int_equal(sp->bufs[sp->funcs[i].bufs[q]].func, i);
+  }
+  /* buffer slots do not overlap */
+  for (int x = 0; x < sp->nbufs; x++)
+    for (int y = x + 1; y < sp->nbufs; y++) assert_true(sp->bufs[x].slot != sp->bufs[y].slot);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  spmd_print(m, sp);
+  fclose(m);
+  assert_non_null(strstr(text, "statement 2 (line 7): b(i) = a(i) + c(i)"));
+  assert_non_null(strstr(text, "collective io = coord[0]"));
+  free(text);
+  finish(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summa),
+      cmocka_unit_test(test_rewrite_table),
+      cmocka_unit_test(test_spmd_pipeline),
+      cmocka_unit_test(test_spmd_pipeline_refused),
+      cmocka_unit_test(test_spmd_allreduce),
+      cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_cannon_square),
       cmocka_unit_test(test_cannon_rectangular),
       cmocka_unit_test(test_pumma),

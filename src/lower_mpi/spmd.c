@@ -1,0 +1,1326 @@
+/* spmd.c -- building the SPMD IR of a lowered program, and printing it (--emit spmd).
+ *
+ * The builder walks each statement's loop chain once, outermost first, and decides what the
+ * printers used to decide while they printed: loop kinds and bounds (collective loops with the
+ * same trip count on every rank, local loops tightened for the inner variable of a split),
+ * original index values recovered from the provenance graph (binds) and the guards that keep
+ * them in range (activity conditions in the collective region, skipped iterations in local
+ * loops), where each communication happens and with which operation, which local loop
+ * iterates over the stored coordinates of a sparse operand, where a loop's sum goes to a
+ * register, which loops become a device kernel's threads and whether its updates are atomic,
+ * and the extents and operands of a leaf kernel.  Optimizations then rewrite the result
+ * (rewrite.c). */
+#include "lower_mpi/spmd.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- nodes ------------------------------------------------------------------------------- */
+sp_node *sp_new(sn_kind k) {
+  sp_node *n = ir_alloc(sizeof *n);
+  n->kind = k;
+  n->var = n->lvar = n->buf = n->depth_var = n->sparse = n->tensor = n->work = -1;
+  n->shift_dim = -1;
+  return n;
+}
+
+void sp_add(sp_node *parent, sp_node *kid) {
+  sp_node **k = ir_alloc((parent->nkids + 1) * sizeof *k);
+  if (parent->nkids) memcpy(k, parent->kids, parent->nkids * sizeof *k);
+  k[parent->nkids++] = kid;
+  parent->kids = k;
+}
+
+void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *fmt, ...) {
+  if (sp->nlog == sp->caplog) {
+    int cap = 2 * sp->caplog + 8;
+    sp_log *l = ir_alloc(cap * sizeof *l);
+    if (sp->nlog) memcpy(l, sp->log, sp->nlog * sizeof *l);
+    sp->log = l, sp->caplog = cap;
+  }
+  char b[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  sp->log[sp->nlog++] = (sp_log){rewrite, ir_strdup(b), why ? ir_strdup(why) : NULL};
+}
+
+const char *sp_comm_name(sp_comm_op op) {
+  static const char *n[] = {"view", "fetch", "bcast", "bcast.begin", "shift.begin", "wait", "produce", "reduce",
+                            "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.reset",
+                            "sparse.accumulate", "sparse.merge"};
+  return n[op];
+}
+
+static sp_cond *one_cond(sp_cmp op, const sym *a, const sym *b) {
+  sp_cond *c = ir_alloc(sizeof *c);
+  c->op = op, c->a = a, c->b = b;
+  return c;
+}
+
+/* ---- the builder's walk ------------------------------------------------------------------ */
+typedef struct {
+  sp_program *sp;
+  const lw_program *lp;
+  const lw_stmt *ls;
+  sp_func *fn;
+  int *comm_buf;     /* per comm: its buffer id */
+  bool *bound;       /* per statement variable (local ids) */
+  int ncond, capcond;
+  sp_cond *cond;     /* activity conditions of the collective region so far */
+  int kdepth;        /* the substituted kernel's depth, -1: none or not on the device */
+  bool in_kernel, atomic;
+  bool *mapped;      /* device kernel: loops that are threads */
+  bool acc_mode;
+  /* sparse accesses of the right side */
+  int nsp;
+  const ir_expr **sp_e;
+  bool *sp_factor;
+  int *sp_known;
+  bool (*sp_valid)[LW_MAX_DIMS];
+  int nkern;
+} bst;
+
+static const sym *R(const bst *g, const sym *e) { return sym_shift_vars(e, g->fn->var0); }
+static int V(const bst *g, int v) { return g->fn->var0 + v; }
+static const fe_program *ast(const bst *g) { return g->lp->ir->ast; }
+
+static void add_cond(bst *g, sp_cond c) {
+  if (g->ncond == g->capcond) {
+    int cap = 2 * g->capcond + 8;
+    sp_cond *n = ir_alloc(cap * sizeof *n);
+    if (g->ncond) memcpy(n, g->cond, g->ncond * sizeof *n);
+    g->cond = n, g->capcond = cap;
+  }
+  g->cond[g->ncond++] = c;
+}
+
+/* Compute every replaced variable whose replacing variables are all bound now (see the
+ * relations in ir.h).  Guards keep a recovered index inside its range, unless `tight` names
+ * the parent whose range the loop bound already enforces. */
+static void bind_parents(bst *g, sp_node *seq, bool collective, int tight) {
+  const ir_stmt *s = g->ls->s;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int r = 0; r < s->nrels; r++) {
+      const ir_rel *Rl = &s->rels[r];
+      if (g->bound[Rl->in[0]] || Rl->kind == REL_PRECOMPUTE) continue;
+      bool ready = g->bound[Rl->out[0]] && (Rl->out[1] < 0 || g->bound[Rl->out[1]]);
+      for (int q = 0; q < Rl->nrot; q++) ready &= g->bound[Rl->rot[q]];
+      if (!ready) continue;
+      sp_node *b = sp_new(SN_BIND);
+      b->var = V(g, Rl->in[0]);
+      b->comment = Rl->kind == REL_FUSE ? "fuse" : Rl->kind == REL_ROTATE ? "rotate" : Rl->text;
+      switch (Rl->kind) {
+      case REL_DIVIDE:
+      case REL_SPLIT: {
+        const sym *stp = Rl->kind == REL_SPLIT ? Rl->factor : sym_ceildiv(s->vars[Rl->in[0]].extent, Rl->factor);
+        b->bind = R(g, sym_add(sym_mul(sym_var(Rl->out[0]), stp), sym_var(Rl->out[1])));
+        break;
+      }
+      case REL_FUSE: {
+        const sym *e = s->vars[Rl->in[1]].extent;
+        b->bind = R(g, sym_floordiv(sym_var(Rl->out[0]), e));
+        sp_add(seq, b);
+        b = sp_new(SN_BIND);
+        b->var = V(g, Rl->in[1]);
+        b->comment = "fuse";
+        b->bind = R(g, sym_mod(sym_var(Rl->out[0]), e));
+        break;
+      }
+      case REL_ROTATE: {
+        const sym *sum = sym_var(Rl->out[0]);
+        for (int q = 0; q < Rl->nrot; q++) sum = sym_add(sum, sym_var(Rl->rot[q]));
+        b->bind = R(g, sym_mod(sum, s->vars[Rl->in[0]].extent));
+        break;
+      }
+      default: break;
+      }
+      sp_add(seq, b);
+      if ((Rl->kind == REL_DIVIDE || Rl->kind == REL_SPLIT) && Rl->in[0] != tight) {
+        sp_cond c = {SCMP_LT, sym_var(V(g, Rl->in[0])), R(g, s->vars[Rl->in[0]].extent), 0, NULL};
+        if (collective) {
+          add_cond(g, c);
+        } else {
+          sp_node *gd = sp_new(SN_GUARD);
+          gd->nconds = 1, gd->conds = ir_alloc(sizeof *gd->conds);
+          gd->conds[0] = c;
+          sp_add(seq, gd);
+        }
+      }
+      g->bound[Rl->in[0]] = true;
+      if (Rl->kind == REL_FUSE) g->bound[Rl->in[1]] = true;
+      changed = true;
+    }
+  }
+}
+
+/* ---- sparse operands ---------------------------------------------------------------------- */
+/* Positions of sparse accesses: each level's position is computed as soon as its index
+ * variable is bound, unless a loop iterates over the level's stored coordinates. */
+static void sp_advance(bst *g, sp_node *seq) {
+  for (int a = 0; a < g->nsp; a++) {
+    const ir_expr *e = g->sp_e[a];
+    const fe_tensor *ft = &ast(g)->tensors[e->tensor];
+    while (g->sp_known[a] < e->nidx && g->bound[e->vars[g->sp_known[a]]]) {
+      int x = g->sp_known[a];
+      sp_node *n = sp_new(SN_SPPOS);
+      n->sparse = a, n->level = x, n->var = V(g, e->vars[x]);
+      n->tensor = e->tensor;
+      n->compressed = ft->formats[x] == FE_COMPRESSED;
+      sp_add(seq, n);
+      /* a dense level below a stored entry is a stored entry */
+      g->sp_valid[a][x] = ft->formats[x] != FE_COMPRESSED && (x == 0 || g->sp_valid[a][x - 1]);
+      g->sp_known[a]++;
+    }
+  }
+}
+
+static bool guarded_by(const ir_expr *e, int var) {
+  if (!e) return false;
+  for (int q = 0; q < e->nguards; q++)
+    if (e->guards[q] == var) return true;
+  return guarded_by(e->a, var) || guarded_by(e->b, var);
+}
+
+/* Can local loop k iterate over the stored coordinates of a sparse access instead of its
+ * whole range?  Only when that access is a factor of the whole right side (every skipped
+ * iteration would add zero), the level is compressed with its parent levels positioned, and
+ * the loop's variable is the level's index variable or the inner half of a divide or split of
+ * it whose outer half is bound (then index = base + loop variable). */
+static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  const cin_node *n = ls->loops[k];
+  if (g->sp->cuda || g->in_kernel || n->par != PAR_NONE || n->distributed || k < ls->outer) return false;
+  for (int a = 0; a < g->nsp; a++) {
+    const ir_expr *e = g->sp_e[a];
+    int x = g->sp_known[a];
+    if (!g->sp_factor[a] || x >= e->nidx || ast(g)->tensors[e->tensor].formats[x] != FE_COMPRESSED) continue;
+    int j = e->vars[x];
+    if (g->bound[j] || guarded_by(cin_assign(s->root)->rhs, j)) continue;
+    if (j == n->var) {
+      *base = sym_const(0);
+    } else {
+      const ir_var *iv = &s->vars[n->var];
+      if (iv->def < 0) continue;
+      const ir_rel *Rl = &s->rels[iv->def];
+      if (!((Rl->kind == REL_DIVIDE || Rl->kind == REL_SPLIT) && Rl->out[1] == n->var && Rl->in[0] == j &&
+            g->bound[Rl->out[0]]))
+        continue;
+      const sym *stp = Rl->kind == REL_SPLIT ? Rl->factor : sym_ceildiv(s->vars[Rl->in[0]].extent, Rl->factor);
+      *base = R(g, sym_mul(sym_var(Rl->out[0]), stp));
+    }
+    *acc = a, *level = x;
+    return true;
+  }
+  return false;
+}
+
+/* ---- expressions -------------------------------------------------------------------------- */
+static int sp_index(const bst *g, const ir_expr *e) {
+  /* a guarded access is printed from a copy without its guards: same index array */
+  for (int a = 0; a < g->nsp; a++)
+    if (g->sp_e[a] == e || (g->sp_e[a]->tensor == e->tensor && g->sp_e[a]->vars == e->vars)) return a;
+  return -1;
+}
+
+static const int *vmap(const bst *g, int n, const int *vars) {
+  int *o = ir_alloc((n + 1) * sizeof *o);
+  for (int x = 0; x < n; x++) o[x] = V(g, vars[x]);
+  return o;
+}
+
+/* the buffer the loops read tensor t through (output: the one they write) */
+static int buf_of(const bst *g, int t, bool output) {
+  for (int q = 0; q < g->ls->ncomm; q++)
+    if (g->ls->comm[q].tensor == t && g->ls->comm[q].output == output) return g->comm_buf[q];
+  return -1;
+}
+
+static sp_expr *expr(const bst *g, const ir_expr *e) {
+  sp_expr *x = ir_alloc(sizeof *x);
+  x->buf = x->work = x->sparse = x->tensor = -1;
+  x->nguards = e->nguards;
+  x->guards = e->nguards ? vmap(g, e->nguards, e->guards) : NULL;
+  switch (e->kind) {
+  case IR_ACCESS:
+    x->kind = SE_ACCESS;
+    x->nidx = e->nidx;
+    x->vars = vmap(g, e->nidx, e->vars);
+    if (e->tensor < ast(g)->ntensors) x->tensor = e->tensor;
+    if (e->tensor >= ast(g)->ntensors) {
+      for (int w = 0; w < g->sp->nworks; w++)
+        if (g->sp->works[w].func == g->fn->index && !strcmp(g->sp->works[w].name, g->ls->s->work[e->tensor - ast(g)->ntensors].name))
+          x->work = w;
+      break;
+    }
+    x->sparse = sp_index(g, e);
+    if (x->sparse >= 0) {
+      x->maybe_absent = !g->sp_valid[x->sparse][e->nidx - 1];
+      x->buf = buf_of(g, e->tensor, false);
+      break;
+    }
+    x->buf = buf_of(g, e->tensor, false);
+    break;
+  case IR_NUM:
+    x->kind = SE_NUM, x->num = e->num, x->is_int = e->is_int, x->ival = e->ival, x->text = e->text;
+    break;
+  case IR_NEG: x->kind = SE_NEG, x->a = expr(g, e->a); break;
+  default:
+    x->kind = e->kind == IR_ADD ? SE_ADD : e->kind == IR_SUB ? SE_SUB : e->kind == IR_MUL ? SE_MUL : SE_DIV;
+    x->a = expr(g, e->a), x->b = expr(g, e->b);
+  }
+  return x;
+}
+
+static sp_expr *lhs_expr(const bst *g) {
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  sp_expr *x = ir_alloc(sizeof *x);
+  x->kind = SE_ACCESS, x->work = x->sparse = -1;
+  x->tensor = asg->lhs_tensor;
+  x->buf = buf_of(g, asg->lhs_tensor, true);
+  x->nidx = asg->nlhs, x->vars = vmap(g, asg->nlhs, asg->lhs_vars);
+  return x;
+}
+
+/* ---- communication ------------------------------------------------------------------------ */
+static const int *args_of(const bst *g, int depth, int *n) {
+  int *o = ir_alloc((depth + 2) * sizeof *o), m = 0;
+  for (int k = 0; k <= depth; k++) {
+    const cin_node *L = g->ls->loops[k];
+    if (L->distributed) {
+      int64_t one;
+      if (!(sym_is_const(g->ls->bs[k], &one) && one == 1)) o[m++] = V(g, g->ls->lidx_var0 + k);
+    } else {
+      o[m++] = V(g, L->var);
+    }
+  }
+  *n = m;
+  return o;
+}
+
+static sp_node *comm_node(const bst *g, sp_comm_op op, int q, const lw_comm *c) {
+  sp_node *n = sp_new(SN_COMM);
+  n->op = op, n->buf = g->comm_buf[q], n->mask = c->mask;
+  n->depth_var = c->depth >= 0 ? V(g, g->ls->loops[c->depth]->var) : -1;
+  if (c->depth >= 0) {
+    n->depth_extent = R(g, g->ls->s->vars[g->ls->loops[c->depth]->var].extent);
+    n->depth_distributed = g->ls->loops[c->depth]->distributed;
+  }
+  if (c->pattern == PAT_SHIFT) n->shift_dim = c->shift_dim;
+  n->fallback = c->alt != NULL;
+  n->comment = c->why;
+  return n;
+}
+
+/* what the box function of an exchange needs: the loop values at and above the point */
+static void with_args(const bst *g, sp_node *n, const lw_comm *c) {
+  int m;
+  n->arg_vars = args_of(g, c->depth, &m);
+  n->nargs = m;
+}
+
+/* Communication at the top of an iteration of the loop at c->depth (or before all loops). */
+static void comm_in1(bst *g, sp_node *seq, int q, const lw_comm *c, bool alt) {
+  bool sparse = lw_sparse(ast(g), c->tensor);
+  if (c->pattern == PAT_LOCAL) { /* a view at statement start, unless an alternative */
+    if (alt) sp_add(seq, comm_node(g, SC_VIEW, q, c));
+    return;
+  }
+  sp_node *n;
+  if (sparse && c->output) {
+    n = comm_node(g, SC_SPARSE_RESET, q, c);
+  } else if (sparse) {
+    n = comm_node(g, SC_SPARSE_FETCH, q, c);
+    with_args(g, n, c);
+  } else if (c->output) {
+    n = comm_node(g, SC_PRODUCE, q, c);
+  } else if (c->pattern == PAT_BCAST) {
+    n = comm_node(g, SC_BCAST, q, c);
+  } else {
+    n = comm_node(g, SC_FETCH, q, c);
+    with_args(g, n, c);
+  }
+  n->tensor = c->tensor;
+  sp_add(seq, n);
+}
+
+static void comm_out1(bst *g, sp_node *seq, int q, const lw_comm *c) {
+  if (!c->output || c->pattern == PAT_LOCAL) return;
+  sp_node *n;
+  if (lw_sparse(ast(g), c->tensor)) {
+    n = comm_node(g, SC_SPARSE_ACC, q, c);
+    n->mask = g->ls->exec_mask;
+    with_args(g, n, c);
+    sp_add(seq, n);
+    return;
+  }
+  if (c->pattern == PAT_REDUCE) {
+    if (c->mask) {
+      /* partial sums to one root per piece; where the output is replicated along some of
+       * these dims (*), the roots broadcast the total along them (rewritten to allreduce) */
+      const lw_owner *o = &g->lp->owner[c->tensor];
+      int64_t *roots = ir_alloc((g->lp->ndims + 1) * sizeof *roots);
+      unsigned star = 0;
+      for (int d = 0; d < g->lp->ndims; d++) {
+        if (!(c->mask >> d & 1)) continue;
+        if (o->kind[d] == OWN_STAR) star |= 1u << d;
+        else roots[d] = c->root[d];
+      }
+      n = comm_node(g, SC_REDUCE, q, c);
+      n->roots = roots;
+      sp_add(seq, n);
+      if (star) {
+        n = comm_node(g, SC_BCAST_RESULT, q, c);
+        n->mask = star, n->roots = roots;
+        sp_add(seq, n);
+      }
+    }
+    n = comm_node(g, SC_KEEP_OWN, q, c);
+    n->tensor = c->tensor;
+    sp_add(seq, n);
+    return;
+  }
+  n = comm_node(g, SC_ACCUMULATE, q, c);
+  n->mask = g->ls->exec_mask;
+  with_args(g, n, c);
+  sp_add(seq, n);
+}
+
+static sp_node *assume_if(const bst *g, const lw_comm *c) {
+  sp_node *n = sp_new(SN_IF);
+  n->nconds = 1;
+  n->conds = one_cond(SCMP_EQ_PARAMS, NULL, NULL);
+  n->conds[0].nparams = c->nassume;
+  n->conds[0].params = c->assume;
+  n->comment = "the grid allows a collective pattern";
+  sp_add(n, sp_new(SN_SEQ));
+  sp_add(n, sp_new(SN_SEQ));
+  (void)g;
+  return n;
+}
+
+static void comm_in(bst *g, sp_node *seq, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  if (!c->alt) {
+    comm_in1(g, seq, q, c, false);
+    return;
+  }
+  sp_node *n = assume_if(g, c);
+  comm_in1(g, n->kids[0], q, c->alt, true);
+  comm_in1(g, n->kids[1], q, c, false);
+  sp_add(seq, n);
+}
+
+static void comm_out(bst *g, sp_node *seq, int q) {
+  const lw_comm *c = &g->ls->comm[q];
+  if (!c->output) return;
+  if (!c->alt) {
+    comm_out1(g, seq, q, c);
+    return;
+  }
+  sp_node *n = assume_if(g, c);
+  n->comment = NULL;
+  comm_out1(g, n->kids[0], q, c->alt);
+  comm_out1(g, n->kids[1], q, c);
+  sp_add(seq, n);
+}
+
+/* ---- leaves ------------------------------------------------------------------------------- */
+static int flatten_product(const ir_expr *e, const ir_expr **out, int max) {
+  if (e->kind == IR_ACCESS) {
+    if (max < 1) return 0;
+    out[0] = e;
+    return 1;
+  }
+  if (e->kind != IR_MUL) return 0;
+  int na = flatten_product(e->a, out, max);
+  return na + flatten_product(e->b, out + na, max - na);
+}
+
+static void kernel_node(bst *g, sp_node *seq, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *n = g->ls->loops[k];
+  const cin_node *asg = cin_assign(s->root);
+  sp_node *kn = sp_new(SN_KERNEL);
+  int nk = n->nsubst;
+  int *korig = ir_alloc((nk + 1) * sizeof *korig);
+  const sym **klo = ir_alloc((nk + 1) * sizeof *klo), **khi = ir_alloc((nk + 1) * sizeof *khi);
+  for (int q = 0; q < nk; q++) {
+    int v = g->ls->loops[k + q]->var;
+    while (!s->vars[v].original) v = s->rels[s->vars[v].def].in[0];
+    const sym *lo, *hi;
+    lw_interval(g->lp, g->ls, v, k - 1, &lo, &hi);
+    korig[q] = V(g, v), klo[q] = R(g, lo), khi[q] = R(g, hi);
+  }
+  kn->kernel = n->kernel, kn->nk = nk, kn->korig = korig, kn->klo = klo, kn->khi = khi;
+  kn->type = ast(g)->tensors[asg->lhs_tensor].type;
+  kn->klhs = lhs_expr(g);
+  const ir_expr *x = asg->rhs->a, *y = asg->rhs->b;
+  if (!x) x = y = asg->rhs;
+  kn->kx = expr(g, x), kn->ky = expr(g, y);
+  const ir_expr *fs[4];
+  int nf = flatten_product(asg->rhs, fs, 4);
+  const sp_expr **f = ir_alloc(5 * sizeof *f);
+  for (int q = 0; q < nf; q++) f[q] = expr(g, fs[q]);
+  kn->nfactors = nf, kn->factors = f;
+  kn->kfactor = n->kfactor, kn->kletter = n->kletter;
+  kn->comment = ir_kernel_name(n->kernel);
+  sp_add(seq, kn);
+}
+
+static bool host_atomic(const bst *g) {
+  bool atomic = false;
+  for (int k = 0; k < g->ls->nloops; k++)
+    atomic |= g->ls->loops[k]->par == PAR_CPU_THREAD && g->ls->loops[k]->race == RACE_ATOMICS && k >= g->ls->outer;
+  return atomic;
+}
+
+static void assign_node(bst *g, sp_node *seq) {
+  if (g->nsp) sp_advance(g, seq);
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  sp_node *n = sp_new(SN_ASSIGN);
+  n->lhs = lhs_expr(g);
+  n->rhs = expr(g, asg->rhs);
+  n->type = ast(g)->tensors[asg->lhs_tensor].type;
+  n->tensor = asg->lhs_tensor;
+  n->to_acc = g->acc_mode;
+  n->to_entries = lw_sparse(ast(g), asg->lhs_tensor) && !g->acc_mode;
+  n->atomic = g->in_kernel ? g->atomic : !g->acc_mode && !n->to_entries && host_atomic(g);
+  sp_add(seq, n);
+}
+
+static void producer_node(bst *g, sp_node *seq, const cin_node *w) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *pr = w->producer;
+  sp_node *n = sp_new(SN_PRODUCER);
+  n->var = V(g, pr->var);
+  n->hi = R(g, s->vars[pr->var].extent);
+  n->rhs = expr(g, pr->body->rhs);
+  n->type = ast(g)->tensors[cin_assign(s->root)->lhs_tensor].type;
+  for (int q = 0; q < g->sp->nworks; q++)
+    if (g->sp->works[q].func == g->fn->index && !strcmp(g->sp->works[q].name, s->work[w->workspace - ast(g)->ntensors].name))
+      n->work = q;
+  sp_add(seq, n);
+}
+
+/* Can the innermost loop k sum into a scalar?  When it is a plain local loop and every index
+ * variable of the output is bound outside it: all its iterations add to one element. */
+static bool acc_loop(const bst *g, int k) {
+  const lw_stmt *ls = g->ls;
+  const cin_node *n = ls->loops[k];
+  const cin_node *asg = cin_assign(ls->s->root);
+  if (k != ls->nloops - 1 || k < ls->outer || n->distributed || n->par != PAR_NONE || g->sp->cuda || g->in_kernel ||
+      k == g->kdepth)
+    return false;
+  for (int x = 0; x < asg->nlhs; x++)
+    if (!g->bound[asg->lhs_vars[x]]) return false;
+  return true;
+}
+
+static const char *loop_comment(const bst *g, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *n = g->ls->loops[k];
+  const ir_var *v = &s->vars[n->var];
+  const char *from = v->def < 0 ? "index variable of the statement" : s->rels[v->def].text;
+  char b[512];
+  if (n->distributed) snprintf(b, sizeof b, "%s, distributed onto grid dim %d", from, lw_gdim(g->lp, n));
+  else snprintf(b, sizeof b, "%s", from);
+  return ir_strdup(b);
+}
+
+static void level(bst *g, sp_node *seq, int k);
+static void device_node(bst *g, sp_node *seq, int k0);
+
+static void level(bst *g, sp_node *seq, int k) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  if (k == ls->outer && ls->outer > 0 && g->ncond) {
+    sp_node *n = sp_new(SN_IF);
+    n->nconds = g->ncond;
+    n->conds = ir_alloc(g->ncond * sizeof *n->conds);
+    memcpy(n->conds, g->cond, g->ncond * sizeof *n->conds);
+    n->comment = "this rank has work in this iteration";
+    sp_add(n, sp_new(SN_SEQ));
+    sp_add(seq, n);
+    int save = g->ncond;
+    g->ncond = 0;
+    level(g, n->kids[0], k);
+    g->ncond = save;
+    return;
+  }
+  if (g->sp->cuda && !g->in_kernel && k == ls->outer && g->kdepth < 0) {
+    device_node(g, seq, k); /* the local loops become one device kernel */
+    return;
+  }
+  if (g->in_kernel && g->mapped[k]) { /* a thread index: bound at the kernel's top */
+    level(g, seq, k + 1);
+    return;
+  }
+  if (k == g->kdepth) {
+    kernel_node(g, seq, k);
+    return;
+  }
+  if (k == ls->nloops) {
+    assign_node(g, seq);
+    return;
+  }
+  const cin_node *n = ls->loops[k];
+  bool collective = k < ls->outer;
+  if (!collective && g->nsp) sp_advance(g, seq); /* positions the enclosing loops determine */
+  for (int w = 0; w < ls->nwhere; w++)
+    if (ls->where_depth[w] == k) producer_node(g, seq, ls->where[w]);
+  size_t nb = (s->nvars + 1) * sizeof *g->bound;
+  bool *saved = ir_alloc(nb);
+  memcpy(saved, g->bound, nb);
+  int *known_saved = ir_alloc((g->nsp + 1) * sizeof *known_saved);
+  if (g->nsp) memcpy(known_saved, g->sp_known, g->nsp * sizeof *known_saved);
+  bool (*valid_saved)[LW_MAX_DIMS] = ir_alloc((g->nsp + 1) * sizeof *valid_saved);
+  if (g->nsp) memcpy(valid_saved, g->sp_valid, g->nsp * sizeof *valid_saved);
+  sp_node *outer_seq = seq;
+  sp_node *acc = NULL;
+  if (acc_loop(g, k)) {
+    acc = sp_new(SN_ACC);
+    acc->lhs = lhs_expr(g);
+    acc->type = ast(g)->tensors[cin_assign(s->root)->lhs_tensor].type;
+    acc->tensor = cin_assign(s->root)->lhs_tensor;
+    acc->to_entries = lw_sparse(ast(g), acc->tensor);
+    acc->atomic = !acc->to_entries && host_atomic(g);
+    acc->comment = "the loop's sum, added to the output element after it";
+    sp_add(acc, sp_new(SN_SEQ));
+    sp_add(seq, acc);
+    seq = acc->kids[0];
+    g->acc_mode = true;
+  }
+  int ncond0 = g->ncond;
+  int tight = -1;
+  sp_node *L = sp_new(SN_LOOP);
+  L->var = V(g, n->var);
+  L->comment = loop_comment(g, k);
+  if (n->distributed) {
+    int d = lw_gdim(g->lp, n);
+    int64_t one;
+    bool single = sym_is_const(ls->bs[k], &one) && one == 1;
+    L->dim = d;
+    if (collective && single) {
+      L->loop = SL_COORD;
+    } else if (collective) {
+      L->loop = SL_COLL_BLOCK;
+      L->lvar = V(g, ls->lidx_var0 + k);
+      L->hi = R(g, ls->bs[k]);
+      L->value = R(g, lw_loop_value(g->lp, ls, k));
+    } else {
+      const sym *base = sym_mul(sym_coord(d), ls->bs[k]);
+      L->loop = SL_LOCAL_BLOCK;
+      L->lo = R(g, base);
+      L->hi = R(g, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[k])));
+    }
+    if (collective) {
+      const sym *val = lw_loop_value(g->lp, ls, k);
+      if (!sym_prove_le(sym_add(val, sym_const(1)), s->vars[n->var].extent))
+        add_cond(g, (sp_cond){SCMP_LT, sym_var(V(g, n->var)), R(g, s->vars[n->var].extent), 0, NULL});
+    }
+  } else {
+    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(s, n->var, g->bound, &tight);
+    L->loop = SL_LOCAL;
+    L->hi = R(g, hi);
+    L->lo = sym_const(0);
+    L->par = collective || g->sp->cuda ? PAR_NONE : n->par;
+    int drv_a, drv_x;
+    const sym *base;
+    if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &base)) {
+      /* only the stored coordinates of the sparse factor: the others add zero */
+      L->loop = SL_SPARSE;
+      L->sparse = drv_a, L->level = drv_x, L->base = base;
+      L->tensor = g->sp_e[drv_a]->tensor;
+      L->parent_maybe_absent = drv_x > 0 && !g->sp_valid[drv_a][drv_x - 1];
+      g->sp_known[drv_a] = drv_x + 1;
+      g->sp_valid[drv_a][drv_x] = true;
+    }
+  }
+  sp_add(seq, L);
+  sp_add(L, sp_new(SN_SEQ));
+  sp_node *body = L->kids[0];
+  g->bound[n->var] = true;
+  bind_parents(g, body, collective, tight);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == k) comm_in(g, body, q);
+  level(g, body, k + 1);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == k) comm_out(g, body, q);
+  if (acc) g->acc_mode = false;
+  (void)outer_seq;
+  memcpy(g->bound, saved, nb);
+  if (g->nsp) memcpy(g->sp_known, known_saved, g->nsp * sizeof *known_saved);
+  if (g->nsp) memcpy(g->sp_valid, valid_saved, g->nsp * sizeof *valid_saved);
+  g->ncond = ncond0; /* conditions of this loop go out of scope with it */
+}
+
+/* ---- device: the local loops as one kernel ------------------------------------------------ */
+/* The original variables whose values determine variable v. */
+static void determinants(const ir_stmt *s, int v, bool *out) {
+  if (s->vars[v].def < 0) {
+    out[v] = true;
+    return;
+  }
+  const ir_rel *Rl = &s->rels[s->vars[v].def];
+  determinants(s, Rl->in[0], out);
+  if (Rl->kind == REL_FUSE) determinants(s, Rl->in[1], out);
+  for (int q = 0; q < Rl->nrot; q++) determinants(s, Rl->rot[q], out);
+}
+
+/* Is loop k's variable a function of the output's index variables alone?  Then threads over
+ * it never write the same output element. */
+static bool output_parallel(const bst *g, int k) {
+  const ir_stmt *s = g->ls->s;
+  const cin_node *asg = cin_assign(s->root);
+  bool *det = ir_alloc((s->nvars + 1) * sizeof *det);
+  determinants(s, g->ls->loops[k]->var, det);
+  for (int v = 0; v < s->nvars; v++) {
+    if (!det[v]) continue;
+    bool in_lhs = false;
+    for (int x = 0; x < asg->nlhs; x++) in_lhs |= asg->lhs_vars[x] == v;
+    if (!in_lhs) return false;
+  }
+  return true;
+}
+
+/* The loops [k0, nloops) below the last communicate point run on the device: one kernel
+ * whose threads are the loops scheduled with gpu_block / gpu_warp / gpu_thread (in that
+ * order, the last one varying fastest), or by default every loop whose variable determines
+ * the output element written; the other loops run inside each thread.  Updates are atomic
+ * where threads can meet on an output element. */
+static void device_node(bst *g, sp_node *seq, int k0) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  sp_node *D = sp_new(SN_DEVICE);
+  char kn[64];
+  snprintf(kn, sizeof kn, "s%d_k%d", s->index, g->nkern++);
+  D->kname = ir_strdup(kn);
+  int nm = 0, *mk = ir_alloc((ls->nloops + 1) * sizeof *mk);
+  bool explicit_units = false;
+  for (int k = k0; k < ls->nloops; k++) explicit_units |= ls->loops[k]->par >= PAR_GPU_BLOCK;
+  if (explicit_units) {
+    static const ir_par_unit order[] = {PAR_GPU_BLOCK, PAR_GPU_WARP, PAR_GPU_THREAD};
+    for (int u = 0; u < 3; u++)
+      for (int k = k0; k < ls->nloops; k++)
+        if (ls->loops[k]->par == order[u]) mk[nm++] = k;
+  } else {
+    for (int k = k0; k < ls->nloops; k++)
+      if (output_parallel(g, k)) mk[nm++] = k;
+    if (!nm) /* a full reduction: every loop is a thread, the updates atomic */
+      for (int k = k0; k < ls->nloops; k++) mk[nm++] = k;
+  }
+  bool atomic = false;
+  for (int q = 0; q < nm; q++) {
+    const cin_node *n = ls->loops[mk[q]];
+    if (n->race == RACE_ATOMICS || (!output_parallel(g, mk[q]) && n->race != RACE_IGNORE)) atomic = true;
+  }
+  D->atomic = atomic;
+  /* what the body names: bound variables, local indices of distributed loops, buffers */
+  int *cap = ir_alloc((s->nvars + ls->nloops + 1) * sizeof *cap), nc = 0;
+  for (int v = 0; v < s->nvars && v < 512; v++)
+    if (g->bound[v]) cap[nc++] = V(g, v);
+  for (int k = 0; k < k0; k++) {
+    int64_t one;
+    if (ls->loops[k]->distributed && !(sym_is_const(ls->bs[k], &one) && one == 1)) cap[nc++] = V(g, ls->lidx_var0 + k);
+  }
+  D->ncaptured = nc, D->captured = cap;
+  D->nbufs = g->fn->nbufs, D->bufs = g->fn->bufs;
+  int *mv = ir_alloc((nm + 1) * sizeof *mv);
+  const sym **mlo = ir_alloc((nm + 1) * sizeof *mlo), **mhi = ir_alloc((nm + 1) * sizeof *mhi);
+  for (int q = 0; q < nm; q++) {
+    const cin_node *n = ls->loops[mk[q]];
+    mv[q] = V(g, n->var);
+    if (n->distributed) {
+      const sym *base = sym_mul(sym_coord(lw_gdim(g->lp, n)), ls->bs[mk[q]]);
+      mlo[q] = R(g, base);
+      mhi[q] = R(g, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[mk[q]])));
+    } else {
+      int parent;
+      mlo[q] = sym_const(0);
+      mhi[q] = R(g, lw_local_hi(s, n->var, g->bound, &parent));
+    }
+  }
+  D->nmapped = nm, D->mapped_vars = mv, D->mapped_lo = mlo, D->mapped_hi = mhi;
+  int nl = ls->nloops - k0;
+  int *lv = ir_alloc((nl + 1) * sizeof *lv);
+  bool *lt = ir_alloc((nl + 1) * sizeof *lt);
+  for (int k = k0; k < ls->nloops; k++) {
+    lv[k - k0] = V(g, ls->loops[k]->var);
+    for (int q = 0; q < nm; q++) lt[k - k0] |= mk[q] == k;
+  }
+  D->nloops = nl, D->loop_vars = lv, D->loop_thread = lt;
+  D->comment = atomic ? "atomic updates" : NULL;
+  sp_add(D, sp_new(SN_SEQ));
+  sp_add(seq, D);
+  /* the kernel's body: thread indices bound at its top, the rest of the nest inside */
+  size_t nb = (s->nvars + 1) * sizeof *g->bound;
+  bool *saved = ir_alloc(nb);
+  memcpy(saved, g->bound, nb);
+  int ncond = g->ncond;
+  for (int q = 0; q < nm; q++) g->bound[ls->loops[mk[q]]->var] = true;
+  memset(g->mapped, 0, (ls->nloops + 1) * sizeof *g->mapped);
+  for (int q = 0; q < nm; q++) g->mapped[mk[q]] = true;
+  g->in_kernel = true;
+  g->atomic = atomic;
+  g->ncond = 0;
+  bind_parents(g, D->kids[0], false, -1);
+  level(g, D->kids[0], k0);
+  g->in_kernel = false;
+  g->ncond = ncond;
+  memcpy(g->bound, saved, nb);
+}
+
+/* ---- statements -------------------------------------------------------------------------- */
+static bool factor_of(const ir_expr *x, const ir_expr *e) {
+  if (x == e) return true;
+  if (x->nguards) return false;
+  switch (x->kind) {
+  case IR_MUL: return factor_of(x->a, e) || factor_of(x->b, e);
+  case IR_DIV:
+  case IR_NEG: return factor_of(x->a, e);
+  default: return false;
+  }
+}
+
+static void collect_sparse(bst *g, const ir_expr *rhs, const ir_expr *e, int *cap) {
+  if (!e) return;
+  if (e->kind == IR_ACCESS && e->tensor < ast(g)->ntensors && lw_sparse(ast(g), e->tensor)) {
+    if (g->nsp == *cap) {
+      int c = 2 * *cap + 8;
+      const ir_expr **ne = ir_alloc(c * sizeof *ne);
+      bool *nf = ir_alloc(c * sizeof *nf), (*nv)[LW_MAX_DIMS] = ir_alloc(c * sizeof *nv);
+      int *nk = ir_alloc(c * sizeof *nk);
+      if (g->nsp) {
+        memcpy(ne, g->sp_e, g->nsp * sizeof *ne), memcpy(nf, g->sp_factor, g->nsp * sizeof *nf);
+        memcpy(nv, g->sp_valid, g->nsp * sizeof *nv), memcpy(nk, g->sp_known, g->nsp * sizeof *nk);
+      }
+      g->sp_e = ne, g->sp_factor = nf, g->sp_valid = nv, g->sp_known = nk, *cap = c;
+    }
+    g->sp_e[g->nsp] = e;
+    g->sp_factor[g->nsp] = factor_of(rhs, e);
+    g->sp_known[g->nsp++] = 0;
+  }
+  collect_sparse(g, rhs, e->a, cap);
+  collect_sparse(g, rhs, e->b, cap);
+}
+
+/* arithmetic operations of an expression (for GFLOP/s) */
+static int64_t count_ops(const ir_expr *e) {
+  if (!e || e->kind == IR_ACCESS || e->kind == IR_NUM) return 0;
+  return 1 + count_ops(e->a) + count_ops(e->b);
+}
+
+static int count_access(const ir_expr *e) {
+  if (!e) return 0;
+  if (e->kind == IR_ACCESS) return 1;
+  return count_access(e->a) + count_access(e->b);
+}
+
+static sp_node *init_node(sp_init_kind k) {
+  sp_node *n = sp_new(SN_INIT);
+  n->init = k;
+  return n;
+}
+
+static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
+  const lw_stmt *ls = &lp->stmts[i];
+  const ir_stmt *s = ls->s;
+  const fe_program *p = lp->ir->ast;
+  const cin_node *asg = cin_assign(s->root);
+  lw_set_bounds(lp, ls);
+  sp_func *fn = &sp->funcs[i];
+  fn->index = s->index;
+  fn->src_line = s->ast->loc.line;
+  fn->lhs_tensor = asg->lhs_tensor;
+  fn->var0 = sp->nvars;
+  fn->nvars = ls->lidx_var0 + ls->nloops;
+  fn->nargs = fn->nvars + 1;
+  /* variables */
+  sp_var *nv = ir_alloc((sp->nvars + fn->nvars + 1) * sizeof *nv);
+  if (sp->nvars) memcpy(nv, sp->vars, sp->nvars * sizeof *nv);
+  for (int v = 0; v < fn->nvars; v++) {
+    sp_var *x = &nv[sp->nvars + v];
+    x->func = i, x->arg = v;
+    if (v < s->nvars) x->name = s->vars[v].name, x->kind = SV_INDEX;
+    else if (v >= ls->lidx_var0) x->name = s->vars[ls->loops[v - ls->lidx_var0]->var].name, x->kind = SV_LOCAL;
+    else x->name = "", x->kind = SV_INDEX;
+  }
+  sp->vars = nv;
+  sp->nvars += fn->nvars;
+  /* text: the statement and its concrete index notation */
+  {
+    char *b = NULL;
+    size_t bl = 0;
+    FILE *m = open_memstream(&b, &bl);
+    fputs(p->tensors[asg->lhs_tensor].name, m);
+    if (asg->nlhs) {
+      fputc('(', m);
+      for (int k = 0; k < asg->nlhs; k++) fprintf(m, "%s%s", k ? "," : "", s->vars[asg->lhs_vars[k]].name);
+      fputc(')', m);
+    }
+    fputs(asg->accumulate ? " += " : " = ", m);
+    fe_print_expr(m, s->ast->rhs);
+    fclose(m);
+    fn->text = ir_strdup(b);
+    free(b);
+    b = NULL;
+    m = open_memstream(&b, &bl);
+    ir_print_cin(m, lp->ir, s);
+    fclose(m);
+    fn->cin = ir_strdup(b);
+    free(b);
+  }
+  /* buffers: one per communication point, two slots each */
+  bst g = {.sp = sp, .lp = lp, .ls = ls, .fn = fn, .kdepth = ls->kernel_depth};
+  g.comm_buf = ir_alloc((ls->ncomm + 1) * sizeof *g.comm_buf);
+  g.bound = ir_alloc((s->nvars + 1) * sizeof *g.bound);
+  g.mapped = ir_alloc((ls->nloops + 1) * sizeof *g.mapped);
+  sp_buf *nb = ir_alloc((sp->nbufs + ls->ncomm + 1) * sizeof *nb);
+  if (sp->nbufs) memcpy(nb, sp->bufs, sp->nbufs * sizeof *nb);
+  fn->bufs = ir_alloc((ls->ncomm + 1) * sizeof *fn->bufs);
+  int nfn = 0;
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    sp_buf *b = &nb[sp->nbufs];
+    b->id = sp->nbufs, b->func = i, b->tensor = c->tensor, b->comm = q, b->output = c->output;
+    b->snapshot = !c->output && c->tensor == asg->lhs_tensor;
+    b->slot = *slot;
+    *slot += 2;
+    b->order = c->order;
+    for (int x = 0; x < c->order; x++) b->lo[x] = sym_shift_vars(c->lo[x], fn->var0), b->hi[x] = sym_shift_vars(c->hi[x], fn->var0);
+    b->boxfn = c->pattern == PAT_EXCHANGE || c->pattern == PAT_SHIFT ? q : -1;
+    b->has_alt = c->alt != NULL;
+    g.comm_buf[q] = b->id;
+    fn->bufs[nfn++] = b->id;
+    sp->nbufs++;
+  }
+  sp->bufs = nb;
+  fn->nbufs = nfn;
+  /* the serial reference: the statement as written (workspaces expanded), original loops */
+  fn->accumulate = asg->accumulate;
+  fn->flops = count_ops(ls->rhs) + (asg->reduces || asg->accumulate ? 1 : 0);
+  {
+    int *rv = ir_alloc((s->nvars + 1) * sizeof *rv), nr = 0;
+    const sym **re = ir_alloc((s->nvars + 1) * sizeof *re);
+    for (int v = 0; v < s->nvars; v++)
+      if (s->vars[v].original) re[nr] = R(&g, s->vars[v].extent), rv[nr++] = V(&g, v);
+    fn->nref = nr, fn->ref_vars = rv, fn->ref_ext = re;
+    const sym **rd = ir_alloc((s->nvars + 1) * sizeof *rd);
+    for (int v = 0; v < s->nvars; v++)
+      if (s->vars[v].original && s->vars[v].reduction) rd[fn->nred++] = s->vars[v].extent;
+    fn->red_ext = rd;
+    fn->ref_lhs = lhs_expr(&g);
+    fn->ref_rhs = expr(&g, ls->rhs);
+  }
+  int cap = 0;
+  collect_sparse(&g, asg->rhs, asg->rhs, &cap);
+  /* axpy's scalar is computed on the host: when it reads a tensor (device memory) the loops
+   * become a kernel of their own instead */
+  if (sp->cuda && g.kdepth >= 0 && ls->loops[g.kdepth]->kernel == KERNEL_AXPY && count_access(asg->rhs) > 1) g.kdepth = -1;
+  sp_node *body = sp_new(SN_SEQ);
+  fn->body = body;
+  for (int q = 0; q < ls->ncomm; q++) {
+    sp_node *d = init_node(SI_DECLARE);
+    d->buf = g.comm_buf[q];
+    sp_add(body, d);
+  }
+  if (ls->lhs_on_rhs) {
+    sp_node *n = init_node(SI_SNAPSHOT);
+    n->tensor = asg->lhs_tensor, n->slot = (*slot)++;
+    n->comment = "the output is also read: read the values it had before this statement";
+    sp_add(body, n);
+  }
+  for (int w = 0; w < ls->nwhere; w++) {
+    const cin_node *pr = ls->where[w]->producer;
+    void *nw = ir_alloc((sp->nworks + 1) * sizeof *sp->works);
+    if (sp->nworks) memcpy(nw, sp->works, sp->nworks * sizeof *sp->works);
+    sp->works = nw;
+    sp->works[sp->nworks].name = s->work[ls->where[w]->workspace - p->ntensors].name;
+    sp->works[sp->nworks].func = i;
+    sp->works[sp->nworks].type = p->tensors[asg->lhs_tensor].type;
+    sp_node *n = init_node(SI_WORKSPACE);
+    n->work = sp->nworks++;
+    n->var = V(&g, pr->var);
+    n->extent = R(&g, s->vars[pr->var].extent);
+    n->slot = (*slot)++;
+    sp_add(body, n);
+  }
+  if (!asg->accumulate) {
+    sp_node *n = init_node(lw_sparse(p, asg->lhs_tensor) ? SI_EMPTY : SI_ZERO);
+    n->tensor = asg->lhs_tensor;
+    sp_add(body, n);
+  }
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].pattern == PAT_LOCAL) {
+      sp_node *v = comm_node(&g, SC_VIEW, q, &ls->comm[q]);
+      v->tensor = ls->comm[q].tensor;
+      sp_add(body, v);
+    }
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == -1) comm_in(&g, body, q);
+  level(&g, body, 0);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].depth == -1) comm_out(&g, body, q);
+  for (int q = 0; q < ls->ncomm; q++)
+    if (ls->comm[q].output && ls->comm[q].pattern == PAT_LOCAL && lw_sparse(p, ls->comm[q].tensor)) {
+      sp_node *m = comm_node(&g, SC_SPARSE_MERGE, q, &ls->comm[q]);
+      m->tensor = ls->comm[q].tensor;
+      sp_add(body, m);
+    }
+}
+
+static const char *dist_text(const fe_program *p, const fe_tensor *ft) {
+  if (!ft->has_dist) return NULL;
+  char *b = NULL;
+  size_t bl = 0;
+  FILE *m = open_memstream(&b, &bl);
+  const fe_dist_level *L = &ft->dist.levels[0];
+  fputs(p->machines[ft->dist.machine].name, m);
+  fputc('(', m);
+  for (int x = 0; x < L->nx; x++) fprintf(m, "%s%s", x ? "," : "", L->x[x]);
+  fputs(" -> ", m);
+  for (int y = 0; y < L->ny; y++) {
+    if (y) fputc(',', m);
+    if (L->y[y].kind == FE_Y_STAR) fputc('*', m);
+    else if (L->y[y].kind == FE_Y_FIXED) fprintf(m, "%lld", (long long)L->y[y].fixed);
+    else fputs(L->y[y].name, m);
+  }
+  fputc(')', m);
+  fclose(m);
+  const char *r = ir_strdup(b);
+  free(b);
+  return r;
+}
+
+sp_program *spmd_build(const lw_program *lp) {
+  const fe_program *p = lp->ir->ast;
+  sp_program *sp = ir_alloc(sizeof *sp);
+  sp->lp = lp;
+  sp->cuda = lp->cuda;
+  sp->ntensors = p->ntensors, sp->nparams = p->nparams;
+  sp->params = ir_alloc((p->nparams + 1) * sizeof *sp->params);
+  for (int i = 0; i < p->nparams; i++)
+    sp->params[i] = (sp_param){p->params[i].name, p->params[i].has_default, p->params[i].is_grid, p->params[i].value};
+  sp->ndims = lp->ndims, sp->nlevels = lp->nlevels, sp->level_off = lp->level_off, sp->dims = lp->dims;
+  sp->has_machine = lp->ir->machine >= 0;
+  for (int t = 0; t < p->ntensors; t++) sp->any_sparse |= lw_sparse(p, t);
+  sp->tensors = ir_alloc((p->ntensors + 1) * sizeof *sp->tensors);
+  for (int t = 0; t < p->ntensors; t++) {
+    const fe_tensor *ft = &p->tensors[t];
+    sp_tensor *x = &sp->tensors[t];
+    x->name = ft->name, x->type = ft->type, x->order = ft->order;
+    for (int d = 0; d < ft->order && d < LW_MAX_DIMS; d++) x->ext[d] = sym_from_size(&ft->dims[d]);
+    x->sparse = lw_sparse(p, t);
+    for (int i = 0; i < lp->nstmts; i++) x->written |= cin_assign(lp->stmts[i].s->root)->lhs_tensor == t;
+    for (int d = 0; d < ft->order && d < LW_MAX_DIMS; d++) x->compressed[d] = ft->formats[d] == FE_COMPRESSED;
+    x->owner = &lp->owner[t];
+    x->dist_text = dist_text(p, ft);
+  }
+  sp->nfuncs = lp->nstmts;
+  sp->funcs = ir_alloc((lp->nstmts + 1) * sizeof *sp->funcs);
+  int slot = 0;
+  for (int i = 0; i < lp->nstmts; i++) build_stmt(sp, lp, i, &slot);
+  sym_clear_var_max();
+  sp->nslots = slot + 1;
+  spmd_rewrite(sp);
+  return sp;
+}
+
+/* ---- printing: distalc --emit spmd -------------------------------------------------------- */
+typedef struct {
+  const sp_program *sp;
+} pctx;
+
+static void pnamer(FILE *f, const sym *a, void *vc) {
+  const pctx *c = vc;
+  switch (a->kind) {
+  case SYM_PARAM: fputs(c->sp->params[a->id].name, f); break;
+  case SYM_COORD: fprintf(f, "coord[%d]", a->id); break;
+  case SYM_VAR:
+    if (a->id < c->sp->nvars && c->sp->vars[a->id].kind == SV_LOCAL) fprintf(f, "%s.local", c->sp->vars[a->id].name);
+    else if (a->id < c->sp->nvars) fputs(c->sp->vars[a->id].name, f);
+    else fprintf(f, "v%d", a->id);
+    break;
+  default: break;
+  }
+}
+
+/* a symbolic value, with the C printer's function names read as operators (ceildiv, min, ...) */
+static void ps(FILE *f, const pctx *c, const sym *e) {
+  char *b = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&b, &n);
+  sym_print(m, e, pnamer, (void *)c);
+  fclose(m);
+  for (const char *x = b; *x;) {
+    static const char *const fns[] = {"dtl_floordiv(", "dtl_ceildiv(", "dtl_mod(", "dtl_min(", "dtl_max("};
+    bool fn = false;
+    for (int q = 0; q < 5 && !(x > b && (isalnum((unsigned char)x[-1]) || x[-1] == '_')); q++) fn |= !strncmp(x, fns[q], strlen(fns[q]));
+    if (fn) x += 4;
+    else fputc(*x++, f);
+  }
+  free(b);
+}
+
+static const char *vn(const pctx *c, int v) { return v >= 0 && v < c->sp->nvars ? c->sp->vars[v].name : "?"; }
+
+static void pbuf(FILE *f, const pctx *c, int b) {
+  const sp_buf *B = &c->sp->bufs[b];
+  fprintf(f, "%s%s#%d", B->snapshot ? "in." : "", c->sp->tensors[B->tensor].name, b);
+}
+
+static void pbox(FILE *f, const pctx *c, int order, const sym *const *lo, const sym *const *hi) {
+  fputc('[', f);
+  for (int x = 0; x < order; x++) {
+    if (x) fputs(", ", f);
+    ps(f, c, lo[x]);
+    fputs(":", f);
+    ps(f, c, hi[x]);
+  }
+  fputc(']', f);
+}
+
+static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
+  if (e->nguards) {
+    fputs("[", f);
+    for (int q = 0; q < e->nguards; q++) fprintf(f, "%s%s == 0", q ? " && " : "", vn(c, e->guards[q]));
+    fputs("] ", f);
+  }
+  switch (e->kind) {
+  case SE_ACCESS:
+    if (e->work >= 0) fprintf(f, "%s", c->sp->works[e->work].name);
+    else pbuf(f, c, e->buf);
+    if (e->sparse >= 0) fprintf(f, "{entry sp%d%s}", e->sparse, e->maybe_absent ? "?" : "");
+    fputc('(', f);
+    for (int x = 0; x < e->nidx; x++) fprintf(f, "%s%s", x ? "," : "", vn(c, e->vars[x]));
+    fputc(')', f);
+    break;
+  case SE_NUM:
+    if (e->text) fputs(e->text, f);
+    else if (e->is_int) fprintf(f, "%lld", (long long)e->ival);
+    else fprintf(f, "%.17g", e->num);
+    break;
+  case SE_NEG:
+    fputs("-(", f);
+    pexpr(f, c, e->a);
+    fputc(')', f);
+    break;
+  default:
+    fputc('(', f);
+    pexpr(f, c, e->a);
+    fputs(e->kind == SE_ADD ? " + " : e->kind == SE_SUB ? " - " : e->kind == SE_MUL ? " * " : " / ", f);
+    pexpr(f, c, e->b);
+    fputc(')', f);
+  }
+}
+
+static void pconds(FILE *f, const pctx *c, int n, const sp_cond *cd) {
+  for (int q = 0; q < n; q++) {
+    if (q) fputs(" && ", f);
+    if (cd[q].op == SCMP_EQ_PARAMS) {
+      for (int r = 1; r < cd[q].nparams; r++)
+        fprintf(f, "%s%s == %s", r > 1 ? " && " : "", c->sp->params[cd[q].params[0]].name, c->sp->params[cd[q].params[r]].name);
+      continue;
+    }
+    ps(f, c, cd[q].a);
+    fputs(cd[q].op == SCMP_LT ? " < " : " == ", f);
+    ps(f, c, cd[q].b);
+  }
+}
+
+static void pmask(FILE *f, unsigned mask) {
+  fputs("{", f);
+  bool first = true;
+  for (int d = 0; d < 32; d++)
+    if (mask >> d & 1) fprintf(f, "%s%d", first ? "" : ",", d), first = false;
+  fputs("}", f);
+}
+
+static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind);
+
+static void pkids(FILE *f, const pctx *c, const sp_node *n, int ind) {
+  for (int q = 0; q < n->nkids; q++)
+    if (n->kids[q]) pnode(f, c, n->kids[q], ind);
+}
+
+static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
+  static const char *ik[] = {"declare", "snapshot", "workspace", "zero", "empty"};
+  static const char *pk[] = {"", " (threads)", " (vector)", " (gpu block)", " (gpu warp)", " (gpu thread)"};
+  if (n->kind == SN_SEQ) {
+    pkids(f, c, n, ind);
+    return;
+  }
+  fprintf(f, "%*s", ind, "");
+  switch (n->kind) {
+  case SN_LOOP:
+    switch (n->loop) {
+    case SL_COORD: fprintf(f, "collective %s = coord[%d]", vn(c, n->var), n->dim); break;
+    case SL_COLL_BLOCK:
+      fprintf(f, "collective for %s.local in [0, ", vn(c, n->var));
+      ps(f, c, n->hi);
+      fprintf(f, "): %s = ", vn(c, n->var));
+      ps(f, c, n->value);
+      break;
+    case SL_LOCAL_BLOCK:
+      fprintf(f, "for %s in [", vn(c, n->var));
+      ps(f, c, n->lo);
+      fputs(", ", f);
+      ps(f, c, n->hi);
+      fputs(") (this rank's block)", f);
+      break;
+    case SL_SPARSE:
+      fprintf(f, "for %s in stored coordinates of sp%d level %d, below ", vn(c, n->var), n->sparse, n->level);
+      ps(f, c, n->hi);
+      break;
+    default:
+      fprintf(f, "for %s in [0, ", vn(c, n->var));
+      ps(f, c, n->hi);
+      fprintf(f, ")%s", pk[n->par]);
+    }
+    fprintf(f, "   # %s\n", n->comment);
+    pkids(f, c, n, ind + 2);
+    return;
+  case SN_BIND:
+    fprintf(f, "%s = ", vn(c, n->var));
+    ps(f, c, n->bind);
+    fprintf(f, "   # %s\n", n->comment);
+    return;
+  case SN_GUARD:
+    fputs("skip unless ", f);
+    pconds(f, c, n->nconds, n->conds);
+    fputc('\n', f);
+    return;
+  case SN_IF:
+    fputs("if ", f);
+    pconds(f, c, n->nconds, n->conds);
+    fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
+    pnode(f, c, n->kids[0], ind + 2);
+    if (n->nkids > 1 && n->kids[1] && n->kids[1]->nkids) {
+      fprintf(f, "%*selse\n", ind, "");
+      pnode(f, c, n->kids[1], ind + 2);
+    }
+    return;
+  case SN_COMM:
+    fprintf(f, "%s ", sp_comm_name(n->op));
+    pbuf(f, c, n->buf);
+    if (n->op == SC_BCAST || n->op == SC_BCAST_BEGIN || n->op == SC_REDUCE || n->op == SC_BCAST_RESULT ||
+        n->op == SC_ALLREDUCE) {
+      fputs(" over grid dims ", f);
+      pmask(f, n->mask);
+    }
+    if (n->op == SC_SHIFT_BEGIN) fprintf(f, " along grid dim %d", n->shift_dim);
+    if (n->op == SC_BCAST_BEGIN || n->op == SC_SHIFT_BEGIN) {
+      fputs(" box ", f);
+      pbox(f, c, c->sp->bufs[n->buf].order, n->box_lo, n->box_hi);
+      fputs(n->other_slot ? " into the other slot" : " into the free slot", f);
+    } else if (n->op != SC_WAIT && n->op != SC_VIEW && n->op != SC_SPARSE_MERGE && n->op != SC_SPARSE_RESET) {
+      fputs(" box ", f);
+      const sp_buf *B = &c->sp->bufs[n->buf];
+      pbox(f, c, B->order, B->lo, B->hi);
+    }
+    if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
+      fputs(" (point to point: every rank evaluates the others' boxes)", f);
+    fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
+    return;
+  case SN_INIT:
+    fprintf(f, "%s", ik[n->init]);
+    if (n->init == SI_DECLARE) {
+      fputc(' ', f);
+      pbuf(f, c, n->buf);
+      if (c->sp->bufs[n->buf].doubled) fputs(" (double-buffered)", f);
+      fprintf(f, " slot %d", c->sp->bufs[n->buf].slot);
+    } else if (n->init == SI_WORKSPACE) {
+      fprintf(f, " %s[", c->sp->works[n->work].name);
+      ps(f, c, n->extent);
+      fprintf(f, "] slot %d", n->slot);
+    } else {
+      fprintf(f, " %s", c->sp->tensors[n->tensor].name);
+      if (n->init == SI_SNAPSHOT) fprintf(f, " slot %d", n->slot);
+    }
+    fputc('\n', f);
+    return;
+  case SN_PRODUCER:
+    fprintf(f, "for %s in [0, ", vn(c, n->var));
+    ps(f, c, n->hi);
+    fprintf(f, "): %s(%s) = ", c->sp->works[n->work].name, vn(c, n->var));
+    pexpr(f, c, n->rhs);
+    fputs("   # precompute\n", f);
+    return;
+  case SN_SPPOS:
+    fprintf(f, "position sp%d level %d of %s at %s (%s)\n", n->sparse, n->level, c->sp->tensors[n->tensor].name,
+            vn(c, n->var), n->compressed ? "search" : "dense");
+    return;
+  case SN_ACC:
+    fprintf(f, "sum into a register, then ");
+    pexpr(f, c, n->lhs);
+    fprintf(f, " += it%s%s\n", n->atomic ? " (atomic)" : "", n->to_entries ? " (as an entry)" : "");
+    pkids(f, c, n, ind + 2);
+    return;
+  case SN_KERNEL:
+    fprintf(f, "kernel %s(", ir_kernel_name(n->kernel));
+    for (int q = 0; q < n->nk; q++) {
+      fprintf(f, "%s%s: ", q ? ", " : "", vn(c, n->korig[q]));
+      ps(f, c, n->klo[q]);
+      fputs(":", f);
+      ps(f, c, n->khi[q]);
+    }
+    fputs(")  ", f);
+    pexpr(f, c, n->klhs);
+    fputs(" += ", f);
+    for (int q = 0; q < n->nfactors; q++) {
+      if (q) fputs(" * ", f);
+      pexpr(f, c, n->factors[q]);
+    }
+    fputc('\n', f);
+    return;
+  case SN_ASSIGN:
+    if (n->to_acc) fputs("register += ", f);
+    else {
+      pexpr(f, c, n->lhs);
+      fputs(n->to_entries ? " gains entry " : n->atomic ? " +=(atomic) " : " += ", f);
+    }
+    pexpr(f, c, n->rhs);
+    fputc('\n', f);
+    return;
+  case SN_DEVICE:
+    fprintf(f, "device kernel %s: threads over", n->kname);
+    for (int q = 0; q < n->nmapped; q++) fprintf(f, " %s", vn(c, n->mapped_vars[q]));
+    fprintf(f, n->atomic ? ", atomic updates\n" : "\n");
+    pkids(f, c, n, ind + 2);
+    return;
+  default: fputc('\n', f); return;
+  }
+}
+
+void spmd_print(FILE *f, const sp_program *sp) {
+  pctx c = {sp};
+  fprintf(f, "# SPMD program: every rank runs it on its own blocks (%s target)\n", sp->cuda ? "cuda" : "cpu");
+  const lw_program *lp = sp->lp;
+  fputs("grid:", f);
+  for (int d = 0; d < lp->ndims; d++) {
+    fputs(d ? " x " : " ", f);
+    ps(f, &c, lp->dims[d]);
+  }
+  fputc('\n', f);
+  for (int t = 0; t < sp->ntensors; t++) {
+    const sp_tensor *x = &sp->tensors[t];
+    fprintf(f, "tensor %s: %s%s\n", x->name, x->dist_text ? x->dist_text : "replicated on every rank", x->sparse ? ", sparse" : "");
+  }
+  for (int i = 0; i < sp->nfuncs; i++) {
+    const sp_func *fn = &sp->funcs[i];
+    fprintf(f, "\nstatement %d (line %d): %s\n", fn->index + 1, fn->src_line, fn->text);
+    pnode(f, &c, fn->body, 2);
+  }
+  fputs("\nrewrites:\n", f);
+  if (!sp->nlog) fputs("  (none applied)\n", f);
+  for (int q = 0; q < sp->nlog; q++) {
+    if (sp->log[q].why) fprintf(f, "  %s not applied at %s: %s\n", sp->log[q].rewrite, sp->log[q].where, sp->log[q].why);
+    else fprintf(f, "  %s at %s\n", sp->log[q].rewrite, sp->log[q].where);
+  }
+}

@@ -1,0 +1,292 @@
+/* spmd.h -- the SPMD IR: the whole program as every rank runs it, imperative and explicit
+ * (DESIGN.md, "Intermediate representations", item 4).  Built by spmd_build from the lowered
+ * program (lower.h: ownership, boxes, patterns), rewritten by the rewrites of rewrite.c, printed
+ * by spmd_print (distalc --emit spmd) and by the C and CUDA printers of src/codegen, which read
+ * nothing else.
+ *
+ * Ids are program-wide: variables (every statement's index variables and the local indices of
+ * its distributed loops, numbered after the previous statement's), buffers (one per tensor
+ * access of a statement, with its plan slots) and tensors.  Symbolic values (bounds, boxes,
+ * bindings) are syms over params, grid coordinates and these variable ids. */
+#ifndef DISTAL_SPMD_H
+#define DISTAL_SPMD_H
+
+#include "lower_mpi/lower.h"
+
+/* ---- declarations: what the program is about ------------------------------------------- */
+typedef struct {
+  const char *name;   /* as the user wrote it */
+  fe_type type;
+  int order;
+  const sym *ext[LW_MAX_DIMS]; /* extents: params or literals */
+  bool sparse;        /* a compressed level: held as a dtl_sparse */
+  bool written;       /* the left side of some statement */
+  bool compressed[LW_MAX_DIMS]; /* per level */
+  const lw_owner *owner;
+  const char *dist_text; /* "M(i,j -> i,j)" or NULL: replicated on every rank */
+} sp_tensor;
+
+typedef struct {
+  const char *name;
+  bool has_default, is_grid; /* is_grid: a size of the machine's grid, solved from the ranks */
+  int64_t value;             /* the default */
+} sp_param;
+
+typedef enum { SV_INDEX, SV_LOCAL } sp_var_kind;
+typedef struct {
+  const char *name;   /* the index variable's name (SV_LOCAL: of its distributed loop) */
+  sp_var_kind kind;   /* an index variable, or the local index of a distributed loop */
+  int func;           /* the statement function it belongs to */
+  int arg;            /* its place in the function's box-function argument vector */
+} sp_var;
+
+/* A buffer: the data one statement reads or writes of one tensor, at one communicate point. */
+typedef struct {
+  int id, func, tensor;
+  int comm;           /* its communication point in the statement (lower.h lw_comm index) */
+  bool output;        /* the statement's result, else read */
+  bool snapshot;      /* the output also read on the right side: read the values before */
+  int slot;           /* plan buffer slot (slot and slot + 1 when double-buffered) */
+  int order;
+  bool doubled;       /* two slots: the next step's data arrives in the other (pipeline) */
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS]; /* the box: per dim, over program vars */
+  int boxfn;          /* >= 0: the box is also a function every rank evaluates for others */
+  bool has_alt;       /* communicates one of two ways (SN_IF on equal grid params) */
+} sp_buf;
+
+/* ---- nodes -------------------------------------------------------------------------- */
+typedef enum {
+  SN_SEQ,       /* kids in order */
+  SN_LOOP,      /* a loop (sp_loop_kind), kids: its body */
+  SN_BIND,      /* const var = value: an original index recovered from the loops (provenance) */
+  SN_GUARD,     /* local: skip the iteration unless cond */
+  SN_IF,        /* if (every cond) kids[0] else kids[1] (may be NULL) */
+  SN_COMM,      /* a communication operation or one half of it (sp_comm_op) */
+  SN_INIT,      /* a statement's setup (sp_init_kind) */
+  SN_PRODUCER,  /* precompute: a loop filling a workspace */
+  SN_SPPOS,     /* the position of a sparse access at one level */
+  SN_ACC,       /* the innermost loop sums into a register (kids[0]), added to the output after */
+  SN_KERNEL,    /* a leaf kernel call over the loops it replaces */
+  SN_ASSIGN,    /* the statement's assignment */
+  SN_DEVICE,    /* the local loops as one device kernel: kids run in each thread */
+} sn_kind;
+
+typedef enum {
+  SL_COORD,        /* collective, one iteration per rank: var = coords[dim] */
+  SL_COLL_BLOCK,   /* collective over the rank's blocks: local index lvar < count, var = value */
+  SL_LOCAL_BLOCK,  /* local over the rank's block of a distributed loop: var in [lo, hi) */
+  SL_LOCAL,        /* local: var in [0, hi) */
+  SL_SPARSE,       /* local over the stored coordinates of a sparse access at one level */
+  SL_THREAD,       /* device: a thread index (bound at the kernel's top) */
+} sp_loop_kind;
+
+typedef enum {
+  SC_VIEW,          /* the buffer is the rank's own block (no communication) */
+  SC_FETCH,         /* gather the box from its holders (point to point, box function) */
+  SC_BCAST,         /* the box from its one holder along mask */
+  SC_BCAST_BEGIN,   /* ... posted into the free one of two slots (box: at `next` or now) */
+  SC_SHIFT_BEGIN,   /* send this box to the neighbour along dim, receive the next one */
+  SC_WAIT,          /* the posted operation completes: the buffer is the new data */
+  SC_PRODUCE,       /* the output box, zeroed, before the loops add into it */
+  SC_REDUCE,        /* partial sums over mask to the roots */
+  SC_BCAST_RESULT,  /* ... then from the roots to every rank along mask */
+  SC_ALLREDUCE,     /* partial sums over mask, every member receiving the total */
+  SC_KEEP_OWN,      /* after a reduction: the part of the box this rank owns */
+  SC_ACCUMULATE,    /* partial results to their holders (point to point, box function) */
+  SC_SPARSE_FETCH,  /* the stored entries of the box, from the holders */
+  SC_SPARSE_RESET,  /* a sparse result's entries start empty for this iteration */
+  SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
+  SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */
+} sp_comm_op;
+
+typedef enum {
+  SI_DECLARE,    /* the buffer variables (a buffer's pointer, layout, box) */
+  SI_SNAPSHOT,   /* copy of the output's block, read by the right side */
+  SI_WORKSPACE,  /* precompute's workspace */
+  SI_ZERO,       /* '=': the output block starts from zero */
+  SI_EMPTY,      /* '=' on a sparse output: starts with no entries */
+} sp_init_kind;
+
+typedef enum { SCMP_LT, SCMP_EQ, SCMP_EQ_PARAMS } sp_cmp;
+typedef struct {
+  sp_cmp op;
+  const sym *a, *b;    /* a < b, a == b; EQ_PARAMS: params[0] == params[q] for all q */
+  int nparams;
+  const int *params;
+} sp_cond;
+
+/* An expression of the assignment, with its accesses resolved to buffers. */
+typedef enum { SE_ACCESS, SE_NUM, SE_ADD, SE_SUB, SE_MUL, SE_DIV, SE_NEG } sp_expr_kind;
+typedef struct sp_expr sp_expr;
+struct sp_expr {
+  sp_expr_kind kind;
+  /* SE_ACCESS: a buffer element (buf >= 0), a workspace element (work >= 0), or a stored entry
+   * of a sparse access (sparse >= 0: the position variable of that access; maybe_absent: the
+   * position may be -1, the value then 0) */
+  int buf, work, sparse;
+  int tensor;          /* the tensor of a buffer or sparse access */
+  bool maybe_absent;
+  int nidx;
+  const int *vars;     /* program var ids, one per dim */
+  /* SE_NUM */
+  double num;
+  bool is_int;
+  int64_t ival;
+  const char *text;
+  const sp_expr *a, *b;
+  int nguards;         /* counts only where these vars are 0 (reduction placement) */
+  const int *guards;
+};
+
+typedef struct sp_node sp_node;
+struct sp_node {
+  sn_kind kind;
+  int nkids;
+  sp_node **kids;
+  const char *comment;  /* printed beside the node: the command or relation behind it */
+  /* SN_LOOP */
+  sp_loop_kind loop;
+  int var, lvar;        /* lvar: SL_COLL_BLOCK's local index */
+  int dim;              /* SL_COORD, SL_LOCAL_BLOCK: grid dim */
+  const sym *lo, *hi, *value; /* bounds; SL_COLL_BLOCK: hi = count, value = var's value */
+  ir_par_unit par;      /* SL_LOCAL: thread or vector pragma */
+  /* SL_SPARSE: over access `sparse` at `level`; base: the index value at local coordinate 0;
+   * parent_maybe_absent: the parent position may be -1 (no stored entry: an empty loop) */
+  int sparse, level;
+  const sym *base;
+  bool parent_maybe_absent;
+  /* SN_BIND: var = value */
+  const sym *bind;
+  /* SN_GUARD, SN_IF */
+  int nconds;
+  sp_cond *conds;
+  /* SN_COMM */
+  sp_comm_op op;
+  int buf;
+  unsigned mask;
+  const int64_t *roots; /* SC_REDUCE: root coordinate per grid dim */
+  int shift_dim;
+  int depth_var;        /* the communicate loop's var (-1: before every loop) */
+  const sym *depth_extent;   /* ... its extent */
+  bool depth_distributed;    /* ... distributed (each rank runs its own iterations) */
+  int nargs;
+  const int *arg_vars;  /* SC_FETCH, SC_ACCUMULATE, SC_SPARSE_*: the loop values the box
+                         * functions read (program var ids; argument var - var0) */
+  const sym **box_lo, **box_hi; /* SC_BCAST_BEGIN / SC_SHIFT_BEGIN: the box posted */
+  int other_slot;       /* SC_*_BEGIN: 0 posts into slot + cur, 1 into slot + (cur ^ 1) */
+  bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
+  /* SN_INIT */
+  sp_init_kind init;
+  int tensor, work, slot;
+  const sym *extent;    /* SI_WORKSPACE: elements */
+  /* SN_SPPOS: position of access `sparse` at `level` from the bound index var */
+  bool compressed, parent_may_be_absent;
+  /* SN_KERNEL: kernel over nk loops; extents[q] = khi - klo of the original var korig[q] */
+  ir_kernel kernel;
+  int nk;
+  const int *korig;
+  const sym **klo, **khi;
+  const sp_expr *kx, *ky, *klhs; /* operands: factors, output (an access) */
+  int nfactors;
+  const sp_expr **factors;
+  const int *kfactor, *kletter;
+  /* SN_ASSIGN, SN_ACC */
+  const sp_expr *rhs, *lhs;
+  fe_type type;
+  bool atomic;          /* host: omp atomic; device: atomic add */
+  bool to_acc;          /* SN_ASSIGN inside SN_ACC: adds to the register */
+  bool to_entries;      /* a sparse output: a nonzero becomes an entry */
+  /* SN_DEVICE */
+  const char *kname;
+  int nmapped;
+  const int *mapped_vars;          /* thread vars, slowest first */
+  const sym **mapped_lo, **mapped_hi;
+  int ncaptured;
+  const int *captured;             /* vars bound on the host that the kernel reads */
+  int nbufs;
+  const int *bufs;                 /* buffers the kernel reads or writes */
+  const int *loop_vars;            /* every loop var of the kernel's nest, outer first */
+  const bool *loop_thread;         /* ... mapped to threads */
+  int nloops;
+};
+
+typedef struct {
+  int index;            /* statement number (0-based) */
+  const char *text;     /* the statement as written */
+  const char *cin;      /* its concrete index notation */
+  int src_line;        /* its line in the source */
+  int var0, nvars;      /* its variables: program ids [var0, var0 + nvars) */
+  int nargs;            /* box-function argument vector length */
+  int nbufs;
+  int *bufs;            /* its buffers (program ids) */
+  sp_node *body;
+  int lhs_tensor;
+  bool accumulate;      /* += (else =) */
+  int64_t flops;        /* operations per iteration point (for GFLOP/s) */
+  /* the statement as a serial loop nest over global arrays (the driver's reference) */
+  int nref;
+  const int *ref_vars;  /* original index variables, outermost first */
+  const sym **ref_ext;
+  const sp_expr *ref_lhs, *ref_rhs;
+  int nred;
+  const sym **red_ext;  /* extents of the summed index variables (a tolerance's length) */
+} sp_func;
+
+/* One applied (or refused) rewrite, for --emit spmd. */
+typedef struct {
+  const char *rewrite;
+  const char *where;
+  const char *why;      /* NULL: applied */
+} sp_log;
+
+typedef struct {
+  const lw_program *lp; /* ownership, grid: what the lowering decided */
+  bool cuda;
+  int ntensors, nparams;
+  sp_tensor *tensors;
+  sp_param *params;
+  bool any_sparse;
+  /* the grid: every level's dims, outer level first */
+  int ndims, nlevels;
+  const int *level_off;
+  const sym *const *dims;
+  bool has_machine;
+  int nvars;
+  sp_var *vars;
+  int nbufs;
+  sp_buf *bufs;
+  int nfuncs;
+  sp_func *funcs;
+  int nslots;
+  int nworks;
+  struct { const char *name; int func; fe_type type; } *works; /* precompute workspaces */
+  int nlog, caplog;
+  sp_log *log;
+} sp_program;
+
+/* Build the SPMD program of a lowered program (every statement) and apply the rewrites. */
+sp_program *spmd_build(const lw_program *lp);
+/* distalc --emit spmd: the program, one line per node, and the rewrites applied or not. */
+void spmd_print(FILE *f, const sp_program *sp);
+
+/* ---- rewrites (rewrite.c) ------------------------------------------------------------- */
+/* A rewrite: where it can apply (NULL) or why not (a reason), how, and what it does. */
+typedef struct {
+  const char *name;
+  const char *(*can_apply)(const sp_program *sp, const sp_func *fn, const sp_node *n, int at);
+  void (*apply)(sp_program *sp, sp_func *fn, sp_node *n, int at);
+  const char *describe;
+} sp_rewrite;
+extern const sp_rewrite sp_rewrites[];
+extern const int sp_nrewrites;
+/* Apply every rewrite of the table, in order, wherever it can (spmd_build does). */
+void spmd_rewrite(sp_program *sp);
+
+/* helpers shared by spmd.c and rewrite.c */
+sp_node *sp_new(sn_kind k);
+void sp_add(sp_node *parent, sp_node *kid);
+void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+const char *sp_comm_name(sp_comm_op op);
+
+#endif
