@@ -796,36 +796,24 @@ static void kernel_ptr(st *g, FILE *m, const ir_expr *e, const int *korig, int n
   fputc(']', m);
 }
 
-static int kpos(const ir_expr *e, int var) {
-  for (int x = 0; x < e->nidx; x++)
-    if (e->vars[x] == var) return x;
-  return -1;
-}
-
 static void stride_of(st *g, FILE *m, const ir_expr *e, int x, bool snap) {
   if (x < 0 || x + 1 >= e->nidx) fputs("1", m);
   else fprintf(m, "dtl_%s%s_st[%d]", snap ? "in_" : "", tname(g, e->tensor), x);
 }
 
-static int flatten_product(const ir_expr *e, const ir_expr **out, int max) {
-  if (e->kind == IR_ACCESS) {
-    if (max < 1) return 0;
-    out[0] = e;
-    return 1;
-  }
-  if (e->kind != IR_MUL) return 0;
-  int na = flatten_product(e->a, out, max);
-  return na + flatten_product(e->b, out + na, max - na);
+/* A leaf kernel call: its host entry point (checked where it can fail), or on the device
+ * its device entry point with the context first, checked. */
+static void kopen(const st *g, FILE *m, const kc_info *in) {
+  if (g->o->cuda) fprintf(m, "if (%s(dtl_ctx, ", in->device);
+  else fprintf(m, "%s%s(", in->host_fails ? "if (" : "", in->host);
+}
+static void kclose(const st *g, FILE *m, const kc_info *in) {
+  if (g->o->cuda) fputs(")) return 1;", m);
+  else if (in->host_fails) fprintf(m, ")) return dtl_fail(dtl_ctx, \"%s\");", in->host_fails);
+  else fputs(");", m);
 }
 
-/* A leaf kernel call: dtl_NAME(...); on the host, a checked dtl_cu_NAME(dtl_ctx, ...) on the
- * device. */
-static void kopen(const st *g, FILE *m, const char *name) {
-  if (g->o->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, ", name);
-  else fprintf(m, "dtl_%s(", name);
-}
-static void kclose(const st *g, FILE *m) { fputs(g->o->cuda ? ")) return 1;" : ");", m); }
-
+/* The catalogue decides the call (kc_describe_call); this spells it. */
 static void emit_kernel(st *g, int k) {
   const ir_stmt *s = g->ls->s;
   const cin_node *n = g->ls->loops[k];
@@ -859,143 +847,40 @@ static void emit_kernel(st *g, int k) {
   g->ind += 2;
   fe_type ty = tensor(g, asg->lhs_tensor)->type;
   ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
-  const ir_expr *x = asg->rhs->a, *y = asg->rhs->b;
-  if (!x) x = y = asg->rhs;
-  bool sx = x->kind == IR_ACCESS && x->tensor == asg->lhs_tensor;
-  bool sy = y->kind == IR_ACCESS && y->tensor == asg->lhs_tensor;
+  const ir_expr *op[KC_MAX_OPERANDS];
+  kc_access acc[KC_MAX_OPERANDS];
+  int nops = ir_kernel_operands(asg, korig, nk, op, acc);
+  op[0] = &lhs;
+  kc_call call;
+  if (!kc_describe_call(n->kernel, nk, nops, acc, &call)) {
+    line(g, "#error \"substitute(%s): the statement does not match the kernel\"", ir_kernel_name(n->kernel));
+    call.nargs = 0, call.kernel = NULL;
+  }
   MBUF(b);
   FILE *m = mopen(&b);
-  /* korig index: which loop walks which variable */
-  int lk0 = -1, lk1 = -1;
-  for (int q = 0; q < nk; q++) {
-    if (asg->nlhs > 0 && kpos(&lhs, korig[q]) >= 0) {
-      if (lk0 < 0 || kpos(&lhs, korig[q]) < kpos(&lhs, korig[lk0])) lk1 = lk0, lk0 = q;
-      else lk1 = q;
+  for (int a = 0; a < call.nargs; a++)
+    if (call.arg[a].kind == KC_ARG_SCALAR) {
+      fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
+      cg_print_expr(m, g->lp->ir, s, op[call.arg[a].operand], ty, access_local, g);
+      fprintf(m, ";\n%*s", g->ind, "");
+    }
+  if (call.kernel) kopen(g, m, call.kernel);
+  for (int a = 0; a < call.nargs; a++) {
+    const kc_arg *x = &call.arg[a];
+    const ir_expr *e = x->operand >= 0 ? op[x->operand] : NULL;
+    /* an input that is also the output is read from its snapshot */
+    bool snap = x->operand > 0 && e->kind == IR_ACCESS && e->tensor == asg->lhs_tensor;
+    if (a) fputs(", ", m);
+    switch (x->kind) {
+    case KC_ARG_TYPE: fputs(cg_dtltype(ty), m); break;
+    case KC_ARG_FLAG: fprintf(m, "%d", x->value); break;
+    case KC_ARG_EXTENT: fprintf(m, "dtl__n%d", x->value); break;
+    case KC_ARG_POINTER: kernel_ptr(g, m, e, korig, nk, klo, snap); break;
+    case KC_ARG_STRIDE: stride_of(g, m, e, x->pos, snap); break;
+    case KC_ARG_SCALAR: fputs("&dtl__alpha", m); break;
     }
   }
-  switch (n->kernel) {
-  case KERNEL_GEMM: {
-    int mq = lk0, nq = lk1, kq = 3 - mq - nq;
-    if (kpos(x, korig[mq]) < 0) {
-      const ir_expr *t = x;
-      x = y, y = t;
-      bool ts = sx;
-      sx = sy, sy = ts;
-    }
-    int tx = kpos(x, korig[mq]) > kpos(x, korig[kq]);
-    int ty2 = kpos(y, korig[kq]) > kpos(y, korig[nq]);
-    kopen(g, m, "gemm");
-    fprintf(m, "%s, %d, %d, dtl__n%d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tx, ty2, mq, nq, kq);
-    kernel_ptr(g, m, x, korig, nk, klo, sx);
-    fputs(", ", m);
-    stride_of(g, m, x, tx ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
-    fputs(", ", m);
-    kernel_ptr(g, m, y, korig, nk, klo, sy);
-    fputs(", ", m);
-    stride_of(g, m, y, ty2 ? kpos(y, korig[nq]) : kpos(y, korig[kq]), sy);
-    fputs(", ", m);
-    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
-    fputs(", ", m);
-    stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
-    kclose(g, m);
-    break;
-  }
-  case KERNEL_GEMV: {
-    int mq = lk0, kq = 1 - mq;
-    if (!(kpos(x, korig[mq]) >= 0 && x->nidx >= 1 && kpos(x, korig[kq]) >= 0)) {
-      const ir_expr *t = x;
-      x = y, y = t;
-      bool ts = sx;
-      sx = sy, sy = ts;
-    }
-    int tr = kpos(x, korig[mq]) > kpos(x, korig[kq]);
-    kopen(g, m, "gemv");
-    fprintf(m, "%s, %d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tr, mq, kq);
-    kernel_ptr(g, m, x, korig, nk, klo, sx);
-    fputs(", ", m);
-    stride_of(g, m, x, tr ? kpos(x, korig[kq]) : kpos(x, korig[mq]), sx);
-    fputs(", ", m);
-    kernel_ptr(g, m, y, korig, nk, klo, sy);
-    fputs(", ", m);
-    stride_of(g, m, y, kpos(y, korig[kq]), sy);
-    fputs(", ", m);
-    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
-    fputs(", ", m);
-    stride_of(g, m, &lhs, kpos(&lhs, korig[mq]), false);
-    kclose(g, m);
-    break;
-  }
-  case KERNEL_DOT:
-    kopen(g, m, "dot");
-    fprintf(m, "%s, dtl__n0, ", cg_dtltype(ty));
-    kernel_ptr(g, m, x, korig, nk, klo, sx);
-    fputs(", ", m);
-    stride_of(g, m, x, kpos(x, korig[0]), sx);
-    fputs(", ", m);
-    kernel_ptr(g, m, y, korig, nk, klo, sy);
-    fputs(", ", m);
-    stride_of(g, m, y, kpos(y, korig[0]), sy);
-    fputs(", ", m);
-    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
-    kclose(g, m);
-    break;
-  case KERNEL_AXPY: {
-    const ir_expr *al = x, *xv = y;
-    if (xv->kind != IR_ACCESS || kpos(xv, korig[0]) < 0) al = y, xv = x;
-    bool sxv = xv->kind == IR_ACCESS && xv->tensor == asg->lhs_tensor;
-    fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
-    cg_print_expr(m, g->lp->ir, s, al, ty, access_local, g);
-    fprintf(m, ";\n%*s", g->ind, "");
-    kopen(g, m, "axpy");
-    fprintf(m, "%s, dtl__n0, &dtl__alpha, ", cg_dtltype(ty));
-    kernel_ptr(g, m, xv, korig, nk, klo, sxv);
-    fputs(", ", m);
-    stride_of(g, m, xv, kpos(xv, korig[0]), sxv);
-    fputs(", ", m);
-    kernel_ptr(g, m, &lhs, korig, nk, klo, false);
-    fputs(", ", m);
-    stride_of(g, m, &lhs, kpos(&lhs, korig[0]), false);
-    kclose(g, m);
-    break;
-  }
-  default: {
-    /* ttv, ttm, innerprod, mttkrp: operands in the kernel's order, letters i, j, k, l */
-    static const char *fn[] = {[KERNEL_TTV] = "dtl_ttv", [KERNEL_TTM] = "dtl_ttm",
-                               [KERNEL_INNERPROD] = "dtl_innerprod", [KERNEL_MTTKRP] = "dtl_mttkrp"};
-    static const char *pats[][4] = {[KERNEL_TTV] = {"ij", "ijk", "k", NULL},
-                                    [KERNEL_TTM] = {"ijl", "ijk", "kl", NULL},
-                                    [KERNEL_INNERPROD] = {"", "ijk", "ijk", NULL},
-                                    [KERNEL_MTTKRP] = {"il", "ijk", "jl", "kl"}};
-    const ir_expr *fs[4];
-    int nf = flatten_product(asg->rhs, fs, 4);
-    const ir_expr *ops[4] = {&lhs};
-    for (int q = 0; q < nf; q++) ops[q + 1] = fs[n->kfactor[q]];
-    int nletters = n->kernel == KERNEL_TTV || n->kernel == KERNEL_INNERPROD ? 3 : 4;
-    if (g->o->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, %s", fn[n->kernel] + 4, cg_dtltype(ty));
-    else {
-      if (n->kernel == KERNEL_MTTKRP) fputs("if (", m);
-      fprintf(m, "%s(%s", fn[n->kernel], cg_dtltype(ty));
-    }
-    for (int L = 0; L < nletters; L++) fprintf(m, ", dtl__n%d", n->kletter[L]);
-    /* inputs first, the output last */
-    for (int q = 1; q <= nf + 1; q++) {
-      int oi = q <= nf ? q : 0;
-      const ir_expr *op = ops[oi];
-      bool sn = oi > 0 && op->tensor == asg->lhs_tensor;
-      fputs(", ", m);
-      kernel_ptr(g, m, op, korig, nk, klo, sn);
-      for (const char *L = pats[n->kernel][oi]; *L; L++) {
-        fputs(", ", m);
-        stride_of(g, m, op, kpos(op, korig[n->kletter[*L - 'i']]), sn);
-      }
-    }
-    fputs(")", m);
-    if (g->o->cuda) fputs(") return 1;", m);
-    else if (n->kernel == KERNEL_MTTKRP) fputs(") return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");", m);
-    else fputs(";", m);
-    break;
-  }
-  }
+  if (call.kernel) kclose(g, m, call.kernel);
   fclose(m);
   line(g, "%s", b);
   g->ind -= 2;
