@@ -752,34 +752,32 @@ static void kernel_ptr(cg_st *g, FILE *m, const sp_node *k, const sp_expr *e) {
   fputc(']', m);
 }
 
-static int kpos(const sp_expr *e, int var) {
-  if (e->kind != SE_ACCESS) return -1;
-  for (int x = 0; x < e->nidx; x++)
-    if (e->vars[x] == var) return x;
-  return -1;
-}
-
 static void stride_of(cg_st *g, FILE *m, const sp_expr *e, int x) {
   if (x < 0 || x + 1 >= e->nidx) fputs("1", m);
   else fprintf(m, "dtl_%s_st[%d]", cg_bname(g, e->buf), x);
 }
 
-/* A leaf kernel call: dtl_NAME(...); on the host, a checked dtl_cu_NAME(dtl_ctx, ...) on the
- * device. */
-static void kopen(const cg_st *g, FILE *m, const char *name) {
-  if (g->sp->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, ", name);
-  else fprintf(m, "dtl_%s(", name);
+/* A leaf kernel call: its host entry point (checked where it can fail), or on the device
+ * its device entry point with the context first, checked. */
+static void kopen(const cg_st *g, FILE *m, const kc_info *in) {
+  if (g->sp->cuda) fprintf(m, "if (%s(dtl_ctx, ", in->device);
+  else fprintf(m, "%s%s(", in->host_fails ? "if (" : "", in->host);
 }
-static void kclose(const cg_st *g, FILE *m) { fputs(g->sp->cuda ? ")) return 1;" : ");", m); }
+static void kclose(const cg_st *g, FILE *m, const kc_info *in) {
+  if (g->sp->cuda) fputs(")) return 1;", m);
+  else if (in->host_fails) fprintf(m, ")) return dtl_fail(dtl_ctx, \"%s\");", in->host_fails);
+  else fputs(");", m);
+}
 
+/* The call the program describes (kernel catalogue order): extents of the kernel's block,
+ * then its arguments. */
 static void emit_kernel(cg_st *g, const sp_node *n) {
   int nk = n->nk;
-  const int *korig = n->korig;
   line(g, "/* substitute(%s): leaf kernel over the %d innermost loops */", ir_kernel_name(n->kernel), nk);
   line(g, "{");
   g->ind += 2;
   for (int q = 0; q < nk; q++)
-    line(g, "const int64_t dtl__n%d = %s; /* extent of %s */", q, S(g, sym_sub(n->khi[q], n->klo[q])), g->sp->vars[korig[q]].name);
+    line(g, "const int64_t dtl__n%d = %s; /* extent of %s */", q, S(g, sym_sub(n->khi[q], n->klo[q])), g->sp->vars[n->korig[q]].name);
   char cond[256] = "";
   for (int q = 0; q < nk; q++) {
     char one[32];
@@ -789,135 +787,36 @@ static void emit_kernel(cg_st *g, const sp_node *n) {
   line(g, "if (%s) {", cond);
   g->ind += 2;
   fe_type ty = n->type;
-  const sp_expr *lhs = n->klhs, *x = n->kx, *y = n->ky;
-  MBUF(b);
-  FILE *m = mopen(&b);
-  /* korig index: which loop walks which variable */
-  int lk0 = -1, lk1 = -1;
-  for (int q = 0; q < nk; q++) {
-    if (lhs->nidx > 0 && kpos(lhs, korig[q]) >= 0) {
-      if (lk0 < 0 || kpos(lhs, korig[q]) < kpos(lhs, korig[lk0])) lk1 = lk0, lk0 = q;
-      else lk1 = q;
-    }
-  }
-  switch (n->kernel) {
-  case KERNEL_GEMM: {
-    int mq = lk0, nq = lk1, kq = 3 - mq - nq;
-    if (kpos(x, korig[mq]) < 0) {
-      const sp_expr *t = x;
-      x = y, y = t;
-    }
-    int tx = kpos(x, korig[mq]) > kpos(x, korig[kq]);
-    int ty2 = kpos(y, korig[kq]) > kpos(y, korig[nq]);
-    kopen(g, m, "gemm");
-    fprintf(m, "%s, %d, %d, dtl__n%d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tx, ty2, mq, nq, kq);
-    kernel_ptr(g, m, n, x);
-    fputs(", ", m);
-    stride_of(g, m, x, tx ? kpos(x, korig[kq]) : kpos(x, korig[mq]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, y);
-    fputs(", ", m);
-    stride_of(g, m, y, ty2 ? kpos(y, korig[nq]) : kpos(y, korig[kq]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, lhs);
-    fputs(", ", m);
-    stride_of(g, m, lhs, kpos(lhs, korig[mq]));
-    kclose(g, m);
-    break;
-  }
-  case KERNEL_GEMV: {
-    int mq = lk0, kq = 1 - mq;
-    if (!(kpos(x, korig[mq]) >= 0 && x->nidx >= 1 && kpos(x, korig[kq]) >= 0)) {
-      const sp_expr *t = x;
-      x = y, y = t;
-    }
-    int tr = kpos(x, korig[mq]) > kpos(x, korig[kq]);
-    kopen(g, m, "gemv");
-    fprintf(m, "%s, %d, dtl__n%d, dtl__n%d, ", cg_dtltype(ty), tr, mq, kq);
-    kernel_ptr(g, m, n, x);
-    fputs(", ", m);
-    stride_of(g, m, x, tr ? kpos(x, korig[kq]) : kpos(x, korig[mq]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, y);
-    fputs(", ", m);
-    stride_of(g, m, y, kpos(y, korig[kq]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, lhs);
-    fputs(", ", m);
-    stride_of(g, m, lhs, kpos(lhs, korig[mq]));
-    kclose(g, m);
-    break;
-  }
-  case KERNEL_DOT:
-    kopen(g, m, "dot");
-    fprintf(m, "%s, dtl__n0, ", cg_dtltype(ty));
-    kernel_ptr(g, m, n, x);
-    fputs(", ", m);
-    stride_of(g, m, x, kpos(x, korig[0]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, y);
-    fputs(", ", m);
-    stride_of(g, m, y, kpos(y, korig[0]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, lhs);
-    kclose(g, m);
-    break;
-  case KERNEL_AXPY: {
-    const sp_expr *al = x, *xv = y;
-    if (xv->kind != SE_ACCESS || kpos(xv, korig[0]) < 0) al = y, xv = x;
-    fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
-    cg_print_expr(m, g->sp, al, ty, access_local, g);
-    fprintf(m, ";\n%*s", g->ind, "");
-    kopen(g, m, "axpy");
-    fprintf(m, "%s, dtl__n0, &dtl__alpha, ", cg_dtltype(ty));
-    kernel_ptr(g, m, n, xv);
-    fputs(", ", m);
-    stride_of(g, m, xv, kpos(xv, korig[0]));
-    fputs(", ", m);
-    kernel_ptr(g, m, n, lhs);
-    fputs(", ", m);
-    stride_of(g, m, lhs, kpos(lhs, korig[0]));
-    kclose(g, m);
-    break;
-  }
-  default: {
-    /* ttv, ttm, innerprod, mttkrp: operands in the kernel's order, letters i, j, k, l */
-    static const char *fn[] = {[KERNEL_TTV] = "dtl_ttv", [KERNEL_TTM] = "dtl_ttm", [KERNEL_INNERPROD] = "dtl_innerprod",
-                               [KERNEL_MTTKRP] = "dtl_mttkrp"};
-    static const char *pats[][4] = {[KERNEL_TTV] = {"ij", "ijk", "k", NULL},
-                                    [KERNEL_TTM] = {"ijl", "ijk", "kl", NULL},
-                                    [KERNEL_INNERPROD] = {"", "ijk", "ijk", NULL},
-                                    [KERNEL_MTTKRP] = {"il", "ijk", "jl", "kl"}};
-    int nf = n->nfactors;
-    const sp_expr *ops[5] = {lhs};
-    for (int q = 0; q < nf; q++) ops[q + 1] = n->factors[n->kfactor[q]];
-    int nletters = n->kernel == KERNEL_TTV || n->kernel == KERNEL_INNERPROD ? 3 : 4;
-    if (g->sp->cuda) fprintf(m, "if (dtl_cu_%s(dtl_ctx, %s", fn[n->kernel] + 4, cg_dtltype(ty));
-    else {
-      if (n->kernel == KERNEL_MTTKRP) fputs("if (", m);
-      fprintf(m, "%s(%s", fn[n->kernel], cg_dtltype(ty));
-    }
-    for (int L = 0; L < nletters; L++) fprintf(m, ", dtl__n%d", n->kletter[L]);
-    /* inputs first, the output last */
-    for (int q = 1; q <= nf + 1; q++) {
-      int oi = q <= nf ? q : 0;
-      const sp_expr *op = ops[oi];
-      fputs(", ", m);
-      kernel_ptr(g, m, n, op);
-      for (const char *L = pats[n->kernel][oi]; *L; L++) {
-        fputs(", ", m);
-        stride_of(g, m, op, kpos(op, korig[n->kletter[*L - 'i']]));
+  const kc_call *call = n->kcall;
+  if (!call) {
+    line(g, "#error \"substitute(%s): the statement does not match the kernel\"", ir_kernel_name(n->kernel));
+  } else {
+    MBUF(b);
+    FILE *m = mopen(&b);
+    for (int a = 0; a < call->nargs; a++)
+      if (call->arg[a].kind == KC_ARG_SCALAR) {
+        fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
+        cg_print_expr(m, g->sp, n->kops[call->arg[a].operand], ty, access_local, g);
+        fprintf(m, ";\n%*s", g->ind, "");
+      }
+    kopen(g, m, call->kernel);
+    for (int a = 0; a < call->nargs; a++) {
+      const kc_arg *x = &call->arg[a];
+      const sp_expr *e = x->operand >= 0 && x->operand < n->nkops ? n->kops[x->operand] : NULL;
+      if (a) fputs(", ", m);
+      switch (x->kind) {
+      case KC_ARG_TYPE: fputs(cg_dtltype(ty), m); break;
+      case KC_ARG_FLAG: fprintf(m, "%d", x->value); break;
+      case KC_ARG_EXTENT: fprintf(m, "dtl__n%d", x->value); break;
+      case KC_ARG_POINTER: kernel_ptr(g, m, n, e); break;
+      case KC_ARG_STRIDE: stride_of(g, m, e, x->pos); break;
+      case KC_ARG_SCALAR: fputs("&dtl__alpha", m); break;
       }
     }
-    fputs(")", m);
-    if (g->sp->cuda) fputs(") return 1;", m);
-    else if (n->kernel == KERNEL_MTTKRP) fputs(") return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");", m);
-    else fputs(";", m);
-    break;
+    kclose(g, m, call->kernel);
+    fclose(m);
+    line(g, "%s", b);
   }
-  }
-  fclose(m);
-  line(g, "%s", b);
   g->ind -= 2;
   line(g, "}");
   g->ind -= 2;

@@ -173,9 +173,47 @@ const cin_node *cin_assign(const cin_node *root) {
 }
 
 const char *ir_kernel_name(ir_kernel k) {
-  static const char *names[] = {"none", "gemm", "gemv", "dot", "axpy", "ttv", "ttm",
-                                "mttkrp", "innerprod"};
-  return names[k];
+  const kc_info *in = kc_get(k);
+  return in ? in->name : "none";
+}
+
+/* the factors of a product without guards, left to right; -1 if it is not one */
+static int product_factors(const ir_expr *e, const ir_expr **out, int max) {
+  if (e->nguards) return -1;
+  if (e->kind == IR_ACCESS || e->kind == IR_NUM) {
+    if (max < 1) return -1;
+    out[0] = e;
+    return 1;
+  }
+  if (e->kind != IR_MUL) return -1;
+  int na = product_factors(e->a, out, max);
+  int nb = na < 0 ? -1 : product_factors(e->b, out + na, max - na);
+  return nb < 0 ? -1 : na + nb;
+}
+
+_Static_assert(KC_MAX_POS >= FE_MAX_DIMS, "an access of any tensor fits a kc_access");
+
+static void kernel_access(int nidx, const int *vars, const int *orig, int n, kc_access *a) {
+  *a = (kc_access){.nidx = nidx};
+  for (int p = 0; p < nidx; p++) {
+    a->dim[p] = -1;
+    for (int q = 0; q < n; q++)
+      if (vars[p] == orig[q]) a->dim[p] = q;
+  }
+}
+
+int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_expr **factor,
+                       kc_access *op) {
+  int nf = product_factors(asg->rhs, factor + 1, KC_MAX_OPERANDS - 1);
+  if (nf < 0) return 0;
+  factor[0] = NULL;
+  kernel_access(asg->nlhs, asg->lhs_vars, orig, n, &op[0]);
+  for (int q = 1; q <= nf; q++) {
+    const ir_expr *e = factor[q];
+    if (e->kind == IR_NUM) op[q] = (kc_access){.number = true};
+    else kernel_access(e->nidx, e->vars, orig, n, &op[q]);
+  }
+  return 1 + nf;
 }
 
 /* ---- printing ------------------------------------------------------------------------------ */

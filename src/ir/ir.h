@@ -6,6 +6,7 @@
 #define DISTAL_IR_H
 
 #include "frontend/frontend.h"
+#include "kernels/catalogue.h"
 
 /* ---- arena: every IR object lives until ir_arena_free ------------------------------- */
 void *ir_alloc(size_t n);       /* zeroed */
@@ -130,8 +131,7 @@ typedef struct {
 typedef enum { PAR_NONE, PAR_CPU_THREAD, PAR_CPU_VECTOR, PAR_GPU_BLOCK, PAR_GPU_WARP,
                PAR_GPU_THREAD } ir_par_unit;
 typedef enum { RACE_NO_RACES, RACE_ATOMICS, RACE_IGNORE } ir_race;
-typedef enum { KERNEL_NONE, KERNEL_GEMM, KERNEL_GEMV, KERNEL_DOT, KERNEL_AXPY, KERNEL_TTV,
-               KERNEL_TTM, KERNEL_MTTKRP, KERNEL_INNERPROD } ir_kernel;
+typedef kc_kernel ir_kernel; /* the leaf kernels of kernels/catalogue.h */
 
 typedef enum { CIN_FORALL, CIN_ASSIGN, CIN_WHERE } cin_kind;
 typedef struct cin_node cin_node;
@@ -152,8 +152,6 @@ struct cin_node {
   ir_kernel kernel; /* substitute: set on the outermost substituted loop */
   int nsubst;       /* number of loops replaced by the kernel */
   fe_loc kernel_loc; /* the substitute command */
-  int kfactor[4];   /* ttv/ttm/innerprod/mttkrp: the product's factors in the kernel's order */
-  int kletter[8];   /* kernel letter (i, j, k, l) -> position among the substituted loops */
   /* CIN_ASSIGN */
   int lhs_tensor;
   int nlhs;
@@ -207,6 +205,13 @@ int cin_loops(const cin_node *root, const cin_node **out, int max); /* the foral
 const cin_node *cin_assign(const cin_node *root);                  /* innermost statement */
 int ir_var_find(const ir_stmt *s, const char *name);
 const char *ir_kernel_name(ir_kernel k);
+/* The operands of an assignment as the kernel catalogue sees them (kc_access): op[0] its
+ * output, then the factors of its right side left to right, each also in factor[] (NULL for
+ * the output); loop q of the n substituted loops walks the original variable orig[q].
+ * Returns the number of operands, 0 when the right side is not a product of accesses and
+ * numbers without guards, or has more factors than a kernel. */
+int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_expr **factor,
+                       kc_access *op);
 fe_type ir_tensor_type(const ir_program *ir, int tensor);
 
 #endif

@@ -723,101 +723,18 @@ static int contiguous_original(const ir_stmt *s, int v) {
   return v;
 }
 
-static int kdims(const ir_expr *e, const int *orig, int n, int *out) {
-  int m = 0;
-  for (int k = 0; k < e->nidx; k++)
-    for (int q = 0; q < n; q++)
-      if (e->vars[k] == orig[q]) out[m++] = q;
-  return m;
-}
-
-static bool same_set2(const int *a, int x, int y) {
-  return (a[0] == x && a[1] == y) || (a[0] == y && a[1] == x);
-}
-
-/* The factors of a product of accesses, left to right; 0 if not such a product. */
-static int product_factors(const ir_expr *e, const ir_expr **out, int max) {
-  if (e->nguards) return 0;
-  if (e->kind == IR_ACCESS) {
-    if (max < 1) return 0;
-    out[0] = e;
-    return 1;
-  }
-  if (e->kind != IR_MUL) return 0;
-  int na = product_factors(e->a, out, max);
-  if (!na) return 0;
-  int nb = product_factors(e->b, out + na, max - na);
-  return nb ? na + nb : 0;
-}
-
-/* Does one access fit a pattern of letters (its kernel dimensions, in storage order)? */
-static bool fit_letters(const ir_expr *e, const char *pat, const int *orig, int n, int *letter) {
-  int kd[8], nk = kdims(e, orig, n, kd);
-  if (nk != (int)strlen(pat)) return false;
-  for (int x = 0; x < nk; x++) {
-    int L = pat[x] - 'i';
-    if (letter[L] < 0) {
-      for (int m = 0; m < 8; m++)
-        if (letter[m] == kd[x]) return false;
-      letter[L] = kd[x];
-    } else if (letter[L] != kd[x]) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/* ttv, ttm, innerprod and mttkrp in the paper's forms, up to the names of variables and
- * the order of the factors. */
-static bool match_form(sctx *c, const cin_node *asg, ir_kernel k, const int *orig, int n,
-                       int *kfactor, int *kletter) {
-  static const struct {
-    const char *lhs;
-    int nf;
-    const char *f[3];
-  } forms[] = {[KERNEL_TTV] = {"ij", 2, {"ijk", "k"}},
-               [KERNEL_TTM] = {"ijl", 2, {"ijk", "kl"}},
-               [KERNEL_MTTKRP] = {"il", 3, {"ijk", "jl", "kl"}},
-               [KERNEL_INNERPROD] = {"", 2, {"ijk", "ijk"}}};
-  const ir_expr *fs[4];
-  int nf = product_factors(asg->rhs, fs, 4);
-  if (nf != forms[k].nf) return false;
-  fe_type ot = ir_tensor_type(c->ir, asg->lhs_tensor);
-  for (int q = 0; q < nf; q++)
-    if (ir_tensor_type(c->ir, fs[q]->tensor) != ot) return false;
-  int nletters = 0;
-  for (const char *x = forms[k].f[0]; *x; x++) nletters = *x - 'i' + 1 > nletters ? *x - 'i' + 1 : nletters;
-  for (const char *x = forms[k].lhs; *x; x++) nletters = *x - 'i' + 1 > nletters ? *x - 'i' + 1 : nletters;
-  if (nletters != n) return false;
-  static const int perms[6][3] = {{0, 1, 2}, {1, 0, 2}, {0, 2, 1}, {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
-  ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs, .vars = asg->lhs_vars};
-  for (int pi = 0; pi < 6; pi++) {
-    bool valid = true;
-    for (int q = 0; q < nf; q++) valid &= perms[pi][q] < nf;
-    if (!valid || (nf < 3 && perms[pi][2] != 2)) continue;
-    int letter[8];
-    for (int m = 0; m < 8; m++) letter[m] = -1;
-    bool fits = fit_letters(&lhs, forms[k].lhs, orig, n, letter);
-    for (int q = 0; q < nf && fits; q++) fits = fit_letters(fs[perms[pi][q]], forms[k].f[q], orig, n, letter);
-    if (!fits) continue;
-    for (int q = 0; q < nf; q++) kfactor[q] = perms[pi][q];
-    memcpy(kletter, letter, 8 * sizeof *letter);
-    return true;
-  }
-  return false;
-}
-
 // forall v1 .. forall vk S  --substitute({v1..vk}, K)-->  K(...)   when S matches K
 static bool cmd_substitute(sctx *c) {
   const fe_arg *a = c->cmd->args, *items;
   int n;
   if (!nargs(c, 2, 2) || !list_of(c, &a[0], &items, &n)) return false;
   if (a[1].kind != FE_ARG_IDENT) FAIL(a[1].loc, "substitute: expected a kernel name");
-  static const char *names[] = {"", "gemm", "gemv", "dot", "axpy", "ttv", "ttm", "mttkrp", "innerprod"};
-  int k = 0;
-  for (int q = 1; q < 9; q++)
-    if (!strcmp(a[1].name, names[q])) k = q;
-  if (!k) FAIL(a[1].loc, "substitute: unknown kernel '%s' (gemm, gemv, dot, axpy, ttv, ttm, mttkrp, innerprod)", a[1].name);
+  ir_kernel k = kc_lookup(a[1].name);
+  if (!k) {
+    char names[256];
+    kc_names(names, sizeof names);
+    FAIL(a[1].loc, "substitute: unknown kernel '%s' (%s)", a[1].name, names);
+  }
   int vars[8], orig[8];
   if (n < 1 || n > 8) FAIL(a[0].loc, "substitute: expected 1 to 8 loops");
   for (int q = 0; q < n; q++) {
@@ -851,76 +768,29 @@ static bool cmd_substitute(sctx *c) {
         FAIL(items[q].loc, "substitute: loops '%s' and '%s' walk the same index variable",
              items[m].name, items[q].name);
   }
+  /* the statement must have the kernel's form (the catalogue's), every tensor of one type */
   const cin_node *asg = tail;
   const ir_expr *e = asg->rhs;
   fe_type ot = ir_tensor_type(c->ir, asg->lhs_tensor);
-  int lk[8];
-  const ir_expr lhs = {.kind = IR_ACCESS, .tensor = asg->lhs_tensor, .nidx = asg->nlhs,
-                       .vars = asg->lhs_vars};
-  int nl = kdims(&lhs, orig, n, lk);
-  const ir_expr *x = NULL, *y = NULL;
-  if (e->kind == IR_MUL && !e->nguards) x = e->a, y = e->b;
-  const char *want = NULL;
-  bool ok = false;
-  int xk[8], yk[8], nx = 0, ny = 0;
-  if (x && x->kind == IR_ACCESS && y && y->kind == IR_ACCESS && !x->nguards && !y->nguards) {
-    nx = kdims(x, orig, n, xk), ny = kdims(y, orig, n, yk);
-    if (ir_tensor_type(c->ir, x->tensor) != ot || ir_tensor_type(c->ir, y->tensor) != ot)
-      FAIL(a[1].loc, "substitute: %s needs every tensor of the statement to have the same type", names[k]);
+  if (e->kind == IR_MUL && !e->nguards && e->a->kind == IR_ACCESS && e->b->kind == IR_ACCESS &&
+      !e->a->nguards && !e->b->nguards &&
+      (ir_tensor_type(c->ir, e->a->tensor) != ot || ir_tensor_type(c->ir, e->b->tensor) != ot))
+    FAIL(a[1].loc, "substitute: %s needs every tensor of the statement to have the same type", a[1].name);
+  const ir_expr *factor[KC_MAX_OPERANDS];
+  kc_access ops[KC_MAX_OPERANDS];
+  int nops = ir_kernel_operands(asg, orig, n, factor, ops);
+  bool same_type = true;
+  for (int q = 1; q < nops; q++)
+    same_type &= factor[q]->kind == IR_NUM || ir_tensor_type(c->ir, factor[q]->tensor) == ot;
+  if (!nops || !same_type || !kc_match(k, n, nops, ops, NULL)) {
+    char form[256];
+    kc_form(k, form, sizeof form);
+    FAIL(a[1].loc, "substitute: the statement does not match %s (%s)", a[1].name, form);
   }
-  switch (k) {
-  case KERNEL_GEMM:
-    want = "A(i,j) = B(i,k) * C(k,j) over three loops i, j, k";
-    if (n == 3 && nl == 2 && nx == 2 && ny == 2) {
-      int m = lk[0], nn = lk[1], kk = 3 - m - nn;
-      ok = (same_set2(xk, m, kk) && same_set2(yk, kk, nn)) || (same_set2(yk, m, kk) && same_set2(xk, kk, nn));
-    }
-    break;
-  case KERNEL_GEMV:
-    want = "a(i) = B(i,j) * c(j) over two loops i, j";
-    if (n == 2 && nl == 1) {
-      int m = lk[0], kk = 1 - m;
-      ok = (nx == 2 && ny == 1 && same_set2(xk, m, kk) && yk[0] == kk) ||
-           (ny == 2 && nx == 1 && same_set2(yk, m, kk) && xk[0] == kk);
-    }
-    break;
-  case KERNEL_DOT:
-    want = "a = b(i) * c(i) over one loop i";
-    ok = n == 1 && nl == 0 && nx == 1 && ny == 1;
-    break;
-  case KERNEL_AXPY:
-    want = "y(i) += a * x(i) over one loop i (a a scalar or a constant)";
-    if (n == 1 && nl == 1 && e->kind == IR_MUL && !e->nguards) {
-      const ir_expr *al = e->a, *xv = e->b;
-      int t1[8], t2[8];
-      for (int sw = 0; sw < 2 && !ok; sw++) {
-        if ((al->kind == IR_NUM || (al->kind == IR_ACCESS && kdims(al, orig, n, t1) == 0)) &&
-            xv->kind == IR_ACCESS && kdims(xv, orig, n, t2) == 1 && !al->nguards && !xv->nguards &&
-            ir_tensor_type(c->ir, xv->tensor) == ot &&
-            (al->kind == IR_NUM || ir_tensor_type(c->ir, al->tensor) == ot))
-          ok = true;
-        const ir_expr *t = al;
-        al = xv, xv = t;
-      }
-    }
-    break;
-  }
-  int kfactor[4] = {0}, kletter[8] = {0};
-  if (k >= KERNEL_TTV) {
-    static const char *wants[] = {[KERNEL_TTV] = "A(i,j) = B(i,j,k) * c(k)",
-                                  [KERNEL_TTM] = "A(i,j,l) = B(i,j,k) * C(k,l)",
-                                  [KERNEL_MTTKRP] = "A(i,l) = B(i,j,k) * C(j,l) * D(k,l)",
-                                  [KERNEL_INNERPROD] = "a = B(i,j,k) * C(i,j,k)"};
-    want = wants[k];
-    ok = match_form(c, asg, (ir_kernel)k, orig, n, kfactor, kletter);
-  }
-  if (!ok) FAIL(a[1].loc, "substitute: the statement does not match %s (%s)", names[k], want);
   cin_node *first = (cin_node *)chain[nc - n];
-  first->kernel = (ir_kernel)k;
+  first->kernel = k;
   first->nsubst = n;
   first->kernel_loc = c->cmd->loc;
-  memcpy(first->kfactor, kfactor, sizeof kfactor);
-  memcpy(first->kletter, kletter, sizeof kletter);
   return true;
 }
 

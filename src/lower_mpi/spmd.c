@@ -431,17 +431,6 @@ static void comm_out(bst *g, sp_node *seq, int q) {
 }
 
 /* ---- leaves ------------------------------------------------------------------------------- */
-static int flatten_product(const ir_expr *e, const ir_expr **out, int max) {
-  if (e->kind == IR_ACCESS) {
-    if (max < 1) return 0;
-    out[0] = e;
-    return 1;
-  }
-  if (e->kind != IR_MUL) return 0;
-  int na = flatten_product(e->a, out, max);
-  return na + flatten_product(e->b, out + na, max - na);
-}
-
 static void kernel_node(bst *g, sp_node *seq, int k) {
   const ir_stmt *s = g->ls->s;
   const cin_node *n = g->ls->loops[k];
@@ -459,16 +448,18 @@ static void kernel_node(bst *g, sp_node *seq, int k) {
   }
   kn->kernel = n->kernel, kn->nk = nk, kn->korig = korig, kn->klo = klo, kn->khi = khi;
   kn->type = ast(g)->tensors[asg->lhs_tensor].type;
-  kn->klhs = lhs_expr(g);
-  const ir_expr *x = asg->rhs->a, *y = asg->rhs->b;
-  if (!x) x = y = asg->rhs;
-  kn->kx = expr(g, x), kn->ky = expr(g, y);
-  const ir_expr *fs[4];
-  int nf = flatten_product(asg->rhs, fs, 4);
-  const sp_expr **f = ir_alloc(5 * sizeof *f);
-  for (int q = 0; q < nf; q++) f[q] = expr(g, fs[q]);
-  kn->nfactors = nf, kn->factors = f;
-  kn->kfactor = n->kfactor, kn->kletter = n->kletter;
+  /* the call: the catalogue lays out the arguments from the operands' kernel dimensions */
+  int lorig[KC_MAX_POS + 1];
+  for (int q = 0; q < nk && q <= KC_MAX_POS; q++) lorig[q] = korig[q] - g->fn->var0;
+  const ir_expr *op[KC_MAX_OPERANDS];
+  kc_access acc[KC_MAX_OPERANDS];
+  int nops = ir_kernel_operands(asg, lorig, nk, op, acc);
+  const sp_expr **kops = ir_alloc((nops + 1) * sizeof *kops);
+  kops[0] = lhs_expr(g);
+  for (int q = 1; q < nops; q++) kops[q] = expr(g, op[q]);
+  kn->nkops = nops, kn->kops = kops;
+  kc_call *call = ir_alloc(sizeof *call);
+  kn->kcall = kc_describe_call(n->kernel, nk, nops, acc, call) ? call : NULL;
   kn->comment = ir_kernel_name(n->kernel);
   sp_add(seq, kn);
 }
@@ -1271,12 +1262,13 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       ps(f, c, n->khi[q]);
     }
     fputs(")  ", f);
-    pexpr(f, c, n->klhs);
+    pexpr(f, c, n->kops[0]);
     fputs(" += ", f);
-    for (int q = 0; q < n->nfactors; q++) {
-      if (q) fputs(" * ", f);
-      pexpr(f, c, n->factors[q]);
+    for (int q = 1; q < n->nkops; q++) {
+      if (q > 1) fputs(" * ", f);
+      pexpr(f, c, n->kops[q]);
     }
+    if (n->kcall) fprintf(f, "  -> %s", c->sp->cuda ? n->kcall->kernel->device : n->kcall->kernel->host);
     fputc('\n', f);
     return;
   case SN_ASSIGN:

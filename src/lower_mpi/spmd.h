@@ -181,15 +181,16 @@ struct sp_node {
   const sym *extent;    /* SI_WORKSPACE: elements */
   /* SN_SPPOS: position of access `sparse` at `level` from the bound index var */
   bool compressed, parent_may_be_absent;
-  /* SN_KERNEL: kernel over nk loops; extents[q] = khi - klo of the original var korig[q] */
+  /* SN_KERNEL: kernel over nk loops; the extent of kernel dim q is khi[q] - klo[q], over the
+   * original var korig[q]; the call's arguments, as the kernel catalogue lays them out, name
+   * operands by kops index (0: the output, q: the q-th factor of the product) */
   ir_kernel kernel;
   int nk;
   const int *korig;
   const sym **klo, **khi;
-  const sp_expr *kx, *ky, *klhs; /* operands: factors, output (an access) */
-  int nfactors;
-  const sp_expr **factors;
-  const int *kfactor, *kletter;
+  int nkops;
+  const sp_expr **kops;
+  const kc_call *kcall;  /* NULL: the statement does not match (a compiler error) */
   /* SN_ASSIGN, SN_ACC */
   const sp_expr *rhs, *lhs;
   fe_type type;

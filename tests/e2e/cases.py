@@ -114,6 +114,8 @@ def programs(long=False):
     add("literal_grid.dtl", [{"n": 7}], [{"n": 12}], rk=[2, 4, 6, 8] if long else [2, 4])
     add("required.dtl", [{"n": 5}])
     add("kernels.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}], [{"n": 9, "m": 2, "p": 7, "r": 5}])
+    add("kernel_layouts.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3, "q": 2}],
+        [{"n": 9, "m": 2, "p": 7, "r": 5, "q": 3}])
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
