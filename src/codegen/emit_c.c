@@ -485,7 +485,8 @@ static void emit_comm(cg_st *g, const sp_node *c) {
     line(g, "dtl_%s_cur ^= 1;", nm);
     set_layout(g, nm, box);
     return;
-  case SC_REDUCE: {
+  case SC_REDUCE:
+  case SC_BCAST_RESULT: { /* to (from) one root coordinate per grid dim of the mask */
     char roots[512] = "";
     for (int d = 0; d < g->sp->ndims; d++) {
       char one[32];
@@ -493,18 +494,8 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       strcat(roots, one);
     }
     line(g, "{ static const int64_t dtl__root[] = {%s};", roots);
-    line(g, "  if (%s(dtl_ctx, 0x%xu, dtl__root, %s, dtl_%s, dtl_%s_vol)) return 1; }", rt(g, "reduce"), c->mask, dt, n, n);
-    return;
-  }
-  case SC_BCAST_RESULT: {
-    char roots[512] = "";
-    for (int d = 0; d < g->sp->ndims; d++) {
-      char one[32];
-      snprintf(one, sizeof one, "%s%lld", d ? ", " : "", (long long)(c->mask >> d & 1 ? c->roots[d] : 0));
-      strcat(roots, one);
-    }
-    line(g, "{ static const int64_t dtl__root[] = {%s};", roots);
-    line(g, "  if (%s(dtl_ctx, 0x%xu, dtl__root, %s, dtl_%s, dtl_%s_vol)) return 1; }", rt(g, "bcast"), c->mask, dt, n, n);
+    line(g, "  if (%s(dtl_ctx, 0x%xu, dtl__root, %s, dtl_%s, dtl_%s_vol)) return 1; }", rt(g, c->op == SC_REDUCE ? "reduce" : "bcast"), c->mask,
+         dt, n, n);
     return;
   }
   case SC_ALLREDUCE: line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n); return;

@@ -572,7 +572,6 @@ static void level(bst *g, sp_node *seq, int k) {
   if (g->nsp) memcpy(known_saved, g->sp_known, g->nsp * sizeof *known_saved);
   bool (*valid_saved)[LW_MAX_DIMS] = ir_alloc((g->nsp + 1) * sizeof *valid_saved);
   if (g->nsp) memcpy(valid_saved, g->sp_valid, g->nsp * sizeof *valid_saved);
-  sp_node *outer_seq = seq;
   sp_node *acc = NULL;
   if (acc_loop(g, k)) {
     acc = sp_new(SN_ACC);
@@ -644,7 +643,6 @@ static void level(bst *g, sp_node *seq, int k) {
   for (int q = 0; q < ls->ncomm; q++)
     if (ls->comm[q].depth == k) comm_out(g, body, q);
   if (acc) g->acc_mode = false;
-  (void)outer_seq;
   memcpy(g->bound, saved, nb);
   if (g->nsp) memcpy(g->sp_known, known_saved, g->nsp * sizeof *known_saved);
   if (g->nsp) memcpy(g->sp_valid, valid_saved, g->nsp * sizeof *valid_saved);
