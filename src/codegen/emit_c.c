@@ -553,7 +553,7 @@ static lw_comm next_box(const lw_stmt *ls, const lw_comm *c) {
   int v = ls->loops[c->depth]->var;
   const sym *next = sym_add(sym_var(v), sym_const(1));
   for (int x = 0; x < c->order; x++)
-    n.lo[x] = sym_subst(c->lo[x], SYM_VAR, v, next), n.hi[x] = sym_subst(c->hi[x], SYM_VAR, v, next);
+    n.lo[x] = sym_subst(&ls->facts, c->lo[x], SYM_VAR, v, next), n.hi[x] = sym_subst(&ls->facts, c->hi[x], SYM_VAR, v, next);
   return n;
 }
 
@@ -1232,14 +1232,14 @@ static void emit_level(st *g, int k) {
       fprintf(m, "for (int64_t %s = ", v);
       psym(m, base, &nc);
       fprintf(m, "; %s < ", v);
-      psym(m, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[k])), &nc);
+      psym(m, sym_min(&ls->facts, s->vars[n->var].extent, sym_add(base, ls->bs[k])), &nc);
       fprintf(m, "; %s++) {", v);
     }
     fclose(m);
     line(g, "%s", b);
     if (collective) {
       const sym *val = lw_loop_value(g->lp, ls, k);
-      if (!sym_prove_le(sym_add(val, sym_const(1)), s->vars[n->var].extent)) {
+      if (!sym_prove_le(&ls->facts, sym_add(val, sym_const(1)), s->vars[n->var].extent)) {
         m = mopen(&b);
         fprintf(m, "%s < ", v);
         psym(m, s->vars[n->var].extent, &nc);
@@ -1248,7 +1248,7 @@ static void emit_level(st *g, int k) {
       }
     }
   } else {
-    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(s, n->var, g->bound, &tight);
+    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(ls, n->var, g->bound, &tight);
     if (!collective && !g->o->cuda && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!collective && !g->o->cuda && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
     if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &drv_base)) {
@@ -1355,10 +1355,10 @@ static void local_range(st *g, int k, FILE *lo, FILE *hi) {
   if (n->distributed) {
     const sym *base = sym_mul(sym_coord(lw_gdim(g->lp, n)), ls->bs[k]);
     psym(lo, base, &nc);
-    psym(hi, sym_min(ext, sym_add(base, ls->bs[k])), &nc);
+    psym(hi, sym_min(&ls->facts, ext, sym_add(base, ls->bs[k])), &nc);
   } else {
     int parent;
-    ext = lw_local_hi(ls->s, n->var, g->bound, &parent);
+    ext = lw_local_hi(ls, n->var, g->bound, &parent);
     fputs("0", lo);
     psym(hi, ext, &nc);
   }
@@ -1627,7 +1627,6 @@ static int count_access(const ir_expr *e) {
 static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const lw_program *lp, const lw_stmt *ls, const cg_options *o,
                       int *slot) {
   const fe_program *p = lp->ir->ast;
-  lw_set_bounds(lp, ls);
   const ir_stmt *s = ls->s;
   const cin_node *asg = cin_assign(s->root);
   int nv = ls->lidx_var0 + ls->nloops + 1;
