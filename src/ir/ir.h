@@ -235,6 +235,18 @@ ir_program *ir_build(fe_program *prog);
 /* Apply every statement's schedule; errors are reported at the command.  Returns the
  * number of errors. stop_after >= 0 applies only that many commands of each statement. */
 int ir_schedule(ir_program *ir, int stop_after);
+/* Apply more commands to one statement, after those it has (a copy's, say, to try a schedule):
+ * as ir_schedule does, errors reported at the commands through ir's source, whose text the
+ * carets quote.  The commands' names and grids resolve in ir's program, so take them from a
+ * program with the same declarations (the same source scheduled otherwise).  s need not be
+ * one of ir->stmts (an ir_stmt_clone).  Returns the number of errors. */
+int ir_schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int ncmds);
+/* Deep copies in the current arena, to schedule or lower without touching the original: a
+ * statement (variables, relations, its concrete index notation with the expressions, the
+ * s.t. clause, the workspaces) and a program (every statement).  A copy shares only what
+ * never changes: the AST it was built from and symbolic expressions. */
+ir_stmt *ir_stmt_clone(const ir_stmt *s);
+ir_program *ir_program_clone(const ir_program *ir);
 /* Print a statement's concrete index notation with its s.t. relations. */
 void ir_print_cin(FILE *f, const ir_program *ir, const ir_stmt *s);
 void ir_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e);
