@@ -17,8 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "codegen/codegen.h"
-#include "lower_mpi/spmd.h"
+#include "compiler.h"
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
@@ -438,14 +437,17 @@ int main(int argc, char **argv) {
   fe_source *src = fe_source_open(input, stderr);
   if (!src) return 1;
   src->max_errors = 50;
-  int status = 1;
-  fe_program *prog = fe_parse(src);
-  ir_program *ir = NULL;
+  /* the front end and the schedule; lowering waits for what the options below ask */
+  dc_unit *u;
+  dc_target tg = !target ? DC_TARGET_AUTO : !strcmp(target, "cuda") ? DC_TARGET_CUDA : DC_TARGET_CPU;
+  int status = dc_compile_source(src, &(dc_options){.target = tg, .no_lower = true}, &u);
+  if (status != DC_OK) return status;
+  status = 1;
+  fe_program *prog = u->ast;
+  ir_program *ir = u->ir;
   lw_program *lp = NULL;
   char *prefix = NULL;
-  if (!prog || fe_check(prog)) goto done;
-  ir = ir_build(prog);
-  if (!ir || ir_schedule(ir, -1)) goto done;
+  int rc;
   if (emit && !strcmp(emit, "cin")) {
     for (int i = 0; i < ir->nstmts; i++) {
       if (ir->nstmts > 1) printf("# statement %d\n", i + 1);
@@ -454,25 +456,26 @@ int main(int argc, char **argv) {
     status = 0;
     goto done;
   }
-  if (!target) { /* a machine with a gpu level keeps its tensors in GPU memory */
-    target = "cpu";
-    if (ir->machine >= 0)
-      for (int l = 0; l < prog->machines[ir->machine].nlevels; l++)
-        if (prog->machines[ir->machine].levels[l].kind == FE_GPU) target = "cuda";
-  }
-  bool cuda = !strcmp(target, "cuda");
+  bool cuda = u->cuda; /* without --target: cuda for a machine with a gpu level */
   if (slurm) {
     status = write_slurm(prog, ir, input, out, name, cuda) ? 0 : 1;
     goto done;
   }
-  lp = lw_lower(ir, cuda);
-  if (!lp) goto done;
+  if ((rc = dc_lower(u, ir, &lp)) != DC_OK) {
+    status = rc;
+    goto done;
+  }
   if (check) { /* everything the code generator would reject is reported by now */
     status = 0;
     goto done;
   }
   if (emit && !strcmp(emit, "spmd")) {
-    spmd_print(stdout, spmd_build(lp));
+    sp_program *sp;
+    if ((rc = dc_spmd(u, lp, &sp)) != DC_OK) {
+      status = rc;
+      goto done;
+    }
+    spmd_print(stdout, sp);
     status = fflush(stdout) ? 1 : 0;
     goto done;
   }
@@ -554,7 +557,6 @@ int main(int argc, char **argv) {
     goto done;
   }
   cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
-  sp_program *sp = spmd_build(lp);
   if (emit && !strcmp(emit, "c")) {
     char hname[512];
     snprintf(hname, sizeof hname, "%s.h", prefix);
@@ -563,7 +565,7 @@ int main(int argc, char **argv) {
     char *kbuf = NULL;
     size_t kl = 0;
     FILE *kf = cuda ? open_memstream(&kbuf, &kl) : NULL;
-    status = cg_emit(hnull, stdout, kf, sp, &o) ? 1 : 0;
+    status = dc_emit(u, lp, hnull, stdout, kf, &o);
     fclose(hnull);
     if (kf) {
       fclose(kf);
@@ -586,7 +588,8 @@ int main(int argc, char **argv) {
     snprintf(opath, sizeof opath, "%s/%s_cu.o", dir, prefix);
     o.header_name = hname;
     FILE *h = fopen(hpath, "w"), *c = fopen(cpath, "w"), *k = cuda ? fopen(kpath, "w") : NULL;
-    bool ok = h && c && (!cuda || k) && cg_emit(h, c, k, sp, &o) == 0;
+    rc = h && c && (!cuda || k) ? dc_emit(u, lp, h, c, k, &o) : DC_ERRORS;
+    bool ok = rc == DC_OK;
     if (h) ok &= fclose(h) == 0;
     if (c) ok &= fclose(c) == 0;
     if (k) ok &= fclose(k) == 0;
@@ -597,6 +600,7 @@ int main(int argc, char **argv) {
       if (rename(target_path, exe_out) == 0) status = 0;
       else fprintf(stderr, "distalc: cannot write %s: %s\n", exe_out, strerror(errno));
     }
+    if (rc == DC_NOMEM) status = DC_NOMEM;
     unlink(target_path);
     unlink(hpath);
     unlink(cpath);
@@ -633,10 +637,11 @@ int main(int argc, char **argv) {
       out_abort(&ok);
       goto done;
     }
-    if (cg_emit(oh.f, oc.f, ok.f, sp, &o) != 0) {
+    if ((rc = dc_emit(u, lp, oh.f, oc.f, ok.f, &o)) != DC_OK) {
       out_abort(&oc);
       out_abort(&oh);
       out_abort(&ok);
+      if (rc == DC_NOMEM) status = DC_NOMEM;
       goto done;
     }
     if (out_commit(&oh) && (!cuda || out_commit(&ok)) && out_commit(&oc)) status = 0;
@@ -647,8 +652,6 @@ int main(int argc, char **argv) {
   }
 done:
   free(prefix);
-  if (prog) fe_program_free(prog);
-  fe_source_free(src);
-  ir_arena_free();
+  dc_unit_free(u);
   return status;
 }

@@ -21,17 +21,42 @@ typedef struct {
   int line, col; /* 1-based; line 0 means "no location" */
 } fe_loc;
 
+/* A diagnostic as a sink receives it.  `text` is exactly what distalc prints for it: for an
+ * error or note in the program, "PATH:LINE:COL: error: MESSAGE", the source line and a caret
+ * line (or "PATH: error: MESSAGE" without a location); for a failure of the compiler itself
+ * (fe_tool_error), "distalc: MESSAGE".  Every line ends in '\n'; len counts the bytes (a
+ * source line may hold NUL bytes).  The strings live until the sink returns. */
+typedef enum { FE_DIAG_ERROR, FE_DIAG_NOTE } fe_diag_kind;
+typedef struct {
+  fe_diag_kind kind;
+  const char *path; /* the source's name, as given */
+  fe_loc loc;       /* line 0: no location */
+  const char *message;
+  const char *text;
+  size_t len;
+} fe_diag;
+
+/* Where diagnostics go: fn(ctx, diag) for each one.  With fn NULL (the default) they are
+ * written to the source's err stream (stderr unless given), as distalc prints them. */
+typedef struct {
+  void (*fn)(void *ctx, const fe_diag *d);
+  void *ctx;
+} fe_sink;
+
 typedef struct fe_source {
   const char *path; /* as given by the user, printed in diagnostics */
   char *text;       /* whole file, NUL-terminated (owned) */
   size_t len;
-  FILE *err;      /* where diagnostics go (stderr by default) */
+  FILE *err;      /* where diagnostics go without a sink (stderr by default) */
+  fe_sink sink;   /* where diagnostics go (fn NULL: to err) */
   int nerrors;    /* errors reported so far */
   int max_errors; /* stop reporting after this many (0: no limit) */
 } fe_source;
 
 /* Read a file; on failure print "distalc: cannot read PATH: REASON" and return NULL. */
 fe_source *fe_source_open(const char *path, FILE *err);
+/* The same with diagnostics to a sink, the failure to read included. */
+fe_source *fe_source_open_sink(const char *path, const fe_sink *sink);
 /* Wrap an in-memory buffer (copied); used by tests and the fuzzer. */
 fe_source *fe_source_from_string(const char *path, const char *text, size_t len, FILE *err);
 void fe_source_free(fe_source *src);
@@ -42,6 +67,13 @@ void fe_error(fe_source *src, fe_loc loc, const char *fmt, ...)
 void fe_verror(fe_source *src, fe_loc loc, const char *fmt, va_list ap);
 /* Same format with "note:" instead of "error:", not counted. */
 void fe_note(fe_source *src, fe_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure of the compiler rather than of the program (a file it cannot read, no memory):
+ * "distalc: MESSAGE", to the sink (NULL or fn NULL: to err, or stderr when err is NULL).
+ * path names the file concerned, for the sink.  fe_tool_error_src sends it to a source's
+ * sink and counts it as an error. */
+void fe_tool_error(const fe_sink *sink, FILE *err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void fe_tool_error_src(fe_source *src, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- AST (parser.c) ----------------------------------------------------------------- */
 

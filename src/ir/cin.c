@@ -216,6 +216,80 @@ int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_exp
   return 1 + nf;
 }
 
+/* ---- deep copies ------------------------------------------------------------------------ */
+static int *copy_ints(const int *a, int n) {
+  if (!a) return NULL;
+  int *r = ir_alloc((n + 1) * sizeof *r);
+  if (n) memcpy(r, a, n * sizeof *r);
+  return r;
+}
+
+static const char *copy_str(const char *s) { return s ? ir_strdup(s) : NULL; }
+
+static ir_expr *clone_expr(const ir_expr *e) {
+  if (!e) return NULL;
+  ir_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  x->vars = copy_ints(e->vars, e->nidx);
+  x->guards = copy_ints(e->guards, e->nguards);
+  x->text = copy_str(e->text);
+  x->a = clone_expr(e->a);
+  x->b = clone_expr(e->b);
+  return x;
+}
+
+static cin_node *clone_node(const cin_node *n) {
+  if (!n) return NULL;
+  cin_node *c = ir_alloc(sizeof *c);
+  *c = *n;
+  c->body = clone_node(n->body);
+  c->comm = copy_ints(n->comm, n->ncomm);
+  c->lhs_vars = copy_ints(n->lhs_vars, n->nlhs);
+  c->rhs = clone_expr(n->rhs);
+  c->producer = clone_node(n->producer);
+  c->consumer = clone_node(n->consumer);
+  return c;
+}
+
+static void clone_stmt(ir_stmt *c, const ir_stmt *s) {
+  *c = *s;
+  c->vars = ir_alloc((s->nvars + 1) * sizeof *c->vars);
+  for (int v = 0; v < s->nvars; v++) {
+    c->vars[v] = s->vars[v];
+    c->vars[v].name = copy_str(s->vars[v].name);
+  }
+  c->rels = ir_alloc((s->nrels + 1) * sizeof *c->rels);
+  for (int r = 0; r < s->nrels; r++) {
+    c->rels[r] = s->rels[r];
+    c->rels[r].rot = copy_ints(s->rels[r].rot, s->rels[r].nrot);
+    c->rels[r].text = copy_str(s->rels[r].text);
+  }
+  c->root = clone_node(s->root);
+  const char **st = ir_alloc((s->nst + 1) * sizeof *st);
+  for (int k = 0; k < s->nst; k++) st[k] = copy_str(s->st[k]);
+  c->st = st;
+  c->work = ir_alloc((s->nwork + 1) * sizeof *c->work);
+  for (int w = 0; w < s->nwork; w++) {
+    c->work[w] = s->work[w];
+    c->work[w].name = copy_str(s->work[w].name);
+    c->work[w].vars = copy_ints(s->work[w].vars, s->work[w].nidx);
+  }
+}
+
+ir_stmt *ir_stmt_clone(const ir_stmt *s) {
+  ir_stmt *c = ir_alloc(sizeof *c);
+  clone_stmt(c, s);
+  return c;
+}
+
+ir_program *ir_program_clone(const ir_program *ir) {
+  ir_program *c = ir_alloc(sizeof *c);
+  *c = *ir;
+  c->stmts = ir_alloc((ir->nstmts + 1) * sizeof *c->stmts);
+  for (int i = 0; i < ir->nstmts; i++) clone_stmt(&c->stmts[i], &ir->stmts[i]);
+  return c;
+}
+
 /* ---- printing ------------------------------------------------------------------------------ */
 static const char *tensor_name(const ir_program *ir, const ir_stmt *s, int t) {
   if (t < ir->ast->ntensors) return ir->ast->tensors[t].name;

@@ -5,20 +5,53 @@
 #ifndef DISTAL_IR_H
 #define DISTAL_IR_H
 
+#include <setjmp.h>
+
 #include "frontend/frontend.h"
 #include "kernels/catalogue.h"
 
-/* ---- arena: every IR object lives until ir_arena_free ------------------------------- */
+/* ---- arenas: every IR object lives in an arena and is freed with it (sym.c) -------------
+ * ir_alloc allocates in the current arena: the process's default one, or the arena of the
+ * innermost ir_scope.  A program built in its own arena (compiler.h gives each compiled unit
+ * one) is freed with it, whatever other programs the process builds meanwhile. */
+typedef struct ir_arena ir_arena;
+ir_arena *ir_arena_new(void); /* NULL when out of memory */
+void ir_arena_delete(ir_arena *a);
+/* A test hook: allocations that would take the arena past `bytes` fail (0: no limit). */
+void ir_arena_set_limit(ir_arena *a, size_t bytes);
+size_t ir_arena_used(const ir_arena *a); /* bytes handed out so far */
+
 void *ir_alloc(size_t n);       /* zeroed */
 char *ir_strdup(const char *s);
-void ir_arena_free(void);
+void ir_arena_free(void);       /* frees every object of the current arena, which stays usable */
+
+/* Running out of memory.  ir_scope_enter makes `a` the current arena (NULL: the default one)
+ * and the scope the recovery point; ir_scope_leave restores the arena and recovery point
+ * before it.  When an allocation fails, ir_alloc leaves the innermost scope itself and
+ * longjmps to its `oom`, where setjmp then returns 1:
+ *     ir_scope sc;
+ *     ir_scope_enter(&sc, arena);
+ *     if (setjmp(sc.oom)) return report_out_of_memory();   (the scope is already left)
+ *     ... build IR ...
+ *     ir_scope_leave(&sc);
+ * What was built before the failure stays in the arena until it is freed.  Every entry
+ * point of compiler.h, and distalc's main through them, runs the stages inside a scope; an
+ * allocation that fails outside any scope has nowhere to go and ends the process (abort),
+ * which only a caller that skipped the scope can reach. */
+typedef struct ir_scope {
+  jmp_buf oom;
+  ir_arena *arena, *prev_arena;
+  struct ir_scope *prev;
+} ir_scope;
+void ir_scope_enter(ir_scope *sc, ir_arena *a);
+void ir_scope_leave(ir_scope *sc);
 
 /* ---- symbolic integer expressions (sym.c) --------------------------------------------- */
 /* Atoms: constants, params (p.NAME), grid coordinates (coords[d]) and variables (loop
  * counters of generated code).  Operations: + * floordiv ceildiv mod min max.  Built
  * through the sym_ constructors, which simplify: sums become sorted linear combinations
- * of atoms, constants fold, and min/max/div use the known ranges of atoms (params >= 1,
- * variables >= 0, 0 <= coords[d] < dims[d]). */
+ * of atoms, constants fold, and min/max/mod/div use the known ranges of atoms (params >= 1,
+ * variables and coordinates >= 0) and, where given, the facts of a sym_facts. */
 typedef enum {
   SYM_CONST, SYM_PARAM, SYM_COORD, SYM_VAR,
   SYM_ADD, SYM_MUL, SYM_FLOORDIV, SYM_CEILDIV, SYM_MOD, SYM_MIN, SYM_MAX
@@ -32,11 +65,17 @@ struct sym {
   const sym *a, *b;
 };
 
-/* The size of each grid dim, for the range of coordinates (set by the lowering). */
-void sym_set_grid(int ndims, const sym *const *dims);
-/* The largest value a variable takes (a loop counter runs over [0, max]), for proofs. */
-void sym_set_var_max(int id, const sym *max);
-void sym_clear_var_max(void);
+/* What proofs may assume beyond the ranges every atom has: the size of each grid dim
+ * (0 <= coords[d] < dims[d]) and the largest value of each variable (a loop counter runs
+ * over [0, var_max[id]]); NULL entries and ids past the arrays are unknown.  Variable ids
+ * are per statement, so the lowering keeps one sym_facts per statement (lw_stmt.facts).
+ * The functions below that decide by proof take the facts; NULL facts assume nothing more. */
+typedef struct {
+  int ndims;
+  const sym *const *dims;
+  int nvars;
+  const sym **var_max;
+} sym_facts;
 
 const sym *sym_const(int64_t c);
 const sym *sym_param(int id);
@@ -47,9 +86,9 @@ const sym *sym_sub(const sym *a, const sym *b);
 const sym *sym_mul(const sym *a, const sym *b);
 const sym *sym_floordiv(const sym *a, const sym *b);
 const sym *sym_ceildiv(const sym *a, const sym *b);
-const sym *sym_mod(const sym *a, const sym *b);
-const sym *sym_min(const sym *a, const sym *b);
-const sym *sym_max(const sym *a, const sym *b);
+const sym *sym_mod(const sym_facts *f, const sym *a, const sym *b);
+const sym *sym_min(const sym_facts *f, const sym *a, const sym *b);
+const sym *sym_max(const sym_facts *f, const sym *a, const sym *b);
 const sym *sym_from_size(const fe_size *s);
 
 bool sym_equal(const sym *a, const sym *b);
@@ -59,10 +98,10 @@ bool sym_is_const(const sym *a, int64_t *value);
 bool sym_uses(const sym *e, sym_kind kind, int id);
 /* Every variable id moved by off, the expression otherwise as it is (not re-simplified). */
 const sym *sym_shift_vars(const sym *e, int off);
-/* Replace every atom (kind, id) by `by`, re-simplifying. */
-const sym *sym_subst(const sym *e, sym_kind kind, int id, const sym *by);
-/* Can we prove a <= b (resp. a < b) from the atom ranges? false means "unknown". */
-bool sym_prove_le(const sym *a, const sym *b);
+/* Replace every atom (kind, id) by `by`, re-simplifying (with the facts). */
+const sym *sym_subst(const sym_facts *f, const sym *e, sym_kind kind, int id, const sym *by);
+/* Can we prove a <= b from the atom ranges and the facts? false means "unknown". */
+bool sym_prove_le(const sym_facts *f, const sym *a, const sym *b);
 /* Every occurrence of coords[d] lies under a `mod` by m. */
 bool sym_coord_only_under_mod(const sym *e, int d, const sym *m);
 
@@ -196,6 +235,18 @@ ir_program *ir_build(fe_program *prog);
 /* Apply every statement's schedule; errors are reported at the command.  Returns the
  * number of errors. stop_after >= 0 applies only that many commands of each statement. */
 int ir_schedule(ir_program *ir, int stop_after);
+/* Apply more commands to one statement, after those it has (a copy's, say, to try a schedule):
+ * as ir_schedule does, errors reported at the commands through ir's source, whose text the
+ * carets quote.  The commands' names and grids resolve in ir's program, so take them from a
+ * program with the same declarations (the same source scheduled otherwise).  s need not be
+ * one of ir->stmts (an ir_stmt_clone).  Returns the number of errors. */
+int ir_schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int ncmds);
+/* Deep copies in the current arena, to schedule or lower without touching the original: a
+ * statement (variables, relations, its concrete index notation with the expressions, the
+ * s.t. clause, the workspaces) and a program (every statement).  A copy shares only what
+ * never changes: the AST it was built from and symbolic expressions. */
+ir_stmt *ir_stmt_clone(const ir_stmt *s);
+ir_program *ir_program_clone(const ir_program *ir);
 /* Print a statement's concrete index notation with its s.t. relations. */
 void ir_print_cin(FILE *f, const ir_program *ir, const ir_stmt *s);
 void ir_print_expr(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e);

@@ -821,6 +821,7 @@ static bool finish(sctx *c) {
   const fe_program *p = c->ir->ast;
   int count[FE_MAX_DIMS] = {0}; /* per machine level: a level has a grid dim at least */
   int nc = cin_loops(s->root, NULL, 0);
+  s->ndist = 0; /* counted anew: a statement may be scheduled further (ir_schedule_stmt) */
   cin_node **chain = ir_alloc((nc + 1) * sizeof *chain);
   nc = 0;
   for (cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
@@ -856,20 +857,31 @@ static bool finish(sctx *c) {
   return true;
 }
 
+/* Apply commands in order until one fails, then number the distributed loops. */
+static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int n) {
+  sctx c = {.ir = ir, .s = s, .src = ir->ast->src};
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) {
+    c.cmd = &cmds[k];
+    ok = apply(&c);
+    if (ok) add_st(&c);
+  }
+  if (ok) finish(&c);
+}
+
 int ir_schedule(ir_program *ir, int stop_after) {
   int before = ir->ast->src->nerrors;
   for (int i = 0; i < ir->nstmts; i++) {
     ir_stmt *s = &ir->stmts[i];
-    sctx c = {.ir = ir, .s = s, .src = ir->ast->src};
-    bool ok = true;
     int n = s->ast->ncmds;
     if (stop_after >= 0 && stop_after < n) n = stop_after;
-    for (int k = 0; k < n && ok; k++) {
-      c.cmd = &s->ast->cmds[k];
-      ok = apply(&c);
-      if (ok) add_st(&c);
-    }
-    if (ok) finish(&c);
+    schedule_stmt(ir, s, s->ast->cmds, n);
   }
+  return ir->ast->src->nerrors - before;
+}
+
+int ir_schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int ncmds) {
+  int before = ir->ast->src->nerrors;
+  schedule_stmt(ir, s, cmds, ncmds);
   return ir->ast->src->nerrors - before;
 }

@@ -9,28 +9,85 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- arena ------------------------------------------------------------------------------ */
+/* ---- arenas ----------------------------------------------------------------------------- */
 typedef struct arena_block {
   struct arena_block *next;
   size_t used, cap;
   _Alignas(16) unsigned char data[];
 } arena_block;
-static arena_block *arena;
+
+struct ir_arena {
+  arena_block *blocks;
+  size_t used;  /* bytes handed out */
+  size_t limit; /* 0: none */
+};
+
+/* The process's default arena, the current one, and the innermost recovery point. */
+static ir_arena default_arena;
+static ir_arena *current = &default_arena;
+static ir_scope *scope;
+
+ir_arena *ir_arena_new(void) { return calloc(1, sizeof(ir_arena)); }
+
+static void free_blocks(ir_arena *a) {
+  while (a->blocks) {
+    arena_block *next = a->blocks->next;
+    free(a->blocks);
+    a->blocks = next;
+  }
+  a->used = 0;
+}
+
+void ir_arena_delete(ir_arena *a) {
+  if (!a) return;
+  free_blocks(a);
+  if (a != &default_arena) free(a);
+}
+
+void ir_arena_set_limit(ir_arena *a, size_t bytes) { a->limit = bytes; }
+size_t ir_arena_used(const ir_arena *a) { return a->used; }
+
+void ir_arena_free(void) { free_blocks(current); }
+
+void ir_scope_enter(ir_scope *sc, ir_arena *a) {
+  sc->arena = a ? a : &default_arena;
+  sc->prev_arena = current;
+  sc->prev = scope;
+  current = sc->arena;
+  scope = sc;
+}
+
+void ir_scope_leave(ir_scope *sc) {
+  current = sc->prev_arena;
+  scope = sc->prev;
+}
+
+/* No memory: back to the innermost scope's recovery point (ir.h says why a failure outside
+ * every scope ends the process). */
+static _Noreturn void out_of_memory(void) {
+  ir_scope *sc = scope;
+  if (!sc) {
+    fputs("distalc: out of memory\n", stderr);
+    abort();
+  }
+  ir_scope_leave(sc);
+  longjmp(sc->oom, 1);
+}
 
 void *ir_alloc(size_t n) {
+  ir_arena *a = current;
   n = (n + 15) & ~(size_t)15;
-  if (!arena || arena->used + n > arena->cap) {
+  if (a->limit && (n > a->limit || a->used > a->limit - n)) out_of_memory();
+  if (!a->blocks || a->blocks->used + n > a->blocks->cap) {
     size_t cap = n > 65536 ? n : 65536;
     arena_block *b = malloc(sizeof *b + cap);
-    if (!b) {
-      fputs("distalc: out of memory\n", stderr);
-      exit(2);
-    }
-    b->next = arena, b->used = 0, b->cap = cap;
-    arena = b;
+    if (!b) out_of_memory();
+    b->next = a->blocks, b->used = 0, b->cap = cap;
+    a->blocks = b;
   }
-  void *p = arena->data + arena->used;
-  arena->used += n;
+  void *p = a->blocks->data + a->blocks->used;
+  a->blocks->used += n;
+  a->used += n;
   memset(p, 0, n);
   return p;
 }
@@ -42,49 +99,7 @@ char *ir_strdup(const char *s) {
   return p;
 }
 
-static void reset_bounds(void);
-
-void ir_arena_free(void) {
-  reset_bounds();
-  while (arena) {
-    arena_block *next = arena->next;
-    free(arena);
-    arena = next;
-  }
-}
-
 /* ---- construction ------------------------------------------------------------------------ */
-static int grid_ndims;
-static const sym **grid_dims; /* arena */
-/* inclusive upper bounds of loop counters, where known (arena; grows with the ids) */
-static int nvar_max;
-static const sym **var_max;
-
-static void reset_bounds(void) { /* they live in the arena */
-  grid_ndims = nvar_max = 0;
-  grid_dims = var_max = NULL;
-}
-
-void sym_set_var_max(int id, const sym *max) {
-  if (id < 0) return;
-  if (id >= nvar_max) {
-    int n = 2 * id + 16;
-    const sym **v = ir_alloc(n * sizeof *v);
-    if (nvar_max) memcpy(v, var_max, nvar_max * sizeof *v);
-    var_max = v, nvar_max = n;
-  }
-  var_max[id] = max;
-}
-void sym_clear_var_max(void) {
-  if (nvar_max) memset(var_max, 0, nvar_max * sizeof *var_max);
-}
-
-void sym_set_grid(int ndims, const sym *const *dims) {
-  grid_dims = ir_alloc((ndims + 1) * sizeof *grid_dims);
-  grid_ndims = ndims;
-  for (int d = 0; d < grid_ndims; d++) grid_dims[d] = dims[d];
-}
-
 static sym *mk(sym_kind k, const sym *a, const sym *b) {
   sym *s = ir_alloc(sizeof *s);
   s->kind = k, s->a = a, s->b = b;
@@ -300,19 +315,20 @@ static bool lower_bound(const sym *e, int64_t *lb) {
   return false;
 }
 
-/* Replace coordinates that appear with a negative coefficient by their upper bound
- * dims[d] - 1, which can only lower the value: a sound step towards a lower bound. */
-static const sym *bound_coords_from_below(const sym *e) {
+/* Replace coordinates and variables that appear with a negative coefficient by their upper
+ * bound (dims[d] - 1, var_max[id]) where the facts know it, which can only lower the value:
+ * a sound step towards a lower bound. */
+static const sym *bound_coords_from_below(const sym_facts *f, const sym *e) {
   linear l = {0};
   lin_collect(&l, e, 1);
   linear r = {0};
   r.k = l.k;
   for (int i = 0; i < l.n; i++) {
     const sym *a = l.atom[i];
-    if (l.coef[i] < 0 && a->kind == SYM_COORD && a->id < grid_ndims && grid_dims[a->id])
-      lin_collect(&r, sym_sub(grid_dims[a->id], sym_const(1)), l.coef[i]);
-    else if (l.coef[i] < 0 && a->kind == SYM_VAR && a->id < nvar_max && var_max[a->id])
-      lin_collect(&r, var_max[a->id], l.coef[i]);
+    if (f && l.coef[i] < 0 && a->kind == SYM_COORD && a->id < f->ndims && f->dims[a->id])
+      lin_collect(&r, sym_sub(f->dims[a->id], sym_const(1)), l.coef[i]);
+    else if (f && l.coef[i] < 0 && a->kind == SYM_VAR && a->id < f->nvars && f->var_max[a->id])
+      lin_collect(&r, f->var_max[a->id], l.coef[i]);
     else lin_push(&r, l.coef[i], a);
   }
   return lin_build(&r);
@@ -321,9 +337,9 @@ static const sym *bound_coords_from_below(const sym *e) {
 /* d >= 0?  Atoms with known ranges are bounded; a min or max term is split: for c > 0,
  * c*min(x, y) >= 0 needs both c*x and c*y, while for c < 0 either bound suffices (and the
  * mirror for max). */
-static bool prove_nonneg(const sym *d, int depth) {
+static bool prove_nonneg(const sym_facts *f, const sym *d, int depth) {
   int64_t lb;
-  const sym *low = bound_coords_from_below(d);
+  const sym *low = bound_coords_from_below(f, d);
   if (lower_bound(low, &lb) && lb >= 0) return true;
   if (depth > 6) return false;
   linear l = {0};
@@ -335,15 +351,17 @@ static bool prove_nonneg(const sym *d, int depth) {
     const sym *d1 = sym_add(d, sym_mul(sym_const(c), sym_sub(x->a, x)));
     const sym *d2 = sym_add(d, sym_mul(sym_const(c), sym_sub(x->b, x)));
     bool both = (x->kind == SYM_MIN) == (c > 0);
-    if (both) return prove_nonneg(d1, depth + 1) && prove_nonneg(d2, depth + 1);
-    if (prove_nonneg(d1, depth + 1) || prove_nonneg(d2, depth + 1)) return true;
+    if (both) return prove_nonneg(f, d1, depth + 1) && prove_nonneg(f, d2, depth + 1);
+    if (prove_nonneg(f, d1, depth + 1) || prove_nonneg(f, d2, depth + 1)) return true;
   }
   return false;
 }
 
-bool sym_prove_le(const sym *a, const sym *b) { return prove_nonneg(sym_sub(b, a), 0); }
+bool sym_prove_le(const sym_facts *f, const sym *a, const sym *b) { return prove_nonneg(f, sym_sub(b, a), 0); }
 
-static bool prove_lt(const sym *a, const sym *b) { return sym_prove_le(sym_add(a, sym_const(1)), b); }
+static bool prove_lt(const sym_facts *f, const sym *a, const sym *b) {
+  return sym_prove_le(f, sym_add(a, sym_const(1)), b);
+}
 
 static bool positive(const sym *e) {
   int64_t lb;
@@ -377,7 +395,7 @@ const sym *sym_ceildiv(const sym *a, const sym *b) {
   return mk(SYM_CEILDIV, a, b);
 }
 
-const sym *sym_mod(const sym *a, const sym *b) {
+const sym *sym_mod(const sym_facts *f, const sym *a, const sym *b) {
   int64_t x, y;
   if (sym_is_const(a, &x) && sym_is_const(b, &y) && y != 0 && y != -1) {
     int64_t r = x % y;
@@ -386,14 +404,14 @@ const sym *sym_mod(const sym *a, const sym *b) {
   }
   if (sym_is_const(b, &y) && y == 1) return sym_const(0);
   int64_t lb;
-  if (lower_bound(a, &lb) && lb >= 0 && prove_lt(a, b)) return a;
+  if (lower_bound(a, &lb) && lb >= 0 && prove_lt(f, a, b)) return a;
   return mk(SYM_MOD, a, b);
 }
 
-const sym *sym_min(const sym *a, const sym *b) {
+const sym *sym_min(const sym_facts *f, const sym *a, const sym *b) {
   if (sym_equal(a, b)) return a;
-  if (sym_prove_le(a, b)) return a;
-  if (sym_prove_le(b, a)) return b;
+  if (sym_prove_le(f, a, b)) return a;
+  if (sym_prove_le(f, b, a)) return b;
   if (sym_compare(a, b) > 0) {
     const sym *t = a;
     a = b, b = t;
@@ -401,10 +419,10 @@ const sym *sym_min(const sym *a, const sym *b) {
   return mk(SYM_MIN, a, b);
 }
 
-const sym *sym_max(const sym *a, const sym *b) {
+const sym *sym_max(const sym_facts *f, const sym *a, const sym *b) {
   if (sym_equal(a, b)) return a;
-  if (sym_prove_le(a, b)) return b;
-  if (sym_prove_le(b, a)) return a;
+  if (sym_prove_le(f, a, b)) return b;
+  if (sym_prove_le(f, b, a)) return a;
   if (sym_compare(a, b) > 0) {
     const sym *t = a;
     a = b, b = t;
@@ -421,24 +439,24 @@ bool sym_uses(const sym *e, sym_kind kind, int id) {
   return sym_uses(e->a, kind, id) || sym_uses(e->b, kind, id);
 }
 
-static const sym *rebuild(sym_kind k, const sym *a, const sym *b) {
+static const sym *rebuild(const sym_facts *f, sym_kind k, const sym *a, const sym *b) {
   switch (k) {
   case SYM_ADD: return sym_add(a, b);
   case SYM_MUL: return sym_mul(a, b);
   case SYM_FLOORDIV: return sym_floordiv(a, b);
   case SYM_CEILDIV: return sym_ceildiv(a, b);
-  case SYM_MOD: return sym_mod(a, b);
-  case SYM_MIN: return sym_min(a, b);
-  case SYM_MAX: return sym_max(a, b);
+  case SYM_MOD: return sym_mod(f, a, b);
+  case SYM_MIN: return sym_min(f, a, b);
+  case SYM_MAX: return sym_max(f, a, b);
   default: return NULL;
   }
 }
 
-const sym *sym_subst(const sym *e, sym_kind kind, int id, const sym *by) {
+const sym *sym_subst(const sym_facts *f, const sym *e, sym_kind kind, int id, const sym *by) {
   if (e->kind == kind && e->kind != SYM_CONST && e->id == id) return by;
   if (e->kind <= SYM_VAR) return e;
   if (!sym_uses(e, kind, id)) return e;
-  return rebuild(e->kind, sym_subst(e->a, kind, id, by), sym_subst(e->b, kind, id, by));
+  return rebuild(f, e->kind, sym_subst(f, e->a, kind, id, by), sym_subst(f, e->b, kind, id, by));
 }
 
 bool sym_coord_only_under_mod(const sym *e, int d, const sym *m) {

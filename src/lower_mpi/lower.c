@@ -17,20 +17,6 @@ const char *lw_pattern_name(lw_pattern p) {
   return n[p];
 }
 
-/* The ranges of a statement's loop counters, for proofs about its expressions: variable ids
- * are per statement, so every stage that builds expressions of a statement sets them. */
-void lw_set_bounds(const lw_program *lp, const lw_stmt *ls) {
-  sym_set_grid(lp->ndims, lp->dims);
-  sym_clear_var_max();
-  for (int k = 0; k < ls->nloops; k++) {
-    const cin_node *n = ls->loops[k];
-    if (n->distributed)
-      sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
-    else
-      sym_set_var_max(n->var, sym_sub(ls->s->vars[n->var].extent, sym_const(1)));
-  }
-}
-
 int lw_loop_pos(const lw_stmt *ls, int var) {
   for (int k = 0; k < ls->nloops; k++)
     if (ls->loops[k]->var == var) return k;
@@ -52,7 +38,8 @@ const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k) {
 
 static const sym *one_more(const sym *a) { return sym_add(a, sym_const(1)); }
 
-const sym *lw_local_hi(const ir_stmt *s, int var, const bool *bound, int *parent) {
+const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent) {
+  const ir_stmt *s = ls->s;
   const ir_var *iv = &s->vars[var];
   const sym *hi = iv->extent;
   *parent = -1;
@@ -60,11 +47,11 @@ const sym *lw_local_hi(const ir_stmt *s, int var, const bool *bound, int *parent
   const ir_rel *R = &s->rels[iv->def];
   if ((R->kind != REL_DIVIDE && R->kind != REL_SPLIT) || R->out[1] != var) return hi;
   const sym *pext = s->vars[R->in[0]].extent;
-  if (!bound[R->out[0]]) return sym_min(hi, pext);
+  if (!bound[R->out[0]]) return sym_min(&ls->facts, hi, pext);
   /* i = io * step + ii < extent(i) */
   const sym *step = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(pext, R->factor);
   *parent = R->in[0];
-  return sym_min(hi, sym_sub(pext, sym_mul(sym_var(R->out[0]), step)));
+  return sym_min(&ls->facts, hi, sym_sub(pext, sym_mul(sym_var(R->out[0]), step)));
 }
 
 void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, const sym **lo,
@@ -77,10 +64,10 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
     if (k <= depth) {
       /* a sequential loop never leaves its range; a padded distributed one may */
       const sym *val = lw_loop_value(lp, ls, k);
-      *lo = val, *hi = n->distributed ? sym_min(one_more(val), v->extent) : one_more(val);
+      *lo = val, *hi = n->distributed ? sym_min(&ls->facts, one_more(val), v->extent) : one_more(val);
     } else if (n->distributed) {
       const sym *base = sym_mul(sym_coord(lw_gdim(lp, n)), ls->bs[k]);
-      *lo = base, *hi = sym_min(v->extent, sym_add(base, ls->bs[k]));
+      *lo = base, *hi = sym_min(&ls->facts, v->extent, sym_add(base, ls->bs[k]));
     } else {
       *lo = sym_const(0), *hi = v->extent;
     }
@@ -100,18 +87,18 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
     lw_interval(lp, ls, r->out[0], depth, &a, &b);
     lw_interval(lp, ls, r->out[1], depth, &a2, &b2);
     *lo = sym_add(sym_mul(a, st), a2);
-    *hi = sym_min(v->extent, sym_add(sym_mul(sym_sub(b, sym_const(1)), st), b2));
+    *hi = sym_min(&ls->facts, v->extent, sym_add(sym_mul(sym_sub(b, sym_const(1)), st), b2));
     return;
   }
   case REL_FUSE: {
     const sym *ej = s->vars[r->in[1]].extent;
     lw_interval(lp, ls, r->out[0], depth, &a, &b);
-    bool single = sym_equal(b, one_more(a)) || sym_equal(b, sym_min(one_more(a), s->vars[r->out[0]].extent));
+    bool single = sym_equal(b, one_more(a)) || sym_equal(b, sym_min(&ls->facts, one_more(a), s->vars[r->out[0]].extent));
     if (var == r->in[0]) {
       *lo = sym_floordiv(a, ej);
       *hi = single ? one_more(*lo) : one_more(sym_floordiv(sym_sub(b, sym_const(1)), ej));
     } else if (single) {
-      *lo = sym_mod(a, ej), *hi = one_more(*lo);
+      *lo = sym_mod(&ls->facts, a, ej), *hi = one_more(*lo);
     } else {
       *lo = sym_const(0), *hi = ej;
     }
@@ -127,7 +114,7 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
         lw_interval(lp, ls, r->rot[q], depth, &l2, &h2);
         sum = sym_add(sum, l2);
       }
-      *lo = sym_mod(sum, v->extent), *hi = one_more(*lo);
+      *lo = sym_mod(&ls->facts, sum, v->extent), *hi = one_more(*lo);
     } else {
       *lo = sym_const(0), *hi = v->extent;
     }
@@ -143,6 +130,7 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
  * nominal (full) block size -- the runtime's dtl_dist_block. */
 static void build_owner(lw_program *lp, int t) {
   const fe_tensor *ft = &lp->ir->ast->tensors[t];
+  const sym_facts grid = {.ndims = lp->ndims, .dims = lp->dims};
   lw_owner *o = &lp->owner[t];
   const sym *nominal[LW_MAX_DIMS];
   for (int x = 0; x < ft->order; x++) {
@@ -167,7 +155,7 @@ static void build_owner(lw_program *lp, int t) {
         o->kind[g] = OWN_PART, o->tdim[g] = x;
         const sym *st = sym_ceildiv(nominal[x], lp->dims[g]);
         const sym *base = sym_add(o->lo[x], sym_mul(sym_coord(g), st));
-        o->hi[x] = sym_min(o->hi[x], sym_add(base, st));
+        o->hi[x] = sym_min(&grid, o->hi[x], sym_add(base, st));
         o->lo[x] = base;
         nominal[x] = st;
       }
@@ -183,9 +171,9 @@ static bool box_uses_coord(const lw_comm *c, int g) {
 }
 
 /* The box lies in the rank's own block along tensor dim x (proven, or equal). */
-static bool aligned(const lw_comm *c, const lw_owner *o, int x) {
+static bool aligned(const sym_facts *f, const lw_comm *c, const lw_owner *o, int x) {
   if (sym_equal(c->lo[x], o->lo[x]) && sym_equal(c->hi[x], o->hi[x])) return true;
-  return sym_prove_le(o->lo[x], c->lo[x]) && sym_prove_le(c->hi[x], o->hi[x]);
+  return sym_prove_le(f, o->lo[x], c->lo[x]) && sym_prove_le(f, c->hi[x], o->hi[x]);
 }
 
 static void hull_access(const lw_program *lp, const lw_stmt *ls, lw_comm *c, const int *vars,
@@ -194,7 +182,7 @@ static void hull_access(const lw_program *lp, const lw_stmt *ls, lw_comm *c, con
     const sym *lo, *hi;
     lw_interval(lp, ls, vars[x], c->depth, &lo, &hi);
     if (*first) c->lo[x] = lo, c->hi[x] = hi;
-    else c->lo[x] = sym_min(c->lo[x], lo), c->hi[x] = sym_max(c->hi[x], hi);
+    else c->lo[x] = sym_min(&ls->facts, c->lo[x], lo), c->hi[x] = sym_max(&ls->facts, c->hi[x], hi);
   }
   *first = false;
 }
@@ -224,8 +212,8 @@ static bool try_shift(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
     for (int x = 0; x < c->order && ok; x++) {
       const sym *bd[2] = {c->lo[x], c->hi[x]};
       for (int q = 0; q < 2 && ok; q++) {
-        const sym *next = sym_subst(bd[q], SYM_VAR, n->var, one_more(sym_var(n->var)));
-        const sym *nb = sym_subst(bd[q], SYM_COORD, g, one_more(sym_coord(g)));
+        const sym *next = sym_subst(&ls->facts, bd[q], SYM_VAR, n->var, one_more(sym_var(n->var)));
+        const sym *nb = sym_subst(&ls->facts, bd[q], SYM_COORD, g, one_more(sym_coord(g)));
         ok = sym_equal(next, nb) && sym_coord_only_under_mod(bd[q], g, lp->dims[g]);
       }
     }
@@ -253,7 +241,7 @@ static void select_input(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
     int64_t one;
     switch (o->kind[g]) {
     case OWN_PART:
-      if (aligned(c, o, o->tdim[g])) break;
+      if (aligned(&ls->facts, c, o, o->tdim[g])) break;
       if (indep) mask |= 1u << g;
       else fail = true;
       break;
@@ -281,7 +269,7 @@ static void select_output(const lw_program *lp, const lw_stmt *ls, lw_comm *c) {
     bool bound = ls->exec_mask >> g & 1;
     bool indep = !box_uses_coord(c, g);
     lw_own_kind k = o->kind[g];
-    bool al = k == OWN_PART && aligned(c, o, o->tdim[g]);
+    bool al = k == OWN_PART && aligned(&ls->facts, c, o, o->tdim[g]);
     if (!((bound && al) || (!bound && k == OWN_STAR))) local = false;
     if (!bound || al) continue;
     if ((k == OWN_FIXED || k == OWN_STAR) && indep) {
@@ -341,28 +329,28 @@ static void try_assumption(lw_program *lp, const lw_stmt *ls, lw_comm *c) {
   if (np < 2) return;
   const sym *canon = sym_param(params[0]);
   lw_program alt_lp = *lp;
+  lw_stmt alt_ls = *ls; /* its proofs see the grid with the params equal */
+  alt_ls.facts.dims = alt_lp.dims;
   lw_owner own = lp->owner[c->tensor];
   lw_comm *alt = ir_alloc(sizeof *alt);
   *alt = *c;
   for (int q = 1; q < np; q++) {
-    for (int g = 0; g < lp->ndims; g++) alt_lp.dims[g] = sym_subst(alt_lp.dims[g], SYM_PARAM, params[q], canon);
+    for (int g = 0; g < lp->ndims; g++) alt_lp.dims[g] = sym_subst(&ls->facts, alt_lp.dims[g], SYM_PARAM, params[q], canon);
   }
-  sym_set_grid(lp->ndims, alt_lp.dims);
   for (int q = 1; q < np; q++) {
     for (int x = 0; x < alt->order; x++) {
-      alt->lo[x] = sym_subst(alt->lo[x], SYM_PARAM, params[q], canon);
-      alt->hi[x] = sym_subst(alt->hi[x], SYM_PARAM, params[q], canon);
-      own.lo[x] = sym_subst(own.lo[x], SYM_PARAM, params[q], canon);
-      own.hi[x] = sym_subst(own.hi[x], SYM_PARAM, params[q], canon);
+      alt->lo[x] = sym_subst(&alt_ls.facts, alt->lo[x], SYM_PARAM, params[q], canon);
+      alt->hi[x] = sym_subst(&alt_ls.facts, alt->hi[x], SYM_PARAM, params[q], canon);
+      own.lo[x] = sym_subst(&alt_ls.facts, own.lo[x], SYM_PARAM, params[q], canon);
+      own.hi[x] = sym_subst(&alt_ls.facts, own.hi[x], SYM_PARAM, params[q], canon);
     }
   }
   lw_owner *owners = ir_alloc((lp->ir->ast->ntensors + 1) * sizeof *owners);
   memcpy(owners, lp->owner, lp->ir->ast->ntensors * sizeof *owners);
   owners[c->tensor] = own;
   alt_lp.owner = owners;
-  if (c->output) select_output(&alt_lp, ls, alt);
-  else select_input(&alt_lp, ls, alt);
-  sym_set_grid(lp->ndims, lp->dims);
+  if (c->output) select_output(&alt_lp, &alt_ls, alt);
+  else select_input(&alt_lp, &alt_ls, alt);
   if (alt->pattern == PAT_EXCHANGE) return;
   /* keep the original box formulas: with equal params they evaluate the same */
   memcpy(alt->lo, c->lo, sizeof c->lo);
@@ -513,10 +501,11 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   ls->nloops = loop_chain(s->root, ls);
   ls->comm = ir_alloc((lp->ir->ast->ntensors + 1) * sizeof *ls->comm); /* the output, each tensor read */
   ls->lidx_var0 = s->nvars;
-  sym_clear_var_max();
+  ls->facts = (sym_facts){.ndims = lp->ndims, .dims = lp->dims, .nvars = s->nvars + ls->nloops,
+                          .var_max = ir_alloc((s->nvars + ls->nloops + 1) * sizeof *ls->facts.var_max)};
   for (int k = 0; k < ls->nloops; k++) {
     const cin_node *n = ls->loops[k];
-    if (!n->distributed) sym_set_var_max(n->var, sym_sub(s->vars[n->var].extent, sym_const(1)));
+    if (!n->distributed) ls->facts.var_max[n->var] = sym_sub(s->vars[n->var].extent, sym_const(1));
     if (n->distributed && n->dist_dim < 0) { /* numbered only outside precompute's consumers */
       fe_error(src, n->dist_loc, "distribute: loop '%s' lies inside precompute's loop; distribute the loops that enclose it",
                s->vars[n->var].name);
@@ -526,7 +515,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       int gd = lw_gdim(lp, n);
       ls->exec_mask |= 1u << gd;
       ls->bs[k] = sym_ceildiv(s->vars[n->var].extent, lp->dims[gd]);
-      sym_set_var_max(ls->lidx_var0 + k, sym_sub(ls->bs[k], sym_const(1)));
+      ls->facts.var_max[ls->lidx_var0 + k] = sym_sub(ls->bs[k], sym_const(1));
     }
     if (n->kernel) ls->kernel_depth = k;
     if (n->par >= PAR_GPU_BLOCK && !lp->cuda) {
@@ -635,7 +624,6 @@ lw_program *lw_lower(ir_program *ir, bool cuda) {
     lp->ndims = 1, lp->nlevels = 1;
     lp->dims[0] = sym_const(1);
   }
-  sym_set_grid(lp->ndims, lp->dims);
   for (int t = 0; t < p->ntensors; t++) {
     const fe_tensor *ft = &p->tensors[t];
     if (ft->order > LW_MAX_DIMS) {
@@ -710,7 +698,6 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
   for (int i = 0; i < lp->nstmts; i++) {
     const lw_stmt *ls = &lp->stmts[i];
     namer_ctx nc = {lp, ls};
-    lw_set_bounds(lp, ls);
     fprintf(f, "statement %d: ", i + 1);
     const cin_node *asg = cin_assign(ls->s->root);
     fputs(p->tensors[asg->lhs_tensor].name, f);

@@ -67,6 +67,7 @@ typedef struct {
   int *where_depth;
   const cin_node **where; /* nwhere of each */
   int kernel_depth;     /* position of the first substituted loop, -1 if none */
+  sym_facts facts;      /* for proofs about its expressions: the grid and its loop counters' ranges */
 } lw_stmt;
 
 typedef struct {
@@ -103,9 +104,7 @@ int lw_loop_pos(const lw_stmt *ls, int var);
  * bound where it starts: its extent, tightened for the inner variable of a split or divide,
  * which never reaches its parent's extent and, once the outer variable is bound, stops at the
  * parent's end.  *parent: the parent whose range the bound then enforces (-1: none). */
-const sym *lw_local_hi(const ir_stmt *s, int var, const bool *bound, int *parent);
-/* Make the symbolic layer's proofs use this statement's loop ranges (see sym_set_var_max). */
-void lw_set_bounds(const lw_program *lp, const lw_stmt *ls);
+const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent);
 /* The grid dim a distributed loop is bound to (its level's dims are numbered after the
  * outer levels' dims). */
 int lw_gdim(const lw_program *lp, const cin_node *n);

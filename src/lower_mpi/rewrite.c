@@ -38,7 +38,9 @@ static const char *pipeline_can(const sp_program *sp, const sp_func *fn, const s
   return NULL;
 }
 
-static const sym *next(const sym *e, int v) { return sym_subst(e, SYM_VAR, v, sym_add(sym_var(v), sym_const(1))); }
+static const sym *next(const sp_program *sp, const sym *e, int v) {
+  return sym_subst(&sp->facts, e, SYM_VAR, v, sym_add(sym_var(v), sym_const(1)));
+}
 
 static sp_node *begin(const sp_program *sp, const sp_node *n, sp_comm_op op, bool nxt, int other) {
   sp_node *b = sp_new(SN_COMM);
@@ -48,7 +50,7 @@ static sp_node *begin(const sp_program *sp, const sp_node *n, sp_comm_op op, boo
   b->other_slot = other;
   const sp_buf *B = &sp->bufs[n->buf];
   const sym **lo = ir_alloc((B->order + 1) * sizeof *lo), **hi = ir_alloc((B->order + 1) * sizeof *hi);
-  for (int x = 0; x < B->order; x++) lo[x] = nxt ? next(B->lo[x], n->depth_var) : B->lo[x], hi[x] = nxt ? next(B->hi[x], n->depth_var) : B->hi[x];
+  for (int x = 0; x < B->order; x++) lo[x] = nxt ? next(sp, B->lo[x], n->depth_var) : B->lo[x], hi[x] = nxt ? next(sp, B->hi[x], n->depth_var) : B->hi[x];
   b->box_lo = lo, b->box_hi = hi;
   b->comment = nxt ? "the next step's data, sent while this step computes" : "the first step";
   return b;

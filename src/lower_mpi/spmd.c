@@ -85,6 +85,8 @@ typedef struct {
 } bst;
 
 static const sym *R(const bst *g, const sym *e) { return sym_shift_vars(e, g->fn->var0); }
+/* what proofs about the statement's expressions may use: its loop ranges and the grid */
+static const sym_facts *F(const bst *g) { return &g->ls->facts; }
 static int V(const bst *g, int v) { return g->fn->var0 + v; }
 static const fe_program *ast(const bst *g) { return g->lp->ir->ast; }
 
@@ -128,13 +130,13 @@ static void bind_parents(bst *g, sp_node *seq, bool collective, int tight) {
         b = sp_new(SN_BIND);
         b->var = V(g, Rl->in[1]);
         b->comment = "fuse";
-        b->bind = R(g, sym_mod(sym_var(Rl->out[0]), e));
+        b->bind = R(g, sym_mod(F(g), sym_var(Rl->out[0]), e));
         break;
       }
       case REL_ROTATE: {
         const sym *sum = sym_var(Rl->out[0]);
         for (int q = 0; q < Rl->nrot; q++) sum = sym_add(sum, sym_var(Rl->rot[q]));
-        b->bind = R(g, sym_mod(sum, s->vars[Rl->in[0]].extent));
+        b->bind = R(g, sym_mod(F(g), sum, s->vars[Rl->in[0]].extent));
         break;
       }
       default: break;
@@ -607,15 +609,15 @@ static void level(bst *g, sp_node *seq, int k) {
       const sym *base = sym_mul(sym_coord(d), ls->bs[k]);
       L->loop = SL_LOCAL_BLOCK;
       L->lo = R(g, base);
-      L->hi = R(g, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[k])));
+      L->hi = R(g, sym_min(F(g), s->vars[n->var].extent, sym_add(base, ls->bs[k])));
     }
     if (collective) {
       const sym *val = lw_loop_value(g->lp, ls, k);
-      if (!sym_prove_le(sym_add(val, sym_const(1)), s->vars[n->var].extent))
+      if (!sym_prove_le(F(g), sym_add(val, sym_const(1)), s->vars[n->var].extent))
         add_cond(g, (sp_cond){SCMP_LT, sym_var(V(g, n->var)), R(g, s->vars[n->var].extent), 0, NULL});
     }
   } else {
-    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(s, n->var, g->bound, &tight);
+    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(ls, n->var, g->bound, &tight);
     L->loop = SL_LOCAL;
     L->hi = R(g, hi);
     L->lo = sym_const(0);
@@ -728,11 +730,11 @@ static void device_node(bst *g, sp_node *seq, int k0) {
     if (n->distributed) {
       const sym *base = sym_mul(sym_coord(lw_gdim(g->lp, n)), ls->bs[mk[q]]);
       mlo[q] = R(g, base);
-      mhi[q] = R(g, sym_min(s->vars[n->var].extent, sym_add(base, ls->bs[mk[q]])));
+      mhi[q] = R(g, sym_min(F(g), s->vars[n->var].extent, sym_add(base, ls->bs[mk[q]])));
     } else {
       int parent;
       mlo[q] = sym_const(0);
-      mhi[q] = R(g, lw_local_hi(s, n->var, g->bound, &parent));
+      mhi[q] = R(g, lw_local_hi(ls, n->var, g->bound, &parent));
     }
   }
   D->nmapped = nm, D->mapped_vars = mv, D->mapped_lo = mlo, D->mapped_hi = mhi;
@@ -822,7 +824,6 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
   const ir_stmt *s = ls->s;
   const fe_program *p = lp->ir->ast;
   const cin_node *asg = cin_assign(s->root);
-  lw_set_bounds(lp, ls);
   sp_func *fn = &sp->funcs[i];
   fn->index = s->index;
   fn->src_line = s->ast->loc.line;
@@ -998,6 +999,7 @@ sp_program *spmd_build(const lw_program *lp) {
     sp->params[i] = (sp_param){p->params[i].name, p->params[i].has_default, p->params[i].is_grid, p->params[i].value};
   sp->ndims = lp->ndims, sp->nlevels = lp->nlevels, sp->level_off = lp->level_off, sp->dims = lp->dims;
   sp->has_machine = lp->ir->machine >= 0;
+  sp->facts = (sym_facts){.ndims = lp->ndims, .dims = lp->dims};
   for (int t = 0; t < p->ntensors; t++) sp->any_sparse |= lw_sparse(p, t);
   sp->tensors = ir_alloc((p->ntensors + 1) * sizeof *sp->tensors);
   for (int t = 0; t < p->ntensors; t++) {
@@ -1015,7 +1017,6 @@ sp_program *spmd_build(const lw_program *lp) {
   sp->funcs = ir_alloc((lp->nstmts + 1) * sizeof *sp->funcs);
   int slot = 0;
   for (int i = 0; i < lp->nstmts; i++) build_stmt(sp, lp, i, &slot);
-  sym_clear_var_max();
   sp->nslots = slot + 1;
   spmd_rewrite(sp);
   return sp;

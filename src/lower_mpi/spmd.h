@@ -252,6 +252,7 @@ typedef struct {
   const int *level_off;
   const sym *const *dims;
   bool has_machine;
+  sym_facts facts;      /* the grid's: what rewrites may prove with (variables are program-wide) */
   int nvars;
   sp_var *vars;
   int nbufs;

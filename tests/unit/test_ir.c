@@ -193,7 +193,6 @@ static void expect_error(const char *stmt, int line, const char *needle, const c
 
 static int sym_teardown(void **state) {
   (void)state;
-  sym_set_grid(0, NULL);
   ir_arena_free();
   return 0;
 }
@@ -299,55 +298,54 @@ static void test_sym_min_max_grid(void **state) {
   const sym *p = sym_param(0), *c0 = sym_coord(0), *x = sym_var(0);
   const sym *c1 = sym_add(c0, sym_const(1));
   /* without the grid, coord0 + 1 <= p is unknown */
-  assert_string_equal(sym_str(sym_min(p, c1)), "dtl_min(p0, c0 + 1)");
-  assert_true(sym_equal(sym_min(p, c1), sym_min(c1, p)));
+  assert_string_equal(sym_str(sym_min(NULL, p, c1)), "dtl_min(p0, c0 + 1)");
+  assert_true(sym_equal(sym_min(NULL, p, c1), sym_min(NULL, c1, p)));
   const sym *dims[1] = {p};
-  sym_set_grid(1, dims);
-  assert_true(sym_equal(sym_min(p, c1), c1));
-  assert_true(sym_equal(sym_min(c1, p), c1));
-  assert_true(sym_equal(sym_max(p, c1), p));
+  const sym_facts F = {.ndims = 1, .dims = dims}; /* coords[0] < p */
+  assert_true(sym_equal(sym_min(&F, p, c1), c1));
+  assert_true(sym_equal(sym_min(&F, c1, p), c1));
+  assert_true(sym_equal(sym_max(&F, p, c1), p));
   /* coord0 + 2 may exceed p */
-  assert_string_equal(sym_str(sym_min(p, sym_add(c0, sym_const(2)))), "dtl_min(p0, c0 + 2)");
-  assert_true(sym_equal(sym_min(x, sym_add(x, sym_const(1))), x));
-  assert_true(sym_equal(sym_max(x, sym_add(x, sym_const(1))), sym_add(x, sym_const(1))));
-  assert_true(sym_equal(sym_min(x, x), x));
+  assert_string_equal(sym_str(sym_min(&F, p, sym_add(c0, sym_const(2)))), "dtl_min(p0, c0 + 2)");
+  assert_true(sym_equal(sym_min(&F, x, sym_add(x, sym_const(1))), x));
+  assert_true(sym_equal(sym_max(&F, x, sym_add(x, sym_const(1))), sym_add(x, sym_const(1))));
+  assert_true(sym_equal(sym_min(&F, x, x), x));
   /* min(n, c*ceil(n/p) + ceil(n/p)): the block formula stays a min */
   const sym *n = sym_param(1), *bs = sym_ceildiv(n, p);
-  const sym *hi = sym_min(n, sym_add(sym_mul(c0, bs), bs));
+  const sym *hi = sym_min(&F, n, sym_add(sym_mul(c0, bs), bs));
   assert_int_equal(hi->kind, SYM_MIN);
-  assert_true(sym_equal(sym_min(p, sym_const(1)), sym_const(1)));
-  assert_true(sym_equal(sym_max(p, sym_const(1)), p));
-  sym_set_grid(0, NULL);
-  assert_string_equal(sym_str(sym_min(p, c1)), "dtl_min(p0, c0 + 1)");
+  assert_true(sym_equal(sym_min(&F, p, sym_const(1)), sym_const(1)));
+  assert_true(sym_equal(sym_max(&F, p, sym_const(1)), p));
+  assert_string_equal(sym_str(sym_min(NULL, p, c1)), "dtl_min(p0, c0 + 1)");
 }
 
 static void test_sym_mod(void **state) {
   (void)state;
   const sym *p = sym_param(0), *c0 = sym_coord(0), *x = sym_var(0);
   int64_t v = -9;
-  assert_true(sym_is_const(sym_mod(sym_const(7), sym_const(3)), &v));
+  assert_true(sym_is_const(sym_mod(NULL, sym_const(7), sym_const(3)), &v));
   assert_int_equal(v, 1);
-  assert_true(sym_is_const(sym_mod(sym_const(-1), sym_const(3)), &v));
+  assert_true(sym_is_const(sym_mod(NULL, sym_const(-1), sym_const(3)), &v));
   assert_int_equal(v, 2);
-  assert_true(sym_is_const(sym_mod(sym_const(6), sym_const(3)), &v));
+  assert_true(sym_is_const(sym_mod(NULL, sym_const(6), sym_const(3)), &v));
   assert_int_equal(v, 0);
-  assert_true(sym_is_const(sym_mod(x, sym_const(1)), &v));
+  assert_true(sym_is_const(sym_mod(NULL, x, sym_const(1)), &v));
   assert_int_equal(v, 0);
-  assert_true(sym_is_const(sym_mod(sym_const(0), p), &v));
+  assert_true(sym_is_const(sym_mod(NULL, sym_const(0), p), &v));
   assert_int_equal(v, 0);
-  assert_string_equal(sym_str(sym_mod(c0, p)), "dtl_mod(c0, p0)");
+  assert_string_equal(sym_str(sym_mod(NULL, c0, p)), "dtl_mod(c0, p0)");
   const sym *dims[1] = {p};
-  sym_set_grid(1, dims);
-  assert_true(sym_equal(sym_mod(c0, p), c0));
-  assert_string_equal(sym_str(sym_mod(sym_add(c0, sym_const(1)), p)), "dtl_mod(c0 + 1, p0)");
-  assert_string_equal(sym_str(sym_mod(sym_add(c0, x), p)), "dtl_mod(c0 + v0, p0)");
+  const sym_facts F = {.ndims = 1, .dims = dims}; /* coords[0] < p */
+  assert_true(sym_equal(sym_mod(&F, c0, p), c0));
+  assert_string_equal(sym_str(sym_mod(&F, sym_add(c0, sym_const(1)), p)), "dtl_mod(c0 + 1, p0)");
+  assert_string_equal(sym_str(sym_mod(&F, sym_add(c0, x), p)), "dtl_mod(c0 + v0, p0)");
 }
 
 static void test_sym_eval(void **state) {
   (void)state;
   const sym *n = sym_param(0), *g = sym_param(1), *c0 = sym_coord(0), *x = sym_var(0);
   const sym *bs = sym_ceildiv(n, g);
-  const sym *hi = sym_min(n, sym_add(sym_mul(c0, bs), bs));
+  const sym *hi = sym_min(NULL, n, sym_add(sym_mul(c0, bs), bs));
   int64_t params[2] = {10, 3}, coords[1] = {2}, vars[2] = {-7, 5};
   sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 2};
   int64_t out = 0;
@@ -359,9 +357,9 @@ static void test_sym_eval(void **state) {
   assert_int_equal(out, -3);
   assert_true(sym_eval(sym_ceildiv(x, sym_const(3)), &env, &out));
   assert_int_equal(out, -2);
-  assert_true(sym_eval(sym_mod(x, sym_const(3)), &env, &out));
+  assert_true(sym_eval(sym_mod(NULL, x, sym_const(3)), &env, &out));
   assert_int_equal(out, 2);
-  assert_true(sym_eval(sym_max(x, sym_var(1)), &env, &out));
+  assert_true(sym_eval(sym_max(NULL, x, sym_var(1)), &env, &out));
   assert_int_equal(out, 5);
   assert_true(sym_eval(sym_add(sym_mul(sym_const(2), x), c0), &env, &out));
   assert_int_equal(out, -12);
@@ -375,30 +373,30 @@ static void test_sym_eval(void **state) {
   assert_false(sym_eval(sym_var(2), &env, &out));
   /* division by zero is not a value */
   assert_false(sym_eval(sym_floordiv(x, sym_var(1)), &(sym_env){.vars = (int64_t[]){3, 0}, .nvars = 2}, &out));
-  assert_false(sym_eval(sym_mod(x, sym_var(1)), &(sym_env){.vars = (int64_t[]){3, 0}, .nvars = 2}, &out));
+  assert_false(sym_eval(sym_mod(NULL, x, sym_var(1)), &(sym_env){.vars = (int64_t[]){3, 0}, .nvars = 2}, &out));
 }
 
 static void test_sym_subst(void **state) {
   (void)state;
   const sym *p = sym_param(0), *c0 = sym_coord(0), *x = sym_var(0), *y = sym_var(1);
   const sym *dims[1] = {p};
-  sym_set_grid(1, dims);
+  const sym_facts F = {.ndims = 1, .dims = dims}; /* coords[0] < p */
   /* substitution re-simplifies */
-  assert_true(sym_equal(sym_subst(sym_min(x, p), SYM_VAR, 0, p), p));
-  assert_true(sym_equal(sym_subst(sym_mod(sym_add(c0, x), p), SYM_VAR, 0, sym_const(0)), c0));
+  assert_true(sym_equal(sym_subst(&F, sym_min(&F, x, p), SYM_VAR, 0, p), p));
+  assert_true(sym_equal(sym_subst(&F, sym_mod(&F, sym_add(c0, x), p), SYM_VAR, 0, sym_const(0)), c0));
   const sym *e = sym_add(sym_mul(sym_const(2), x), y);
   int64_t v = 0;
-  assert_true(sym_is_const(sym_subst(sym_subst(e, SYM_VAR, 0, sym_const(3)), SYM_VAR, 1, sym_const(4)), &v));
+  assert_true(sym_is_const(sym_subst(&F, sym_subst(&F, e, SYM_VAR, 0, sym_const(3)), SYM_VAR, 1, sym_const(4)), &v));
   assert_int_equal(v, 10);
   /* x := x + 1 and coord0 := coord0 + 1 (what the shift analysis does) */
-  const sym *m = sym_mod(sym_add(c0, x), p);
-  assert_true(sym_equal(sym_subst(m, SYM_VAR, 0, sym_add(x, sym_const(1))),
-                        sym_subst(m, SYM_COORD, 0, sym_add(c0, sym_const(1)))));
+  const sym *m = sym_mod(&F, sym_add(c0, x), p);
+  assert_true(sym_equal(sym_subst(&F, m, SYM_VAR, 0, sym_add(x, sym_const(1))),
+                        sym_subst(&F, m, SYM_COORD, 0, sym_add(c0, sym_const(1)))));
   /* an atom that does not occur leaves the expression alone */
-  assert_ptr_equal(sym_subst(e, SYM_PARAM, 0, sym_const(1)), e);
-  assert_ptr_equal(sym_subst(e, SYM_VAR, 2, sym_const(1)), e);
+  assert_ptr_equal(sym_subst(&F, e, SYM_PARAM, 0, sym_const(1)), e);
+  assert_ptr_equal(sym_subst(&F, e, SYM_VAR, 2, sym_const(1)), e);
   /* a param id is not a var id */
-  assert_true(sym_equal(sym_subst(sym_add(p, x), SYM_PARAM, 0, sym_const(5)), sym_add(x, sym_const(5))));
+  assert_true(sym_equal(sym_subst(&F, sym_add(p, x), SYM_PARAM, 0, sym_const(5)), sym_add(x, sym_const(5))));
 }
 
 static void test_sym_uses(void **state) {
@@ -418,27 +416,38 @@ static void test_sym_uses(void **state) {
 static void test_sym_prove_le(void **state) {
   (void)state;
   const sym *p = sym_param(0), *c0 = sym_coord(0), *x = sym_var(0);
-  assert_true(sym_prove_le(x, sym_add(x, sym_const(1))));
-  assert_false(sym_prove_le(sym_add(x, sym_const(1)), x));
-  assert_true(sym_prove_le(sym_const(1), p));
-  assert_false(sym_prove_le(sym_const(2), p));
-  assert_true(sym_prove_le(sym_const(0), x));
-  assert_false(sym_prove_le(x, p));
+  assert_true(sym_prove_le(NULL, x, sym_add(x, sym_const(1))));
+  assert_false(sym_prove_le(NULL, sym_add(x, sym_const(1)), x));
+  assert_true(sym_prove_le(NULL, sym_const(1), p));
+  assert_false(sym_prove_le(NULL, sym_const(2), p));
+  assert_true(sym_prove_le(NULL, sym_const(0), x));
+  assert_false(sym_prove_le(NULL, x, p));
   const sym *pm1 = sym_sub(p, sym_const(1));
-  assert_false(sym_prove_le(c0, pm1));
+  assert_false(sym_prove_le(NULL, c0, pm1));
   const sym *dims[1] = {p};
-  sym_set_grid(1, dims);
-  assert_true(sym_prove_le(c0, pm1));
-  assert_false(sym_prove_le(c0, sym_sub(p, sym_const(2))));
+  const sym_facts F = {.ndims = 1, .dims = dims}; /* coords[0] < p */
+  assert_true(sym_prove_le(&F, c0, pm1));
+  assert_false(sym_prove_le(&F, c0, sym_sub(p, sym_const(2))));
+  /* a variable's maximum: x <= p - 1 with x in [0, p - 1], unknown without it; facts are
+   * per object, so another one (or none) answers as if this one were not there */
+  const sym *xmax[2] = {pm1, NULL};
+  const sym_facts V = {.nvars = 2, .var_max = xmax};
+  assert_true(sym_prove_le(&V, x, pm1));
+  assert_false(sym_prove_le(&F, x, pm1));
+  assert_false(sym_prove_le(NULL, x, pm1));
+  assert_false(sym_prove_le(&V, sym_var(1), pm1));
+  assert_false(sym_prove_le(&V, sym_var(2), pm1));
+  assert_true(sym_equal(sym_min(&V, p, sym_add(x, sym_const(1))), sym_add(x, sym_const(1))));
+  assert_int_equal(sym_min(NULL, p, sym_add(x, sym_const(1)))->kind, SYM_MIN);
 }
 
 static void test_sym_coord_only_under_mod(void **state) {
   (void)state;
   const sym *p = sym_param(0), *q = sym_param(1), *c0 = sym_coord(0), *x = sym_var(0);
-  assert_true(sym_coord_only_under_mod(sym_mod(sym_add(c0, x), p), 0, p));
-  assert_true(sym_coord_only_under_mod(sym_mul(sym_ceildiv(sym_param(2), p), sym_mod(sym_add(c0, x), p)), 0, p));
-  assert_false(sym_coord_only_under_mod(sym_add(c0, sym_mod(x, p)), 0, p));
-  assert_false(sym_coord_only_under_mod(sym_mod(sym_add(c0, x), q), 0, p));
+  assert_true(sym_coord_only_under_mod(sym_mod(NULL, sym_add(c0, x), p), 0, p));
+  assert_true(sym_coord_only_under_mod(sym_mul(sym_ceildiv(sym_param(2), p), sym_mod(NULL, sym_add(c0, x), p)), 0, p));
+  assert_false(sym_coord_only_under_mod(sym_add(c0, sym_mod(NULL, x, p)), 0, p));
+  assert_false(sym_coord_only_under_mod(sym_mod(NULL, sym_add(c0, x), q), 0, p));
   assert_true(sym_coord_only_under_mod(sym_add(x, p), 0, p));
   assert_true(sym_coord_only_under_mod(sym_coord(1), 0, p));
 }
@@ -461,15 +470,15 @@ static void test_sym_print(void **state) {
   assert_string_equal(sym_str(sym_mul(sym_add(x, sym_const(1)), sym_sub(y, sym_const(2)))),
                       "(v0 + 1) * (v1 - 2)");
   assert_string_equal(sym_str(sym_sub(z, sym_mul(x, y))), "v2 - v0 * v1");
-  assert_string_equal(sym_str(sym_max(x, p)), "dtl_max(p0, v0)");
+  assert_string_equal(sym_str(sym_max(NULL, x, p)), "dtl_max(p0, v0)");
   assert_string_equal(sym_str(sym_floordiv(x, sym_const(-2))), "dtl_floordiv(v0, -2)");
-  assert_string_equal(sym_str(sym_mul(sym_ceildiv(p, sym_const(2)), sym_mod(x, p))),
+  assert_string_equal(sym_str(sym_mul(sym_ceildiv(p, sym_const(2)), sym_mod(NULL, x, p))),
                       "dtl_ceildiv(p0, 2) * dtl_mod(v0, p0)");
   /* with a namer */
   char buf[256];
   FILE *f = fmemopen(buf, sizeof buf, "w");
   const sym *bs = sym_ceildiv(sym_param(0), sym_param(1));
-  sym_print(f, sym_min(sym_param(0), sym_add(sym_mul(sym_coord(0), bs), bs)), namer, "ctx");
+  sym_print(f, sym_min(NULL, sym_param(0), sym_add(sym_mul(sym_coord(0), bs), bs)), namer, "ctx");
   fclose(f);
   assert_string_equal(buf, "dtl_min(n, coord0 * dtl_ceildiv(n, gx) + dtl_ceildiv(n, gx))");
   f = fmemopen(buf, sizeof buf, "w");
@@ -489,7 +498,7 @@ static void test_sym_compare_order(void **state) {
   (void)state;
   const sym *e[] = {sym_const(-1), sym_const(2), sym_param(0), sym_param(1), sym_coord(0),
                     sym_var(0), sym_add(sym_var(0), sym_const(1)), sym_mul(sym_var(0), sym_var(1)),
-                    sym_floordiv(sym_var(0), sym_param(0)), sym_min(sym_var(0), sym_param(0))};
+                    sym_floordiv(sym_var(0), sym_param(0)), sym_min(NULL, sym_var(0), sym_param(0))};
   int n = (int)(sizeof e / sizeof e[0]);
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) {

@@ -168,14 +168,14 @@ static void test_summa(void **state) {
   const sym *ko = sym_var(ir_var_find(ls->s, "ko"));
   const sym *lo = sym_mul(chunk, ko);
   assert_true(sym_equal(b->lo[1], lo));
-  assert_true(sym_equal(b->hi[1], sym_min(n, sym_add(lo, chunk))));
+  assert_true(sym_equal(b->hi[1], sym_min(&ls->facts, n, sym_add(lo, chunk))));
   assert_true(sym_equal(b->lo[0], r.lp->owner[b->tensor].lo[0]));
   assert_true(sym_equal(b->hi[0], r.lp->owner[b->tensor].hi[0]));
   /* the interval of k at ko (loops 0..2 fixed) is that chunk */
   const sym *klo, *khi;
   lw_interval(r.lp, ls, ir_var_find(ls->s, "k"), 2, &klo, &khi);
   assert_true(sym_equal(klo, lo));
-  assert_true(sym_equal(khi, sym_min(n, sym_add(lo, chunk))));
+  assert_true(sym_equal(khi, sym_min(&ls->facts, n, sym_add(lo, chunk))));
   finish(&r);
 }
 
