@@ -165,7 +165,7 @@ typedef struct {
 struct dtl_transport {
   const dtl_transport_ops *op;
   dtl_ctx *ctx;
-  void *state;    /* the transport's (libdistal_cuda: the device state of ctx) */
+  void *state;   /* the transport's (libdistal_cuda: the device state of ctx) */
   bool entered;  /* between enter and leave */
   void *pending; /* the request of a split-phase operation, NULL when there is nothing to wait
                   * for: the operation in flight (dtl_request), or on an ordered transport the
