@@ -1,14 +1,13 @@
-/* comm.c -- communication of distributed tensors: point-to-point fetch and accumulate
- * planned without a handshake, broadcast of pieces over sub-communicators, shifts,
- * reductions, the gather of drivers, and statistics.  The planning functions are shared
- * with the device runtime (comm_internal.h). */
+/* comm.c -- communication of distributed tensors: the plans of point-to-point fetch and
+ * accumulate (without a handshake), of broadcasts of pieces over sub-communicators and of
+ * reductions; the MPI transport over which the executor (exec.c) runs them, shifts included,
+ * for the host functions of distal/runtime.h; the gather of drivers, and statistics.  The
+ * plans and the executor are shared with the device runtime (comm_internal.h). */
 #include "comm_internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { TAG_EXCHANGE = 0x4454, TAG_GATHER = 0x4455 };
 
 static const char *const op_names[DTL_NOPS] = {"exchange", "bcast",     "shift",
                                                "reduce",   "allreduce", "io"};
@@ -216,104 +215,6 @@ static int debug_check_plan(dtl_ctx *ctx, const dtl_xplan *pl, const char *what)
   return dtl_any_error(ctx, err);
 }
 
-/* Run a plan: send pieces of src (row-major over srcbox) and receive pieces into dst (over
- * dstbox), assigning or adding.  Pieces that are contiguous on both ends move in place;
- * the rest go through one packed buffer per direction.  With accumulate, contributions
- * are added in the order of the senders' ranks (the own piece at this rank's place), so
- * sums do not depend on message timing. */
-static int run_plan(dtl_ctx *ctx, dtl_type t, dtl_xplan *pl, const void *src,
-                    const dtl_box *srcbox, void *dst, const dtl_box *dstbox, bool accumulate) {
-  const size_t es = dtl_type_size(t);
-  const int ns = pl->send.n, nr = pl->recv.n;
-  int64_t packed_s = 0, packed_r = 0, off;
-  int err = 0, rc = MPI_SUCCESS;
-  for (int i = 0; i < ns; i++)
-    if (!dtl_contiguous_in(srcbox, &pl->send.v[i].box, &off))
-      packed_s += dtl_box_volume(&pl->send.v[i].box);
-  for (int i = 0; i < nr; i++)
-    if (accumulate || !dtl_contiguous_in(dstbox, &pl->recv.v[i].box, &off))
-      packed_r += dtl_box_volume(&pl->recv.v[i].box);
-  char *sbuf = packed_s ? malloc((size_t)packed_s * es) : NULL;
-  char *rbuf = packed_r ? malloc((size_t)packed_r * es) : NULL;
-  MPI_Request *req = malloc((size_t)(ns + nr + 1) * sizeof *req);
-  MPI_Datatype *types = malloc((size_t)(ns + nr + 1) * sizeof *types);
-  char **where = malloc((size_t)(nr + 1) * sizeof *where); /* packed receive slots */
-  if ((packed_s && !sbuf) || (packed_r && !rbuf) || !req || !types || !where) {
-    err = dtl_fail(ctx, "out of memory for an exchange of %lld + %lld elements",
-                   (long long)packed_s, (long long)packed_r);
-    goto done;
-  }
-  int nreq = 0;
-  char *rp = rbuf;
-  for (int i = 0; i < nr && rc == MPI_SUCCESS; i++) {
-    const dtl_piece *r = &pl->recv.v[i];
-    int64_t vol = dtl_box_volume(&r->box);
-    int cnt;
-    char *to;
-    if (!accumulate && dtl_contiguous_in(dstbox, &r->box, &off)) {
-      to = (char *)dst + off * (int64_t)es;
-      where[i] = NULL;
-    } else {
-      to = where[i] = rp;
-      rp += vol * (int64_t)es;
-    }
-    rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Irecv(to, cnt, types[nreq], r->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
-    if (rc == MPI_SUCCESS)
-      nreq++;
-    dtl_count_recv(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
-  }
-  char *sp = sbuf;
-  for (int i = 0; i < ns && rc == MPI_SUCCESS; i++) {
-    const dtl_piece *s = &pl->send.v[i];
-    int64_t vol = dtl_box_volume(&s->box);
-    int cnt;
-    const char *from;
-    if (dtl_contiguous_in(srcbox, &s->box, &off)) {
-      from = (const char *)src + off * (int64_t)es;
-    } else {
-      dtl_copy_box(t, src, srcbox, sp, &s->box, &s->box, false);
-      from = sp;
-      sp += vol * (int64_t)es;
-    }
-    rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Isend(from, cnt, types[nreq], s->peer, TAG_EXCHANGE, ctx->cart, &req[nreq]);
-    if (rc == MPI_SUCCESS)
-      nreq++;
-    dtl_count_send(ctx, DTL_OP_EXCHANGE, vol * (int64_t)es, 1);
-  }
-  if (pl->self && !accumulate)
-    dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, false);
-  int wrc = MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < nreq; i++)
-    dtl_count_free(&types[i]);
-  if (rc != MPI_SUCCESS || wrc != MPI_SUCCESS) {
-    err = dtl_mpi_fail(ctx, rc != MPI_SUCCESS ? rc : wrc, "point-to-point exchange");
-    goto done;
-  }
-  bool self_done = !(pl->self && accumulate);
-  for (int i = 0; i < nr; i++) {
-    const dtl_piece *r = &pl->recv.v[i];
-    if (!self_done && r->peer > ctx->rank) {
-      dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
-      self_done = true;
-    }
-    if (where[i])
-      dtl_copy_box(t, where[i], &r->box, dst, dstbox, &r->box, accumulate);
-  }
-  if (!self_done)
-    dtl_copy_box(t, src, srcbox, dst, dstbox, &pl->self_box, true);
-done:
-  free(sbuf);
-  free(rbuf);
-  free(req);
-  free(types);
-  free(where);
-  return err;
-}
-
 /* Debug mode: the caller's idea of this rank's block must be the ownership map's. */
 static int debug_check_own(dtl_ctx *ctx, const dtl_box *own, const dtl_box *mine,
                            const char *what) {
@@ -373,28 +274,6 @@ int dtl_xplan_build(dtl_ctx *ctx, const dtl_dist *d, const dtl_box *own, dtl_box
   return err;
 }
 
-int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
-              dtl_box_fn need, const void *arg, void *buf) {
-  dtl_xplan pl;
-  dtl_box mine, myneed;
-  int err = dtl_xplan_build(ctx, d, own, need, arg, true, 0, &pl, &mine, &myneed);
-  if (!err)
-    err = run_plan(ctx, t, &pl, local, &mine, buf, &myneed, false);
-  dtl_xplan_free(&pl);
-  return err;
-}
-
-int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, const dtl_box *own,
-                   unsigned exec_mask, dtl_box_fn prod, const void *arg, const void *buf) {
-  dtl_xplan pl;
-  dtl_box mine, myprod;
-  int err = dtl_xplan_build(ctx, d, own, prod, arg, false, exec_mask, &pl, &mine, &myprod);
-  /* run_plan sends from its src and receives into its dst: here buf -> local */
-  if (!err)
-    err = run_plan(ctx, t, &pl, buf, &myprod, local, &mine, true);
-  dtl_xplan_free(&pl);
-  return err;
-}
 
 /* ---- broadcast of pieces --------------------------------------------------------------- */
 static void visit_root(void *acc, int holder, const dtl_box *part) {
@@ -550,227 +429,8 @@ int dtl_bplan_debug_agree(dtl_ctx *ctx, const dtl_bplan *bp, int err) {
   return err;
 }
 
-/* A broadcast or shift in flight: what dtl_wait needs to finish it. */
-struct dtl_request {
-  int kind; /* 0: broadcast, 1: shift */
-  dtl_type t;
-  void *buf;
-  int nreq, err;
-  dtl_bplan bp;
-  char *tmp;
-  MPI_Request *req;
-  MPI_Datatype *types;
-  char **where;
-};
 
-static int bcast_finish(dtl_ctx *ctx, struct dtl_request *q);
-
-int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
-                          const void *local, const dtl_box *own, const dtl_box *need, void *buf,
-                          dtl_request **out) {
-  *out = NULL;
-  (void)own;
-  const size_t es = dtl_type_size(t);
-  dtl_bplan bp;
-  int err = dtl_bplan_build(ctx, mask, d, need, &bp), rc = MPI_SUCCESS;
-  if (err || dtl_box_empty(need)) {
-    dtl_bplan_free(&bp);
-    return err;
-  }
-  const int n = bp.roots.n, members = bp.members;
-  int64_t packed = 0, off;
-  for (int i = 0; i < n; i++)
-    if (!dtl_contiguous_in(need, &bp.roots.v[i].box, &off))
-      packed += dtl_box_volume(&bp.roots.v[i].box);
-  char *tmp = packed ? malloc((size_t)packed * es) : NULL;
-  MPI_Request *req = malloc((size_t)(n + 1) * sizeof *req);
-  MPI_Datatype *types = malloc((size_t)(n + 1) * sizeof *types);
-  char **where = malloc((size_t)(n + 1) * sizeof *where);
-  int nreq = 0;
-  if ((packed && !tmp) || !req || !types || !where) {
-    err = dtl_fail(ctx, "out of memory for a broadcast of %lld elements", (long long)packed);
-    goto done;
-  }
-  char *tp = tmp;
-  for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
-    const dtl_piece *r = &bp.roots.v[i];
-    int64_t vol = dtl_box_volume(&r->box);
-    bool root = r->peer == ctx->rank;
-    int subroot, cnt;
-    if ((rc = dtl_bplan_root(ctx, &bp, i, &subroot)) != MPI_SUCCESS)
-      break;
-    if (root)
-      dtl_copy_box(t, local, &bp.mine, buf, need, &r->box, false);
-    /* the root says which box it sends; the members compare */
-    if (ctx->debug && members > 1 &&
-        (rc = dtl_bplan_debug_piece(ctx, &bp, i, subroot, &err)) != MPI_SUCCESS)
-      break;
-    if (members == 1)
-      continue;
-    char *at;
-    if (dtl_contiguous_in(need, &r->box, &off)) {
-      at = (char *)buf + off * (int64_t)es;
-      where[i] = NULL;
-    } else {
-      at = where[i] = tp;
-      tp += vol * (int64_t)es;
-      if (root)
-        dtl_copy_box(t, local, &bp.mine, at, &r->box, &r->box, false);
-    }
-    if ((rc = dtl_count_type(t, vol, &cnt, &types[nreq])) != MPI_SUCCESS)
-      break;
-    if ((rc = MPI_Ibcast(at, cnt, types[nreq], subroot, bp.sub, &req[nreq])) != MPI_SUCCESS)
-      break;
-    nreq++;
-    if (root)
-      dtl_count_send(ctx, DTL_OP_BCAST, vol * (int64_t)es * (members - 1), members - 1);
-    else
-      dtl_count_recv(ctx, DTL_OP_BCAST, vol * (int64_t)es, 1);
-  }
-  {
-    struct dtl_request *q = calloc(1, sizeof *q);
-    if (!q) {
-      MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
-      err = dtl_fail(ctx, "out of memory");
-      goto done;
-    }
-    q->kind = 0, q->t = t, q->buf = buf, q->nreq = nreq, q->bp = bp, q->tmp = tmp;
-    q->req = req, q->types = types, q->where = where, q->err = err;
-    if (rc != MPI_SUCCESS) q->err = dtl_mpi_fail(ctx, rc, "broadcast");
-    *out = q;
-    return 0;
-  }
-done:
-  err = dtl_bplan_debug_agree(ctx, &bp, err);
-  dtl_bplan_free(&bp);
-  free(tmp);
-  free(req);
-  free(types);
-  free(where);
-  return err;
-}
-
-static int bcast_finish(dtl_ctx *ctx, struct dtl_request *q) {
-  int err = q->err;
-  const dtl_bplan *bp = &q->bp;
-  int wrc = MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE);
-  for (int i = 0; i < q->nreq; i++)
-    dtl_count_free(&q->types[i]);
-  if (!err && wrc != MPI_SUCCESS)
-    err = dtl_mpi_fail(ctx, wrc, "broadcast");
-  for (int i = 0; i < bp->roots.n && bp->members > 1 && !err; i++)
-    if (q->where[i] && bp->roots.v[i].peer != ctx->rank)
-      dtl_copy_box(q->t, q->where[i], &bp->roots.v[i].box, q->buf, &bp->need,
-                   &bp->roots.v[i].box, false);
-  err = dtl_bplan_debug_agree(ctx, bp, err);
-  dtl_bplan_free(&q->bp);
-  free(q->tmp);
-  free(q->req);
-  free(q->types);
-  free(q->where);
-  return err;
-}
-
-int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, const void *local,
-                    const dtl_box *own, const dtl_box *need, void *buf) {
-  dtl_request *q;
-  int err = dtl_bcast_fetch_begin(ctx, mask, d, t, local, own, need, buf, &q);
-  if (err) return err;
-  return dtl_wait(ctx, &q);
-}
-
-/* A shift in flight: the Isend/Irecv pair of dtl_shift_begin. */
-int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
-                    void *recvbuf, int64_t recvcount, dtl_request **out) {
-  *out = NULL;
-  const size_t es = dtl_type_size(t);
-  if (dim < 0 || dim >= ctx->ndims)
-    return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
-  if (ctx->dims[dim] == 1) {
-    if (recvcount != sendcount) return dtl_fail(ctx, "shift: a 1-wide grid dim sends %lld elements to itself but expects %lld", (long long)sendcount, (long long)recvcount);
-    if (recvbuf != sendbuf && recvcount) memcpy(recvbuf, sendbuf, (size_t)recvcount * es);
-    return 0;
-  }
-  struct dtl_request *q = calloc(1, sizeof *q);
-  MPI_Request *req = malloc(2 * sizeof *req);
-  MPI_Datatype *types = malloc(2 * sizeof *types);
-  if (!q || !req || !types) {
-    free(q), free(req), free(types);
-    return dtl_fail(ctx, "out of memory");
-  }
-  int src, dst, sc, rcn, rc;
-  MPI_Cart_shift(ctx->cart, dim, -1, &src, &dst); /* receive from c+1, send to c-1 */
-  q->kind = 1, q->req = req, q->types = types;
-  if ((rc = dtl_count_type(t, recvcount, &rcn, &types[0])) == MPI_SUCCESS &&
-      (rc = MPI_Irecv(recvbuf, rcn, types[0], src, 91, ctx->cart, &req[0])) == MPI_SUCCESS &&
-      (rc = dtl_count_type(t, sendcount, &sc, &types[1])) == MPI_SUCCESS &&
-      (rc = MPI_Isend(sendbuf, sc, types[1], dst, 91, ctx->cart, &req[1])) == MPI_SUCCESS) {
-    q->nreq = 2;
-    dtl_count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
-    dtl_count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
-    *out = q;
-    return 0;
-  }
-  free(q), free(req), free(types);
-  return dtl_mpi_fail(ctx, rc, "shift");
-}
-
-int dtl_wait(dtl_ctx *ctx, dtl_request **req) {
-  if (!req || !*req) return 0;
-  struct dtl_request *q = *req;
-  *req = NULL;
-  int err;
-  if (q->kind == 0) {
-    err = bcast_finish(ctx, q);
-  } else {
-    err = 0;
-    int rc = MPI_Waitall(q->nreq, q->req, MPI_STATUSES_IGNORE);
-    for (int i = 0; i < q->nreq; i++) dtl_count_free(&q->types[i]);
-    if (rc != MPI_SUCCESS) err = dtl_mpi_fail(ctx, rc, "shift");
-    free(q->req), free(q->types);
-  }
-  free(q);
-  return err;
-}
-
-/* ---- shift and reductions --------------------------------------------------------------- */
-int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
-              void *recvbuf, int64_t recvcount) {
-  const size_t es = dtl_type_size(t);
-  if (dim < 0 || dim >= ctx->ndims)
-    return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
-  if (ctx->dims[dim] == 1) {
-    if (sendbuf != recvbuf)
-      memcpy(recvbuf, sendbuf, (size_t)dtl_min(sendcount, recvcount) * es);
-    return 0;
-  }
-  int64_t c[DTL_MAX_DIMS];
-  memcpy(c, ctx->coords, sizeof c);
-  c[dim] = ctx->coords[dim] - 1;
-  int to = dtl_rank_of(ctx, c);
-  c[dim] = ctx->coords[dim] + 1;
-  int from = dtl_rank_of(ctx, c);
-  MPI_Datatype st = MPI_DATATYPE_NULL, rt = MPI_DATATYPE_NULL;
-  int sc, rcnt, rc = dtl_count_type(t, sendcount, &sc, &st);
-  if (rc == MPI_SUCCESS)
-    rc = dtl_count_type(t, recvcount, &rcnt, &rt);
-  if (rc == MPI_SUCCESS) {
-    if (sendbuf == recvbuf && sendcount == recvcount)
-      rc = MPI_Sendrecv_replace(recvbuf, sc, st, to, TAG_EXCHANGE, from, TAG_EXCHANGE, ctx->cart,
-                                MPI_STATUS_IGNORE);
-    else
-      rc = MPI_Sendrecv(sendbuf, sc, st, to, TAG_EXCHANGE, recvbuf, rcnt, rt, from, TAG_EXCHANGE,
-                        ctx->cart, MPI_STATUS_IGNORE);
-  }
-  dtl_count_free(&st);
-  dtl_count_free(&rt);
-  if (rc != MPI_SUCCESS)
-    return dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
-  dtl_count_send(ctx, DTL_OP_SHIFT, sendcount * (int64_t)es, 1);
-  dtl_count_recv(ctx, DTL_OP_SHIFT, recvcount * (int64_t)es, 1);
-  return 0;
-}
-
+/* ---- reductions ---------------------------------------------------------------------------- */
 int dtl_reduce_root(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, MPI_Comm *psub,
                     int *members, int *me, int *root) {
   MPI_Comm sub = *psub = dtl_subcomm(ctx, mask);
@@ -792,39 +452,223 @@ int dtl_reduce_root(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, MPI
   return 0;
 }
 
-int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
-               int64_t count) {
-  const size_t es = dtl_type_size(t);
-  MPI_Comm sub;
-  int members, me, root, rc;
-  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
-    return 1;
-  if (members == 1 || count <= 0)
-    return 0;
-  /* reductions need predefined types: large counts go in chunks */
-  const int64_t chunk = (int64_t)1 << 30;
+
+/* ---- the MPI transport (comm_internal.h) -------------------------------------------------- */
+/* Posted operations: nonblocking MPI requests, completed together. */
+typedef struct {
+  int n;
+  MPI_Request *req;
+  MPI_Datatype *types; /* of dtl_count_type, freed after completion */
+  const char *what;
+} mpi_record;
+
+static MPI_Comm mpi_comm(dtl_ctx *ctx, int link) {
+  return link == DTL_LINK_GRID ? ctx->cart : dtl_subcomm(ctx, (unsigned)link);
+}
+
+static int mpi_failed(dtl_ctx *ctx, int rc, const char *what, const char *call) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "%s: %s", what, call);
+  return dtl_mpi_fail(ctx, rc, msg);
+}
+
+static int mpi_link(dtl_transport *tr, int link, int asked, const char *what) {
+  (void)asked;
+  if (mpi_comm(tr->ctx, link) == MPI_COMM_NULL)
+    return dtl_fail(tr->ctx, "%s: MPI_Cart_sub failed", what);
+  return 0;
+}
+
+static int mpi_alloc(dtl_transport *tr, size_t bytes, void **p, const char *what) {
+  *p = malloc(bytes);
+  return *p ? 0 : dtl_fail(tr->ctx, "%s: out of memory for %zu bytes", what, bytes);
+}
+
+static void mpi_release(dtl_transport *tr, void *p) {
+  (void)tr;
+  free(p);
+}
+
+static int mpi_copy_box(dtl_transport *tr, dtl_type t, const void *src, const dtl_box *srcbox,
+                        void *dst, const dtl_box *dstbox, const dtl_box *region, bool accumulate,
+                        const char *what) {
+  (void)tr, (void)what;
+  dtl_copy_box(t, src, srcbox, dst, dstbox, region, accumulate);
+  return 0;
+}
+
+static int mpi_copy(dtl_transport *tr, void *dst, const void *src, size_t bytes,
+                    const char *what) {
+  (void)tr, (void)what;
+  memcpy(dst, src, bytes);
+  return 0;
+}
+
+/* host memory is in order with the computation: nothing to hand over */
+static int mpi_enter(dtl_transport *tr) {
+  (void)tr;
+  return 0;
+}
+
+static int mpi_leave(dtl_transport *tr, bool split) {
+  (void)tr, (void)split;
+  return 0;
+}
+
+static int mpi_open(dtl_transport *tr, int n, bool grouped, void **rec, const char *what) {
+  (void)grouped;
+  mpi_record *r = calloc(1, sizeof *r);
+  if (r) {
+    r->req = malloc((size_t)(n + 1) * sizeof *r->req);
+    r->types = malloc((size_t)(n + 1) * sizeof *r->types);
+    r->what = what;
+  }
+  if (!r || !r->req || !r->types) {
+    if (r)
+      free(r->req), free(r->types);
+    free(r);
+    return dtl_fail(tr->ctx, "%s: out of memory", what);
+  }
+  *rec = r;
+  return 0;
+}
+
+/* Post one operation of count elements; kind: 's'end, 'r'eceive or 'b'roadcast. */
+static int mpi_post(dtl_transport *tr, mpi_record *r, char kind, int tag, dtl_type t, void *buf,
+                    int64_t count, int peer, MPI_Comm comm) {
+  int cnt, rc = dtl_count_type(t, count, &cnt, &r->types[r->n]);
+  const char *call = kind == 's' ? "MPI_Isend" : kind == 'r' ? "MPI_Irecv" : "MPI_Ibcast";
+  if (rc == MPI_SUCCESS) {
+    if (kind == 's')
+      rc = MPI_Isend(buf, cnt, r->types[r->n], peer, tag, comm, &r->req[r->n]);
+    else if (kind == 'r')
+      rc = MPI_Irecv(buf, cnt, r->types[r->n], peer, tag, comm, &r->req[r->n]);
+    else
+      rc = MPI_Ibcast(buf, cnt, r->types[r->n], peer, comm, &r->req[r->n]);
+    if (rc != MPI_SUCCESS)
+      dtl_count_free(&r->types[r->n]);
+  }
+  if (rc != MPI_SUCCESS)
+    return mpi_failed(tr->ctx, rc, r->what, call);
+  r->n++;
+  return 0;
+}
+
+static int mpi_send(dtl_transport *tr, void *rec, int tag, dtl_type t, const void *buf,
+                    int64_t count, int peer) {
+  return mpi_post(tr, rec, 's', tag, t, (void *)buf, count, peer, tr->ctx->cart);
+}
+
+static int mpi_recv(dtl_transport *tr, void *rec, int tag, dtl_type t, void *buf, int64_t count,
+                    int peer) {
+  return mpi_post(tr, rec, 'r', tag, t, buf, count, peer, tr->ctx->cart);
+}
+
+static int mpi_bcast(dtl_transport *tr, void *rec, unsigned mask, dtl_type t, void *buf,
+                     int64_t count, int root) {
+  return mpi_post(tr, rec, 'b', 0, t, buf, count, root, mpi_comm(tr->ctx, (int)mask));
+}
+
+static int mpi_flush(dtl_transport *tr, void *rec) {
+  (void)tr, (void)rec;
+  return 0;
+}
+
+static int mpi_complete(dtl_transport *tr, void *rec) {
+  mpi_record *r = rec;
+  int rc = MPI_Waitall(r->n, r->req, MPI_STATUSES_IGNORE);
+  for (int i = 0; i < r->n; i++)
+    dtl_count_free(&r->types[i]);
+  int err = rc == MPI_SUCCESS ? 0 : mpi_failed(tr->ctx, rc, r->what, "MPI_Waitall");
+  free(r->req);
+  free(r->types);
+  free(r);
+  return err;
+}
+
+/* Reductions need predefined types: large counts go in chunks. */
+static int mpi_reduce(dtl_transport *tr, unsigned mask, dtl_type t, void *buf, int64_t count,
+                      int root, int me) {
+  const int64_t chunk = (int64_t)1 << 30, es = (int64_t)dtl_type_size(t);
+  MPI_Comm sub = mpi_comm(tr->ctx, (int)mask);
   for (int64_t at = 0; at < count; at += chunk) {
-    int n = (int)dtl_min(chunk, count - at);
-    char *p = (char *)buf + at * (int64_t)es;
-    if (!root_coords)
+    int n = (int)dtl_min(chunk, count - at), rc;
+    char *p = (char *)buf + at * es;
+    if (root < 0)
       rc = MPI_Allreduce(MPI_IN_PLACE, p, n, dtl_type_mpi(t), MPI_SUM, sub);
     else if (me == root)
       rc = MPI_Reduce(MPI_IN_PLACE, p, n, dtl_type_mpi(t), MPI_SUM, root, sub);
     else
       rc = MPI_Reduce(p, NULL, n, dtl_type_mpi(t), MPI_SUM, root, sub);
     if (rc != MPI_SUCCESS)
-      return dtl_mpi_fail(ctx, rc, root_coords ? "MPI_Reduce" : "MPI_Allreduce");
-  }
-  int64_t bytes = count * (int64_t)es;
-  if (!root_coords) {
-    dtl_count_send(ctx, DTL_OP_ALLREDUCE, bytes, 1);
-    dtl_count_recv(ctx, DTL_OP_ALLREDUCE, bytes, 1);
-  } else if (me == root) {
-    dtl_count_recv(ctx, DTL_OP_REDUCE, bytes * (members - 1), members - 1);
-  } else {
-    dtl_count_send(ctx, DTL_OP_REDUCE, bytes, 1);
+      return dtl_mpi_fail(tr->ctx, rc, root >= 0 ? "MPI_Reduce" : "MPI_Allreduce");
   }
   return 0;
+}
+
+static const dtl_transport_ops mpi_ops = DTL_TRANSPORT_OPS(mpi, false, false);
+
+dtl_transport dtl_mpi_transport(dtl_ctx *ctx) {
+  return (dtl_transport){.op = &mpi_ops, .ctx = ctx};
+}
+
+/* ---- the host's communication functions (distal/runtime.h) -------------------------------- */
+int dtl_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+              dtl_box_fn need, const void *arg, void *buf) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_fetch(&tr, d, t, local, own, need, arg, buf);
+}
+
+int dtl_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local, const dtl_box *own,
+                   unsigned exec_mask, dtl_box_fn prod, const void *arg, const void *buf) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_accumulate(&tr, d, t, local, own, exec_mask, prod, arg, buf);
+}
+
+int dtl_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t, const void *local,
+                    const dtl_box *own, const dtl_box *need, void *buf) {
+  (void)own;
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_bcast(&tr, mask, d, t, local, need, buf, false);
+}
+
+int dtl_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
+                          const void *local, const dtl_box *own, const dtl_box *need, void *buf,
+                          dtl_request **out) {
+  (void)own;
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  int err = dtl_exec_bcast(&tr, mask, d, t, local, need, buf, true);
+  *out = tr.pending;
+  return err;
+}
+
+int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
+              void *recvbuf, int64_t recvcount) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_shift(&tr, dim, t, sendbuf, sendcount, recvbuf, recvcount, false);
+}
+
+int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
+                    void *recvbuf, int64_t recvcount, dtl_request **out) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  int err = dtl_exec_shift(&tr, dim, t, sendbuf, sendcount, recvbuf, recvcount, true);
+  *out = tr.pending;
+  return err;
+}
+
+int dtl_wait(dtl_ctx *ctx, dtl_request **req) {
+  if (!req || !*req)
+    return 0;
+  dtl_request *q = *req;
+  *req = NULL;
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_wait(&tr, q);
+}
+
+int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+               int64_t count) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_reduce(&tr, mask, root_coords, t, buf, count);
 }
 
 /* ---- gather for validation --------------------------------------------------------------- */
@@ -844,7 +688,7 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, c
       int cnt;
       rc = dtl_count_type(t, vol, &cnt, &dt);
       if (rc == MPI_SUCCESS)
-        rc = MPI_Send(local, cnt, dt, 0, TAG_GATHER, ctx->cart);
+        rc = MPI_Send(local, cnt, dt, 0, DTL_TAG_GATHER, ctx->cart);
       dtl_count_free(&dt);
       dtl_count_send(ctx, DTL_OP_IO, vol * (int64_t)es, 1);
     }
@@ -887,7 +731,7 @@ int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, c
     int64_t vol = dtl_box_volume(&boxes[q]);
     rc = dtl_count_type(t, vol, &cnt, &types[nreq]);
     if (rc == MPI_SUCCESS)
-      rc = MPI_Irecv(tmp + offs[q] * (int64_t)es, cnt, types[nreq], q, TAG_GATHER, ctx->cart,
+      rc = MPI_Irecv(tmp + offs[q] * (int64_t)es, cnt, types[nreq], q, DTL_TAG_GATHER, ctx->cart,
                      &req[nreq]);
     if (rc == MPI_SUCCESS)
       nreq++;

@@ -1,7 +1,9 @@
-/* comm_internal.h -- the planning half of comm.c: which boxes move between which ranks, the
- * roots of broadcasts and reductions, the debug checks of those boxes and the statistics.
- * The host functions of comm.c and the device functions of libdistal_cuda (distal/cuda.h)
- * both plan through these, so that they move exactly the same pieces.  Not installed. */
+/* comm_internal.h -- the communication of distributed tensors as the host runtime (comm.c) and
+ * the device runtime (libdistal_cuda, distal/cuda.h) share it: the planning (which boxes move
+ * between which ranks, the roots of broadcasts and reductions, the debug checks of those boxes
+ * and the statistics), and the executor (exec.c) that runs every operation over a transport,
+ * MPI on host memory or NCCL on device memory, so that both move exactly the same pieces in
+ * the same way.  Not installed. */
 #ifndef DISTAL_COMM_INTERNAL_H
 #define DISTAL_COMM_INTERNAL_H
 
@@ -29,6 +31,14 @@ void dtl_copy_layout(const dtl_box *srcbox, const dtl_box *dstbox, const dtl_box
 /* Is `region` one contiguous run inside a row-major block over `box`?  Then *off is its
  * element offset, and it can be sent or received in place without packing. */
 bool dtl_contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off);
+
+/* Message tags on ctx->cart. */
+enum {
+  DTL_TAG_EXCHANGE = 0x4454,    /* fetch, accumulate and blocking shifts */
+  DTL_TAG_GATHER = 0x4455,      /* dtl_gather */
+  DTL_TAG_SHIFT_CHECK = 0x4456, /* debug mode: the counts of a shift */
+  DTL_TAG_SHIFT = 91            /* split-phase shifts, in flight across other operations */
+};
 
 /* ---- pieces --------------------------------------------------------------------------------- */
 typedef struct {
@@ -93,5 +103,93 @@ int dtl_bplan_debug_agree(dtl_ctx *ctx, const dtl_bplan *bp, int err);
  * allreduce, root_coords == NULL, or a single member), as dtl_reduce uses them. */
 int dtl_reduce_root(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, MPI_Comm *sub,
                     int *members, int *me, int *root);
+
+/* ---- transports ------------------------------------------------------------------------------
+ * A transport moves bytes for the executor: MPI on host memory (comm.c) or NCCL on device
+ * memory (libdistal_cuda).  Buffers are in the transport's memory, boxes and counts are host
+ * data.  Every function returns 0, or nonzero with a message in the context that names
+ * `what` (the operation: "fetch", "bcast", ...).  Operations are posted into a record made by
+ * open and ended by complete; an NCCL record is one group when `grouped`. */
+enum { DTL_LINK_GRID = -1 }; /* the communicator over ctx->cart; masks >= 0 name sub-grids */
+
+typedef struct dtl_transport dtl_transport;
+typedef struct {
+  bool exact;   /* a receive must name the count sent: debug mode checks shift counts */
+  bool ordered; /* work queues in order and completing never blocks: split-phase operations
+                 * complete when issued, and their request only hands the result over */
+  /* Is the communicator of link (DTL_LINK_GRID or a mask of grid dims) there?  asked: the
+   * mask the caller gave, for the message (< 0: none). */
+  int (*link)(dtl_transport *tr, int link, int asked, const char *what);
+  /* scratch memory for packed pieces, released (NULL is fine) after its last use */
+  int (*alloc)(dtl_transport *tr, size_t bytes, void **p, const char *what);
+  void (*release)(dtl_transport *tr, void *p);
+  /* dtl_copy_box (packing and unpacking pieces, the own piece) and a copy of bytes */
+  int (*copy_box)(dtl_transport *tr, dtl_type t, const void *src, const dtl_box *srcbox,
+                  void *dst, const dtl_box *dstbox, const dtl_box *region, bool accumulate,
+                  const char *what);
+  int (*copy)(dtl_transport *tr, void *dst, const void *src, size_t bytes, const char *what);
+  /* enter: what follows runs after the computation issued so far; leave: the computation
+   * issued later runs after it, at once or (split) through the request it leaves in
+   * tr->pending */
+  int (*enter)(dtl_transport *tr);
+  int (*leave)(dtl_transport *tr, bool split);
+  /* A record for up to n operations; send, recv and bcast post into it (count elements of
+   * t; send and recv over the grid, bcast over the sub-grid of mask), flush ends the posting,
+   * complete waits for them all and frees the record. */
+  int (*open)(dtl_transport *tr, int n, bool grouped, void **rec, const char *what);
+  int (*send)(dtl_transport *tr, void *rec, int tag, dtl_type t, const void *buf, int64_t count,
+              int peer);
+  int (*recv)(dtl_transport *tr, void *rec, int tag, dtl_type t, void *buf, int64_t count,
+              int peer);
+  int (*bcast)(dtl_transport *tr, void *rec, unsigned mask, dtl_type t, void *buf,
+               int64_t count, int root);
+  int (*flush)(dtl_transport *tr, void *rec);
+  int (*complete)(dtl_transport *tr, void *rec);
+  /* Sum count elements of buf in place over the sub-grid of mask: at the root (its rank
+   * there; me is this rank's), or at every member when root < 0.  Ends before it returns,
+   * in the transport's order. */
+  int (*reduce)(dtl_transport *tr, unsigned mask, dtl_type t, void *buf, int64_t count,
+                int root, int me);
+} dtl_transport_ops;
+
+/* The table of a transport whose functions are named prefix_link, prefix_alloc, ... */
+#define DTL_TRANSPORT_OPS(prefix, is_exact, is_ordered)                                        \
+  {                                                                                            \
+    .exact = is_exact, .ordered = is_ordered, .link = prefix##_link, .alloc = prefix##_alloc,  \
+    .release = prefix##_release, .copy_box = prefix##_copy_box, .copy = prefix##_copy,         \
+    .enter = prefix##_enter, .leave = prefix##_leave, .open = prefix##_open,                   \
+    .send = prefix##_send, .recv = prefix##_recv, .bcast = prefix##_bcast,                     \
+    .flush = prefix##_flush, .complete = prefix##_complete, .reduce = prefix##_reduce          \
+  }
+
+struct dtl_transport {
+  const dtl_transport_ops *op;
+  dtl_ctx *ctx;
+  void *state;   /* the transport's (libdistal_cuda: the device state of ctx) */
+  bool entered;  /* between enter and leave */
+  void *pending; /* the request of a split-phase operation, NULL when there is nothing to wait
+                  * for: the operation in flight (dtl_request), or on an ordered transport the
+                  * hand-over that leave made */
+};
+
+/* The host transport: MPI on ctx->cart and its sub-communicators (comm.c). */
+dtl_transport dtl_mpi_transport(dtl_ctx *ctx);
+
+/* ---- the executor (exec.c) ----------------------------------------------------------------
+ * Every communication function of distal/runtime.h and distal/cuda.h, over a transport, with
+ * the contracts of the former.  split: the split-phase form, whose request is left in
+ * tr->pending; an operation in flight (not on an ordered transport) ends by dtl_exec_wait. */
+int dtl_exec_fetch(dtl_transport *tr, const dtl_dist *d, dtl_type t, const void *local,
+                   const dtl_box *own, dtl_box_fn need, const void *arg, void *buf);
+int dtl_exec_accumulate(dtl_transport *tr, const dtl_dist *d, dtl_type t, void *local,
+                        const dtl_box *own, unsigned exec_mask, dtl_box_fn prod, const void *arg,
+                        const void *buf);
+int dtl_exec_bcast(dtl_transport *tr, unsigned mask, const dtl_dist *d, dtl_type t,
+                   const void *local, const dtl_box *need, void *buf, bool split);
+int dtl_exec_shift(dtl_transport *tr, int dim, dtl_type t, const void *sendbuf,
+                   int64_t sendcount, void *recvbuf, int64_t recvcount, bool split);
+int dtl_exec_wait(dtl_transport *tr, dtl_request *q);
+int dtl_exec_reduce(dtl_transport *tr, unsigned mask, const int64_t *root_coords, dtl_type t,
+                    void *buf, int64_t count);
 
 #endif

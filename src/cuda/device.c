@@ -1,9 +1,10 @@
 /* device.c -- libdistal_cuda: the device half of the runtime (distal/cuda.h).
  *
- * Every communication function plans exactly as its host twin in comm.c, through the same
- * planning code (comm_internal.h): the same pieces, owners, roots, statistics and debug
- * checks.  Only the data moves differently: NCCL instead of MPI, device kernels
- * (device_kernels.cu) instead of dtl_copy_box for packing and unpacking.
+ * Every communication function is its host twin of comm.c run by the same executor (exec.c,
+ * comm_internal.h) over another transport: the same plans, pieces, owners, roots, order of
+ * additions, statistics and debug checks.  Only the data moves differently: NCCL instead of
+ * MPI, device kernels (device_kernels.cu) instead of dtl_copy_box for packing and unpacking,
+ * stream-ordered allocations instead of malloc.
  *
  * Ordering.  Each context owns a compute stream (kernels, cuBLAS, copies) and a
  * communication stream on which every NCCL call is issued, so that every rank issues the
@@ -37,7 +38,6 @@ _Static_assert(DTL_CUK_DOUBLE == (int)DTL_DOUBLE && DTL_CUK_FLOAT == (int)DTL_FL
                "device.h and runtime.h disagree on type codes");
 
 #define NMASKS (1u << DTL_MAX_DIMS)
-enum { TAG_SHIFT_CHECK = 0x4456 };
 
 /* ---- the state attached to a context ----------------------------------------------------- */
 typedef struct {
@@ -436,421 +436,225 @@ int dtl_cu_sync(dtl_ctx *ctx) {
   return e == cudaSuccess ? 0 : cuda_fail(ctx, e, "sync");
 }
 
-/* ---- point-to-point exchange ------------------------------------------------------------- */
-/* Run an exchange plan, as run_plan of comm.c: send pieces of src (row-major over srcbox),
- * receive pieces into dst (over dstbox), assigning or adding.  Pieces contiguous on their
- * side move in place; the others are packed into one staging buffer per direction.  All of
- * it is one NCCL group on the communication stream; with accumulate the contributions are
- * added in the order of the senders' ranks (the own piece at this rank's place), so sums do
- * not depend on timing. */
-static int run_xplan(dtl_ctx *ctx, dev_state *st, dtl_type t, const dtl_xplan *pl,
-                     const void *src, const dtl_box *srcbox, void *dst, const dtl_box *dstbox,
-                     bool accumulate) {
-  const char *what = accumulate ? "accumulate" : "fetch";
-  const int64_t es = (int64_t)dtl_type_size(t);
-  const int ns = pl->send.n, nr = pl->recv.n;
-  const ncclDataType_t nt = nccl_type(t);
-  int64_t packed_s = 0, packed_r = 0, off;
-  if (ns + nr == 0) /* at most the own piece: no communication */
-    return pl->self ? copy_box(ctx, st->compute, t, src, srcbox, dst, dstbox, &pl->self_box,
-                               accumulate, what)
-                    : 0;
-  if (!st->grid)
-    return dtl_fail(ctx, "%s: no NCCL communicator over the grid", what);
-  for (int i = 0; i < ns; i++)
-    if (!dtl_contiguous_in(srcbox, &pl->send.v[i].box, &off))
-      packed_s += dtl_box_volume(&pl->send.v[i].box);
-  for (int i = 0; i < nr; i++)
-    if (accumulate || !dtl_contiguous_in(dstbox, &pl->recv.v[i].box, &off))
-      packed_r += dtl_box_volume(&pl->recv.v[i].box);
-  /* per piece: where it is sent from, received to, and the staging slot to unpack (or NULL) */
-  const char **from = malloc((size_t)(ns + 1) * sizeof *from);
-  char **to = malloc((size_t)(nr + 1) * sizeof *to);
-  char **where = malloc((size_t)(nr + 1) * sizeof *where);
-  char *sbuf = NULL, *rbuf = NULL;
-  int err = 0;
-  cudaError_t e = cudaSuccess;
-  if (!from || !to || !where) {
-    err = dtl_fail(ctx, "out of memory");
-    goto done;
-  }
-  if ((err = comm_after_compute(ctx, st)))
-    goto done;
-  if (packed_s)
-    e = cudaMallocAsync((void **)&sbuf, (size_t)(packed_s * es), st->comm);
-  if (e == cudaSuccess && packed_r)
-    e = cudaMallocAsync((void **)&rbuf, (size_t)(packed_r * es), st->comm);
-  if (e != cudaSuccess) {
-    err = cuda_fail(ctx, e, accumulate ? "accumulate: cudaMallocAsync" : "fetch: cudaMallocAsync");
-    goto done;
-  }
-  char *sp = sbuf;
-  for (int i = 0; i < ns && !err; i++) {
-    const dtl_piece *s = &pl->send.v[i];
-    if (dtl_contiguous_in(srcbox, &s->box, &off)) {
-      from[i] = (const char *)src + off * es;
-    } else {
-      err = copy_box(ctx, st->comm, t, src, srcbox, sp, &s->box, &s->box, false, what);
-      from[i] = sp;
-      sp += dtl_box_volume(&s->box) * es;
-    }
-  }
-  char *rp = rbuf;
-  for (int i = 0; i < nr; i++) {
-    const dtl_piece *r = &pl->recv.v[i];
-    if (!accumulate && dtl_contiguous_in(dstbox, &r->box, &off)) {
-      to[i] = (char *)dst + off * es;
-      where[i] = NULL;
-    } else {
-      to[i] = where[i] = rp;
-      rp += dtl_box_volume(&r->box) * es;
-    }
-  }
-  if (!err && pl->self && !accumulate)
-    err = copy_box(ctx, st->comm, t, src, srcbox, dst, dstbox, &pl->self_box, false, what);
-  if (err)
-    goto done;
-  ncclResult_t nr_ = ncclGroupStart();
-  if (nr_ == ncclSuccess) {
-    for (int i = 0; i < nr && nr_ == ncclSuccess; i++) {
-      const dtl_piece *r = &pl->recv.v[i];
-      int64_t vol = dtl_box_volume(&r->box);
-      nr_ = ncclRecv(to[i], (size_t)vol, nt, r->peer, st->grid, st->comm);
-      dtl_count_recv(ctx, DTL_OP_EXCHANGE, vol * es, 1);
-    }
-    for (int i = 0; i < ns && nr_ == ncclSuccess; i++) {
-      const dtl_piece *s = &pl->send.v[i];
-      int64_t vol = dtl_box_volume(&s->box);
-      nr_ = ncclSend(from[i], (size_t)vol, nt, s->peer, st->grid, st->comm);
-      dtl_count_send(ctx, DTL_OP_EXCHANGE, vol * es, 1);
-    }
-    ncclResult_t end = ncclGroupEnd();
-    if (nr_ == ncclSuccess)
-      nr_ = end;
-  }
-  if (nr_ != ncclSuccess) {
-    err = nccl_fail(ctx, nr_, accumulate ? "accumulate: NCCL exchange" : "fetch: NCCL exchange");
-    goto done;
-  }
-  bool self_done = !(pl->self && accumulate);
-  for (int i = 0; i < nr && !err; i++) {
-    const dtl_piece *r = &pl->recv.v[i];
-    if (!self_done && r->peer > ctx->rank) {
-      err = copy_box(ctx, st->comm, t, src, srcbox, dst, dstbox, &pl->self_box, true, what);
-      self_done = true;
-    }
-    if (!err && where[i])
-      err = copy_box(ctx, st->comm, t, where[i], &r->box, dst, dstbox, &r->box, accumulate, what);
-  }
-  if (!err && !self_done)
-    err = copy_box(ctx, st->comm, t, src, srcbox, dst, dstbox, &pl->self_box, true, what);
-done:
-  if (sbuf)
-    cudaFreeAsync(sbuf, st->comm);
-  if (rbuf)
-    cudaFreeAsync(rbuf, st->comm);
-  free(from);
-  free(to);
-  free(where);
-  if (!err)
-    err = compute_after_comm(ctx, st);
+/* ---- the NCCL transport (comm_internal.h) ------------------------------------------------- */
+/* Communication runs on the communication stream between enter and leave; copies and staging
+ * buffers before enter (a broadcast's roots copying their pieces) on the compute stream. */
+static cudaStream_t stream_of(const dtl_transport *tr) {
+  const dev_state *st = tr->state;
+  return tr->entered ? st->comm : st->compute;
+}
+
+static ncclComm_t nccl_comm(const dtl_transport *tr, int link) {
+  const dev_state *st = tr->state;
+  return link == DTL_LINK_GRID ? st->grid : st->have[link] ? st->sub[link] : NULL;
+}
+
+static int nccl_link(dtl_transport *tr, int link, int asked, const char *what) {
+  if (nccl_comm(tr, link))
+    return 0;
+  if (link == DTL_LINK_GRID)
+    return dtl_fail(tr->ctx, "%s: no NCCL communicator over the grid", what);
+  if (asked < 0)
+    return dtl_fail(tr->ctx,
+                    "%s: no NCCL communicator for grid dims 0x%x (give dtl_cu_attach the mask)",
+                    what, (unsigned)link);
+  return dtl_fail(tr->ctx,
+                  "%s: no NCCL communicator for grid dims 0x%x (give dtl_cu_attach the mask 0x%x)",
+                  what, (unsigned)link, (unsigned)asked);
+}
+
+static int failed_call(dtl_ctx *ctx, cudaError_t e, const char *what, const char *call) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "%s: %s", what, call);
+  return cuda_fail(ctx, e, msg);
+}
+
+static int nccl_failed(dtl_ctx *ctx, ncclResult_t r, const char *what, const char *call) {
+  return dtl_fail(ctx, "%s: %s: %s", what, call, ncclGetErrorString(r));
+}
+
+static int nccl_alloc(dtl_transport *tr, size_t bytes, void **p, const char *what) {
+  cudaError_t e = cudaMallocAsync(p, bytes, stream_of(tr));
+  if (e == cudaSuccess)
+    return 0;
+  *p = NULL;
+  return failed_call(tr->ctx, e, what, "cudaMallocAsync");
+}
+
+/* stream-ordered: the memory stays until the work queued on the stream so far is done */
+static void nccl_release(dtl_transport *tr, void *p) {
+  if (p)
+    cudaFreeAsync(p, stream_of(tr));
+}
+
+static int nccl_copy_box(dtl_transport *tr, dtl_type t, const void *src, const dtl_box *srcbox,
+                         void *dst, const dtl_box *dstbox, const dtl_box *region, bool accumulate,
+                         const char *what) {
+  return copy_box(tr->ctx, stream_of(tr), t, src, srcbox, dst, dstbox, region, accumulate, what);
+}
+
+static int nccl_copy(dtl_transport *tr, void *dst, const void *src, size_t bytes,
+                     const char *what) {
+  cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(tr));
+  return e == cudaSuccess ? 0 : failed_call(tr->ctx, e, what, "cudaMemcpyAsync");
+}
+
+static int nccl_enter(dtl_transport *tr) { return comm_after_compute(tr->ctx, tr->state); }
+
+static int nccl_leave(dtl_transport *tr, bool split) {
+  if (!split)
+    return compute_after_comm(tr->ctx, tr->state);
+  dtl_cu_request *q = NULL;
+  int err = finish_split(tr->ctx, tr->state, &q);
+  tr->pending = q;
   return err;
 }
 
+/* NCCL completes in stream order: a record only says whether its posts form one group. */
+typedef struct {
+  bool grouped;
+  const char *what;
+} nccl_record;
+
+static int nccl_open(dtl_transport *tr, int n, bool grouped, void **rec, const char *what) {
+  (void)n;
+  nccl_record *r = malloc(sizeof *r);
+  if (!r)
+    return dtl_fail(tr->ctx, "%s: out of memory", what);
+  r->grouped = grouped;
+  r->what = what;
+  ncclResult_t nr = grouped ? ncclGroupStart() : ncclSuccess;
+  if (nr != ncclSuccess) {
+    free(r);
+    return nccl_failed(tr->ctx, nr, what, "ncclGroupStart");
+  }
+  *rec = r;
+  return 0;
+}
+
+/* NCCL sends and receives nothing of an empty message. */
+static int nccl_send(dtl_transport *tr, void *rec, int tag, dtl_type t, const void *buf,
+                     int64_t count, int peer) {
+  (void)tag;
+  ncclResult_t r = count <= 0 ? ncclSuccess
+                              : ncclSend(buf, (size_t)count, nccl_type(t), peer,
+                                         nccl_comm(tr, DTL_LINK_GRID), stream_of(tr));
+  return r == ncclSuccess ? 0 : nccl_failed(tr->ctx, r, ((nccl_record *)rec)->what, "ncclSend");
+}
+
+static int nccl_recv(dtl_transport *tr, void *rec, int tag, dtl_type t, void *buf, int64_t count,
+                     int peer) {
+  (void)tag;
+  ncclResult_t r = count <= 0 ? ncclSuccess
+                              : ncclRecv(buf, (size_t)count, nccl_type(t), peer,
+                                         nccl_comm(tr, DTL_LINK_GRID), stream_of(tr));
+  return r == ncclSuccess ? 0 : nccl_failed(tr->ctx, r, ((nccl_record *)rec)->what, "ncclRecv");
+}
+
+static int nccl_bcast(dtl_transport *tr, void *rec, unsigned mask, dtl_type t, void *buf,
+                      int64_t count, int root) {
+  ncclResult_t r = ncclBroadcast(buf, buf, (size_t)count, nccl_type(t), root,
+                                 nccl_comm(tr, (int)mask), stream_of(tr));
+  return r == ncclSuccess ? 0
+                          : nccl_failed(tr->ctx, r, ((nccl_record *)rec)->what, "ncclBroadcast");
+}
+
+static int nccl_flush(dtl_transport *tr, void *rec) {
+  nccl_record *r = rec;
+  ncclResult_t nr = r->grouped ? ncclGroupEnd() : ncclSuccess;
+  return nr == ncclSuccess ? 0 : nccl_failed(tr->ctx, nr, r->what, "ncclGroupEnd");
+}
+
+static int nccl_complete(dtl_transport *tr, void *rec) {
+  (void)tr;
+  free(rec);
+  return 0;
+}
+
+static int nccl_reduce(dtl_transport *tr, unsigned mask, dtl_type t, void *buf, int64_t count,
+                       int root, int me) {
+  (void)me;
+  ncclComm_t comm = nccl_comm(tr, (int)mask);
+  ncclDataType_t nt = nccl_type(t);
+  ncclResult_t r = root >= 0
+                       ? ncclReduce(buf, buf, (size_t)count, nt, ncclSum, root, comm, stream_of(tr))
+                       : ncclAllReduce(buf, buf, (size_t)count, nt, ncclSum, comm, stream_of(tr));
+  return r == ncclSuccess ? 0 : nccl_fail(tr->ctx, r, root >= 0 ? "ncclReduce" : "ncclAllReduce");
+}
+
+static const dtl_transport_ops nccl_ops = DTL_TRANSPORT_OPS(nccl, true, true);
+
+/* The transport of an operation on elements of type t, or 1 with a message.  It is ordered:
+ * split-phase operations complete when issued, and their request (tr->pending) is only the
+ * hand-over of the communication stream to the compute stream, for dtl_cu_wait. */
+static int transport(dtl_ctx *ctx, dtl_type t, const char *what, dtl_transport *tr) {
+  dev_state *st = typed_state(ctx, t, what);
+  *tr = (dtl_transport){.op = &nccl_ops, .ctx = ctx, .state = st};
+  return st ? 0 : 1;
+}
+
+/* ---- communication ----------------------------------------------------------------------- */
 int dtl_cu_fetch(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
                  const dtl_box *own, dtl_box_fn need, const void *arg, void *buf) {
-  dev_state *st = typed_state(ctx, t, "fetch");
-  if (!st)
-    return 1;
-  dtl_xplan pl;
-  dtl_box mine, myneed;
-  int err = dtl_xplan_build(ctx, d, own, need, arg, true, 0, &pl, &mine, &myneed);
-  if (!err)
-    err = run_xplan(ctx, st, t, &pl, local, &mine, buf, &myneed, false);
-  dtl_xplan_free(&pl);
-  return err;
+  dtl_transport tr;
+  return transport(ctx, t, "fetch", &tr) ? 1
+                                         : dtl_exec_fetch(&tr, d, t, local, own, need, arg, buf);
 }
 
 int dtl_cu_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, void *local,
                       const dtl_box *own, unsigned exec_mask, dtl_box_fn prod, const void *arg,
                       const void *buf) {
-  dev_state *st = typed_state(ctx, t, "accumulate");
-  if (!st)
+  dtl_transport tr;
+  if (transport(ctx, t, "accumulate", &tr))
     return 1;
-  dtl_xplan pl;
-  dtl_box mine, myprod;
-  int err = dtl_xplan_build(ctx, d, own, prod, arg, false, exec_mask, &pl, &mine, &myprod);
-  /* the executor's buf is the source, the holder's block the destination */
-  if (!err)
-    err = run_xplan(ctx, st, t, &pl, buf, &myprod, local, &mine, true);
-  dtl_xplan_free(&pl);
-  return err;
-}
-
-/* ---- broadcast of pieces ----------------------------------------------------------------- */
-/* Issue a broadcast fetch (blocking-style when req is NULL).  The roots copy their pieces
- * out of `local` on the compute stream, in order with the computation around the call
- * (as the host copies them at once), so that only `buf` and the staging buffer are in use
- * while a split-phase broadcast is in flight.  Pieces contiguous in `need` are broadcast in
- * place in buf; the others through one staging buffer, unpacked on the communication
- * stream. */
-static int bcast_issue(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
-                       const void *local, const dtl_box *need, void *buf, dtl_cu_request **req) {
-  dev_state *st = typed_state(ctx, t, "bcast");
-  if (!st)
-    return 1;
-  const int64_t es = (int64_t)dtl_type_size(t);
-  dtl_bplan bp;
-  int err = dtl_bplan_build(ctx, mask, d, need, &bp), rc = MPI_SUCCESS;
-  if (err || dtl_box_empty(need)) {
-    dtl_bplan_free(&bp);
-    return err;
-  }
-  const int n = bp.roots.n, members = bp.members;
-  int *subroot = malloc((size_t)(n + 1) * sizeof *subroot);
-  char **at = malloc((size_t)(n + 1) * sizeof *at);
-  bool *staged = malloc((size_t)(n + 1) * sizeof *staged);
-  char *tmp = NULL;
-  ncclComm_t comm = NULL;
-  if (!subroot || !at || !staged)
-    err = dtl_fail(ctx, "out of memory");
-  for (int i = 0; i < n && !err && rc == MPI_SUCCESS; i++)
-    rc = dtl_bplan_root(ctx, &bp, i, &subroot[i]);
-  /* the debug checks first, so that a wrong box moves no data */
-  for (int i = 0; i < n && !err && rc == MPI_SUCCESS && ctx->debug && members > 1; i++)
-    rc = dtl_bplan_debug_piece(ctx, &bp, i, subroot[i], &err);
-  if (!err && rc != MPI_SUCCESS)
-    err = dtl_mpi_fail(ctx, rc, "broadcast");
-  err = dtl_bplan_debug_agree(ctx, &bp, err);
-  if (!err && members > 1) {
-    comm = st->have[bp.emask] ? st->sub[bp.emask] : NULL;
-    if (!comm)
-      err = dtl_fail(ctx,
-                     "bcast: no NCCL communicator for grid dims 0x%x (give dtl_cu_attach the "
-                     "mask 0x%x)",
-                     bp.emask, mask & ((1u << ctx->ndims) - 1u));
-  }
-  int64_t packed = 0, off;
-  for (int i = 0; i < n && members > 1; i++)
-    if (!dtl_contiguous_in(need, &bp.roots.v[i].box, &off))
-      packed += dtl_box_volume(&bp.roots.v[i].box);
-  if (!err && packed) {
-    cudaError_t e = cudaMallocAsync((void **)&tmp, (size_t)(packed * es), st->compute);
-    if (e != cudaSuccess) {
-      tmp = NULL;
-      err = cuda_fail(ctx, e, "bcast: cudaMallocAsync");
-    }
-  }
-  char *tp = tmp;
-  for (int i = 0; i < n && !err; i++) {
-    const dtl_piece *r = &bp.roots.v[i];
-    bool root = r->peer == ctx->rank;
-    if (root)
-      err = copy_box(ctx, st->compute, t, local, &bp.mine, buf, need, &r->box, false, "bcast");
-    if (err || members == 1)
-      continue;
-    staged[i] = !dtl_contiguous_in(need, &r->box, &off);
-    if (!staged[i]) {
-      at[i] = (char *)buf + off * es;
-    } else {
-      at[i] = tp;
-      tp += dtl_box_volume(&r->box) * es;
-      if (root)
-        err = copy_box(ctx, st->compute, t, local, &bp.mine, at[i], &r->box, &r->box, false,
-                       "bcast");
-    }
-  }
-  if (!err && members > 1 && n > 0) {
-    const ncclDataType_t nt = nccl_type(t);
-    err = comm_after_compute(ctx, st);
-    for (int i = 0; i < n && !err; i++) {
-      const dtl_piece *r = &bp.roots.v[i];
-      int64_t vol = dtl_box_volume(&r->box);
-      ncclResult_t nr_ = ncclBroadcast(at[i], at[i], (size_t)vol, nt, subroot[i], comm, st->comm);
-      if (nr_ != ncclSuccess) {
-        err = nccl_fail(ctx, nr_, "bcast: ncclBroadcast");
-        break;
-      }
-      if (r->peer == ctx->rank)
-        dtl_count_send(ctx, DTL_OP_BCAST, vol * es * (members - 1), members - 1);
-      else
-        dtl_count_recv(ctx, DTL_OP_BCAST, vol * es, 1);
-    }
-    for (int i = 0; i < n && !err; i++) {
-      const dtl_piece *r = &bp.roots.v[i];
-      if (staged[i] && r->peer != ctx->rank)
-        err = copy_box(ctx, st->comm, t, at[i], &r->box, buf, need, &r->box, false, "bcast");
-    }
-    if (tmp) {
-      cudaFreeAsync(tmp, st->comm);
-      tmp = NULL;
-    }
-    if (!err)
-      err = req ? finish_split(ctx, st, req) : compute_after_comm(ctx, st);
-  }
-  if (tmp) /* never reached the communication stream */
-    cudaFreeAsync(tmp, st->compute);
-  dtl_bplan_free(&bp);
-  free(subroot);
-  free(at);
-  free(staged);
-  return err;
+  return dtl_exec_accumulate(&tr, d, t, local, own, exec_mask, prod, arg, buf);
 }
 
 int dtl_cu_bcast_fetch(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
                        const void *local, const dtl_box *own, const dtl_box *need, void *buf) {
   (void)own;
-  return bcast_issue(ctx, mask, d, t, local, need, buf, NULL);
+  dtl_transport tr;
+  return transport(ctx, t, "bcast", &tr) ? 1
+                                         : dtl_exec_bcast(&tr, mask, d, t, local, need, buf, false);
 }
 
 int dtl_cu_bcast_fetch_begin(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, dtl_type t,
                              const void *local, const dtl_box *own, const dtl_box *need,
                              void *buf, dtl_cu_request **req) {
   (void)own;
-  *req = NULL;
-  return bcast_issue(ctx, mask, d, t, local, need, buf, req);
-}
-
-/* ---- shift ------------------------------------------------------------------------------- */
-static bool overlap(const void *a, size_t na, const void *b, size_t nb) {
-  uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-  return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
-}
-
-/* Issue a shift (blocking-style when req is NULL): ncclSend to c - 1 and ncclRecv from c + 1
- * along dim, one group over the grid.  A send buffer that overlaps the receive buffer is
- * copied aside first (NCCL may receive before it has sent).  NCCL needs a receive of exactly
- * the count sent; debug mode checks that against the neighbour. */
-static int shift_issue(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
-                       void *recvbuf, int64_t recvcount, dtl_cu_request **req) {
-  dev_state *st = typed_state(ctx, t, "shift");
-  if (!st)
-    return 1;
-  const int64_t es = (int64_t)dtl_type_size(t);
-  if (dim < 0 || dim >= ctx->ndims)
-    return dtl_fail(ctx, "shift along grid dim %d of a %d-dim grid", dim, ctx->ndims);
-  if (ctx->dims[dim] == 1) {
-    /* to itself: as dtl_shift (the common part) and dtl_shift_begin (equal counts) */
-    int64_t n = dtl_min(sendcount, recvcount);
-    if (req && recvcount != sendcount)
-      return dtl_fail(ctx,
-                      "shift: a 1-wide grid dim sends %lld elements to itself but expects %lld",
-                      (long long)sendcount, (long long)recvcount);
-    if (sendbuf == recvbuf || n <= 0)
-      return 0;
-    cudaError_t e = cudaMemcpyAsync(recvbuf, sendbuf, (size_t)(n * es), cudaMemcpyDeviceToDevice,
-                                    st->compute);
-    return e == cudaSuccess ? 0 : cuda_fail(ctx, e, "shift: cudaMemcpyAsync");
-  }
-  int64_t c[DTL_MAX_DIMS];
-  memcpy(c, ctx->coords, sizeof c);
-  c[dim] = ctx->coords[dim] - 1;
-  int to = dtl_rank_of(ctx, c);
-  c[dim] = ctx->coords[dim] + 1;
-  int from = dtl_rank_of(ctx, c);
-  if (ctx->debug) {
-    int64_t theirs = -1;
-    int err = 0;
-    int rc = MPI_Sendrecv(&sendcount, 1, MPI_INT64_T, to, TAG_SHIFT_CHECK, &theirs, 1,
-                          MPI_INT64_T, from, TAG_SHIFT_CHECK, ctx->cart, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc, "MPI_Sendrecv (shift)");
-    else if (theirs != recvcount)
-      err = dtl_fail(ctx,
-                     "debug: shift: rank %d expects %lld elements from rank %d, which sends %lld",
-                     ctx->rank, (long long)recvcount, from, (long long)theirs);
-    if (dtl_any_error(ctx, err))
-      return 1;
-  }
-  if (!st->grid)
-    return dtl_fail(ctx, "shift: no NCCL communicator over the grid");
-  int err = comm_after_compute(ctx, st);
-  if (err)
-    return err;
-  const size_t sbytes = (size_t)(dtl_max(sendcount, 0) * es);
-  const size_t rbytes = (size_t)(dtl_max(recvcount, 0) * es);
-  const void *sp = sendbuf;
-  char *stage = NULL;
-  if (overlap(sendbuf, sbytes, recvbuf, rbytes)) {
-    cudaError_t e = cudaMallocAsync((void **)&stage, sbytes, st->comm);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(stage, sendbuf, sbytes, cudaMemcpyDeviceToDevice, st->comm);
-    if (e != cudaSuccess) {
-      if (stage)
-        cudaFreeAsync(stage, st->comm);
-      return cuda_fail(ctx, e, "shift: staging the send buffer");
-    }
-    sp = stage;
-  }
-  const ncclDataType_t nt = nccl_type(t);
-  ncclResult_t r = ncclGroupStart();
-  if (r == ncclSuccess) {
-    if (recvcount > 0)
-      r = ncclRecv(recvbuf, (size_t)recvcount, nt, from, st->grid, st->comm);
-    if (r == ncclSuccess && sendcount > 0)
-      r = ncclSend(sp, (size_t)sendcount, nt, to, st->grid, st->comm);
-    ncclResult_t end = ncclGroupEnd();
-    if (r == ncclSuccess)
-      r = end;
-  }
-  if (stage)
-    cudaFreeAsync(stage, st->comm);
-  if (r != ncclSuccess)
-    return nccl_fail(ctx, r, "shift: NCCL send and receive");
-  dtl_count_send(ctx, DTL_OP_SHIFT, sendcount * es, 1);
-  dtl_count_recv(ctx, DTL_OP_SHIFT, recvcount * es, 1);
-  return req ? finish_split(ctx, st, req) : compute_after_comm(ctx, st);
+  dtl_transport tr;
+  int err = transport(ctx, t, "bcast", &tr)
+                ? 1
+                : dtl_exec_bcast(&tr, mask, d, t, local, need, buf, true);
+  *req = tr.pending;
+  return err;
 }
 
 int dtl_cu_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
                  void *recvbuf, int64_t recvcount) {
-  return shift_issue(ctx, dim, t, sendbuf, sendcount, recvbuf, recvcount, NULL);
+  dtl_transport tr;
+  if (transport(ctx, t, "shift", &tr))
+    return 1;
+  return dtl_exec_shift(&tr, dim, t, sendbuf, sendcount, recvbuf, recvcount, false);
 }
 
 int dtl_cu_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf,
                        int64_t sendcount, void *recvbuf, int64_t recvcount,
                        dtl_cu_request **req) {
-  *req = NULL;
-  return shift_issue(ctx, dim, t, sendbuf, sendcount, recvbuf, recvcount, req);
+  dtl_transport tr;
+  int err = transport(ctx, t, "shift", &tr)
+                ? 1
+                : dtl_exec_shift(&tr, dim, t, sendbuf, sendcount, recvbuf, recvcount, true);
+  *req = tr.pending;
+  return err;
 }
 
-/* ---- reductions -------------------------------------------------------------------------- */
 int dtl_cu_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t,
                   void *buf, int64_t count) {
-  dev_state *st = typed_state(ctx, t, root_coords ? "reduce" : "allreduce");
-  if (!st)
+  dtl_transport tr;
+  if (transport(ctx, t, root_coords ? "reduce" : "allreduce", &tr))
     return 1;
-  const int64_t es = (int64_t)dtl_type_size(t);
-  MPI_Comm sub;
-  int members, me, root;
-  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
-    return 1;
-  if (members == 1 || count <= 0)
-    return 0;
-  unsigned m = mask & ((1u << ctx->ndims) - 1u);
-  ncclComm_t comm = st->have[m] ? st->sub[m] : NULL;
-  if (!comm)
-    return dtl_fail(ctx, "reduce: no NCCL communicator for grid dims 0x%x (give dtl_cu_attach "
-                    "the mask)", m);
-  int err = comm_after_compute(ctx, st);
-  if (err)
-    return err;
-  const ncclDataType_t nt = nccl_type(t);
-  ncclResult_t r =
-      root_coords ? ncclReduce(buf, buf, (size_t)count, nt, ncclSum, root, comm, st->comm)
-                  : ncclAllReduce(buf, buf, (size_t)count, nt, ncclSum, comm, st->comm);
-  if (r != ncclSuccess)
-    return nccl_fail(ctx, r, root_coords ? "ncclReduce" : "ncclAllReduce");
-  int64_t bytes = count * es;
-  if (!root_coords) {
-    dtl_count_send(ctx, DTL_OP_ALLREDUCE, bytes, 1);
-    dtl_count_recv(ctx, DTL_OP_ALLREDUCE, bytes, 1);
-  } else if (me == root) {
-    dtl_count_recv(ctx, DTL_OP_REDUCE, bytes * (members - 1), members - 1);
-  } else {
-    dtl_count_send(ctx, DTL_OP_REDUCE, bytes, 1);
-  }
-  return compute_after_comm(ctx, st);
+  return dtl_exec_reduce(&tr, mask, root_coords, t, buf, count);
 }
 
 /* ---- leaf kernels ------------------------------------------------------------------------ */

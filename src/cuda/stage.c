@@ -14,17 +14,23 @@ static int64_t app_volume(int order, const int64_t *lo, const int64_t *hi) {
   return v;
 }
 
-int dtl_cu_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
-                  const void *data, void *local, const dtl_box *own) {
+/* Stage both sides through host memory: the side read (data for an import, local for an export)
+ * is copied to the host, the host exchange runs, and the side written is copied back.  The
+ * side read is only read. */
+static int staged(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
+                  void *data, void *local, const dtl_box *own, bool import) {
   size_t es = dtl_type_size(t);
   int64_t na = app_volume(d->order, lo, hi), nb = dtl_box_volume(own);
   void *hdata = malloc((size_t)(na > 0 ? na : 1) * es), *hlocal = malloc((size_t)(nb > 0 ? nb : 1) * es);
-  int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an import") : 0;
-  if (!err && na > 0) err = dtl_cu_to_host(ctx, hdata, data, (size_t)na * es);
+  void *in = import ? data : local, *hin = import ? hdata : hlocal;
+  void *out = import ? local : data, *hout = import ? hlocal : hdata;
+  int64_t nin = import ? na : nb, nout = import ? nb : na;
+  int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an %s", import ? "import" : "export") : 0;
+  if (!err && nin > 0) err = dtl_cu_to_host(ctx, hin, in, (size_t)nin * es);
   /* every rank takes part in the exchange, or none does */
   if (!dtl_any_error(ctx, err)) {
-    err = dtl_import(ctx, d, t, lo, hi, hdata, hlocal, own);
-    if (!err && nb > 0) err = dtl_cu_to_device(ctx, local, hlocal, (size_t)nb * es);
+    err = import ? dtl_import(ctx, d, t, lo, hi, hdata, hlocal, own) : dtl_export(ctx, d, t, hlocal, own, lo, hi, hdata);
+    if (!err && nout > 0) err = dtl_cu_to_device(ctx, out, hout, (size_t)nout * es);
     err = dtl_any_error(ctx, err);
   } else {
     err = 1;
@@ -34,21 +40,12 @@ int dtl_cu_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo
   return err;
 }
 
+int dtl_cu_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
+                  const void *data, void *local, const dtl_box *own) {
+  return staged(ctx, d, t, lo, hi, (void *)data, local, own, true);
+}
+
 int dtl_cu_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
                   const int64_t *lo, const int64_t *hi, void *data) {
-  size_t es = dtl_type_size(t);
-  int64_t na = app_volume(d->order, lo, hi), nb = dtl_box_volume(own);
-  void *hdata = malloc((size_t)(na > 0 ? na : 1) * es), *hlocal = malloc((size_t)(nb > 0 ? nb : 1) * es);
-  int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an export") : 0;
-  if (!err && nb > 0) err = dtl_cu_to_host(ctx, hlocal, local, (size_t)nb * es);
-  if (!dtl_any_error(ctx, err)) {
-    err = dtl_export(ctx, d, t, hlocal, own, lo, hi, hdata);
-    if (!err && na > 0) err = dtl_cu_to_device(ctx, data, hdata, (size_t)na * es);
-    err = dtl_any_error(ctx, err);
-  } else {
-    err = 1;
-  }
-  free(hdata);
-  free(hlocal);
-  return err;
+  return staged(ctx, d, t, lo, hi, data, (void *)local, own, false);
 }

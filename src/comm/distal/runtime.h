@@ -200,9 +200,10 @@ int dtl_shift_begin(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int6
                     void *recvbuf, int64_t recvcount, dtl_request **req);
 int dtl_wait(dtl_ctx *ctx, dtl_request **req);
 
-/* Collective over ctx->cart: MPI_Sendrecv along grid dim `dim` (periodic): send sendcount
- * elements of sendbuf to the neighbour at coordinate c - 1 and receive recvcount elements
- * into recvbuf from the neighbour at c + 1.  Counted as DTL_OP_SHIFT. */
+/* Collective over ctx->cart: MPI_Isend + MPI_Irecv along grid dim `dim` (periodic), completed
+ * before it returns: send sendcount elements of sendbuf to the neighbour at coordinate c - 1
+ * and receive recvcount elements into recvbuf from the neighbour at c + 1 (the buffers may be
+ * the same).  Counted as DTL_OP_SHIFT. */
 int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t sendcount,
               void *recvbuf, int64_t recvcount);
 
