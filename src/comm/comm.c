@@ -671,6 +671,12 @@ int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type
   return dtl_exec_reduce(&tr, mask, root_coords, t, buf, count);
 }
 
+int dtl_bcast(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+              int64_t count) {
+  dtl_transport tr = dtl_mpi_transport(ctx);
+  return dtl_exec_bcast_buf(&tr, mask, root_coords, t, buf, count);
+}
+
 /* ---- gather for validation --------------------------------------------------------------- */
 int dtl_gather(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
                void *global) {

@@ -191,5 +191,7 @@ int dtl_exec_shift(dtl_transport *tr, int dim, dtl_type t, const void *sendbuf,
 int dtl_exec_wait(dtl_transport *tr, dtl_request *q);
 int dtl_exec_reduce(dtl_transport *tr, unsigned mask, const int64_t *root_coords, dtl_type t,
                     void *buf, int64_t count);
+int dtl_exec_bcast_buf(dtl_transport *tr, unsigned mask, const int64_t *root_coords, dtl_type t,
+                       void *buf, int64_t count);
 
 #endif

@@ -401,3 +401,39 @@ int dtl_exec_reduce(dtl_transport *tr, unsigned mask, const int64_t *root_coords
   }
   return leave(tr, false);
 }
+
+/* ---- broadcast of a buffer from roots ------------------------------------------------------ */
+int dtl_exec_bcast_buf(dtl_transport *tr, unsigned mask, const int64_t *root_coords, dtl_type t,
+                       void *buf, int64_t count) {
+  dtl_ctx *ctx = tr->ctx;
+  const int64_t es = (int64_t)dtl_type_size(t);
+  MPI_Comm sub;
+  int members, me, root;
+  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
+    return 1;
+  if (members == 1 || count <= 0)
+    return 0;
+  const unsigned m = mask & ((1u << ctx->ndims) - 1u);
+  const dtl_transport_ops *op = tr->op;
+  void *rec = NULL;
+  int err = op->link(tr, (int)m, -1, "bcast");
+  if (!err)
+    err = enter(tr);
+  if (!err)
+    err = op->open(tr, 1, false, &rec, "bcast");
+  if (!err)
+    err = op->bcast(tr, rec, m, t, buf, count, root);
+  if (rec) {
+    int ferr = op->flush(tr, rec);
+    err = err ? err : ferr;
+    int cerr = op->complete(tr, rec);
+    err = err ? err : cerr;
+  }
+  if (err)
+    return err;
+  if (me == root)
+    dtl_count_send(ctx, DTL_OP_BCAST, count * es * (members - 1), members - 1);
+  else
+    dtl_count_recv(ctx, DTL_OP_BCAST, count * es, 1);
+  return leave(tr, false);
+}

@@ -657,6 +657,14 @@ int dtl_cu_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_t
   return dtl_exec_reduce(&tr, mask, root_coords, t, buf, count);
 }
 
+int dtl_cu_bcast(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+                 int64_t count) {
+  dtl_transport tr;
+  if (transport(ctx, t, "bcast", &tr))
+    return 1;
+  return dtl_exec_bcast_buf(&tr, mask, root_coords, t, buf, count);
+}
+
 /* ---- leaf kernels ------------------------------------------------------------------------ */
 /* Do distinct indices below ext reach distinct elements through these strides?  A sufficient
  * test: sorted by |stride|, each stride exceeds the farthest reach of the smaller ones.  When

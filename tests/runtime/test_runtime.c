@@ -1067,6 +1067,53 @@ static void test_reduce(void **state) {
   all_ok();
 }
 
+/* Broadcast of a buffer from a root coordinate along the mask dims: every member ends with the
+ * root's values, the others' (outside the sub-grid) are untouched; reduce to the root then
+ * broadcast equals allreduce. */
+static void test_bcast_buffer(void **state) {
+  (void)state;
+  int64_t gs[16][DTL_MAX_DIMS];
+  for (int nd = 1; nd <= 3; nd++) {
+    int n = grids(nd, gs, 4);
+    for (int i = 0; i < n; i++) {
+      dtl_ctx *ctx = make_ctx(nd, gs[i], false);
+      if (!ctx)
+        continue;
+      for (unsigned mask = 0; mask < (1u << nd); mask++) {
+        for (int t = 0; t < 4; t++) {
+          int64_t buf[8], buf2[8];
+          void *b = buf, *b2 = buf2;
+          /* the root: coordinate 1 along each mask dim where the grid has it, else 0 */
+          int64_t root[DTL_MAX_DIMS], rc[DTL_MAX_DIMS];
+          for (int g = 0; g < nd; g++) {
+            root[g] = ctx->dims[g] > 1 ? 1 : 0;
+            rc[g] = mask & (1u << g) ? root[g] : ctx->coords[g];
+          }
+          int root_rank = dtl_rank_of(ctx, rc);
+          for (int k = 0; k < 5; k++)
+            set_el((dtl_type)t, b, k, ctx->rank * 10 + k);
+          dtl_stats_reset(ctx);
+          CHECKF(dtl_bcast(ctx, mask, root, (dtl_type)t, b, 5) == 0, "%s", ctx->err);
+          for (int k = 0; k < 5; k++)
+            CHECK(get_el((dtl_type)t, b, k) == root_rank * 10 + k);
+          if (root_rank != ctx->rank)
+            CHECK(ctx->msgs_recv[DTL_OP_BCAST] == 1);
+          /* reduce to the root + broadcast == allreduce */
+          for (int k = 0; k < 5; k++)
+            set_el((dtl_type)t, b, k, ctx->rank + k), set_el((dtl_type)t, b2, k, ctx->rank + k);
+          CHECKF(dtl_reduce(ctx, mask, root, (dtl_type)t, b, 5) == 0, "%s", ctx->err);
+          CHECKF(dtl_bcast(ctx, mask, root, (dtl_type)t, b, 5) == 0, "%s", ctx->err);
+          CHECKF(dtl_reduce(ctx, mask, NULL, (dtl_type)t, b2, 5) == 0, "%s", ctx->err);
+          for (int k = 0; k < 5; k++)
+            CHECK(get_el((dtl_type)t, b, k) == get_el((dtl_type)t, b2, k));
+        }
+      }
+      dtl_ctx_destroy(&ctx);
+    }
+  }
+  all_ok();
+}
+
 static void test_gather_and_fill(void **state) {
   (void)state;
   int64_t gs[16][DTL_MAX_DIMS];
@@ -2474,6 +2521,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_redistribute_pairs, reset, report_time),
       cmocka_unit_test_setup_teardown(test_shift, reset, report_time),
       cmocka_unit_test_setup_teardown(test_reduce, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_bcast_buffer, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gather_and_fill, reset, report_time),
       cmocka_unit_test_setup_teardown(test_npy_roundtrip, reset, report_time),
       cmocka_unit_test_setup_teardown(test_npy_formats_and_errors, reset, report_time),

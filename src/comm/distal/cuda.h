@@ -91,6 +91,8 @@ int dtl_cu_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t
                  void *recvbuf, int64_t recvcount);
 int dtl_cu_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t,
                   void *buf, int64_t count);
+int dtl_cu_bcast(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+                 int64_t count);
 
 /* Split-phase broadcast and shift: _begin issues the operation on the communication stream
  * (after the work already queued on the compute stream) and returns at once; dtl_cu_wait

@@ -213,6 +213,10 @@ int dtl_shift(dtl_ctx *ctx, int dim, dtl_type t, const void *sendbuf, int64_t se
  * Counted as DTL_OP_REDUCE / DTL_OP_ALLREDUCE. */
 int dtl_reduce(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
                int64_t count);
+/* Broadcast count elements of buf over the sub-communicator of the grid dims in mask from the
+ * member at root_coords (its buf; the others' is overwritten).  Counted as DTL_OP_BCAST. */
+int dtl_bcast(dtl_ctx *ctx, unsigned mask, const int64_t *root_coords, dtl_type t, void *buf,
+              int64_t count);
 
 /* Collective: gather a distributed tensor into a global row-major array on rank 0 of
  * ctx->cart (global may be NULL elsewhere).  Used by drivers for --validate. */
