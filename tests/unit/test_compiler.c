@@ -372,6 +372,70 @@ static void test_many_programs_interleaved(void **state) {
   programs_free(ps, n);
 }
 
+/* ---- (e) SPMD programs: several built in one process, each the one distalc prints ---------- */
+static char *spmd_of(dc_unit *u, const lw_program *lp) {
+  sp_program *sp;
+  assert_int_equal(dc_spmd(u, lp, &sp), DC_OK);
+  assert_non_null(sp);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  assert_non_null(f);
+  spmd_print(f, sp);
+  fclose(f);
+  return buf;
+}
+
+/* Every program of the tree compiled and alive at once; each one's SPMD program built from its
+ * own lowering and from a lowering of a copy, in reverse order, with the others' built in
+ * between: each text is what distalc --emit spmd prints for that program alone. */
+static void test_spmd_programs_interleaved(void **state) {
+  (void)state;
+  int n;
+  program *ps = programs(&n);
+  dc_unit **us = calloc(n, sizeof *us);
+  char **want = calloc(n, sizeof *want);
+  int built = 0;
+  for (int i = 0; i < n; i++) {
+    log_t log = {0};
+    dc_options o = {.sink = sink_of(&log), .max_errors = 50};
+    if (dc_compile(ps[i].name, ps[i].text, ps[i].len, &o, &us[i]) != DC_OK) us[i] = NULL;
+    log_free(&log);
+    if (!us[i]) continue;
+    run r = distalc(ps[i].dir, ps[i].name, "--emit spmd");
+    assert_int_equal(r.status, 0);
+    want[i] = r.out;
+    free(r.err);
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    if (!us[i]) continue;
+    char *a = spmd_of(us[i], us[i]->lp);
+    expect_text(ps[i].name, want[i], a);
+    free(a);
+    ir_program *copy;
+    lw_program *lp;
+    assert_int_equal(dc_clone(us[i], us[i]->ir, &copy), DC_OK);
+    assert_int_equal(dc_lower(us[i], copy, &lp), DC_OK);
+    if (i + 1 < n && us[i + 1]) {
+      char *c = spmd_of(us[i + 1], us[i + 1]->lp);
+      expect_text(ps[i + 1].name, want[i + 1], c);
+      free(c);
+    }
+    char *b = spmd_of(us[i], lp);
+    expect_text(ps[i].name, want[i], b);
+    free(b);
+    built++;
+  }
+  assert_true(built >= n - 4);
+  for (int i = 0; i < n; i++) {
+    dc_unit_free(us[i]);
+    free(want[i]);
+  }
+  free(us);
+  free(want);
+  programs_free(ps, n);
+}
+
 /* ---- (b) copies: a different schedule on a copy leaves the original alone ---------------- */
 
 static const char SUMMA_DECLS[] =
@@ -816,6 +880,7 @@ static void test_out_of_memory(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_many_programs_interleaved),
+      cmocka_unit_test(test_spmd_programs_interleaved),
       cmocka_unit_test(test_clone_reschedule),
       cmocka_unit_test(test_clone_every_prefix),
       cmocka_unit_test(test_diagnostics_to_sink),
