@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +19,12 @@
 #include <unistd.h>
 
 #include "compiler.h"
+#include "distal/grid.h"
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
     "               [--name PREFIX] [--emit c|cin|spmd|plan] [--check] [--debug]\n"
-    "               [--ranks P] [--set NAME=VALUE] [--version] [--help]\n"
+    "               [--ranks P] [--ranks-per-node K] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
     "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
     "  --main          also emit main(): a complete program in OUT.c\n"
@@ -35,7 +37,10 @@ static const char usage[] =
     "  --emit cin      print the scheduled concrete index notation\n"
     "  --emit spmd     print the SPMD program the C and CUDA printers print, and the rewrites\n"
     "  --emit plan     print the communication plan (for --ranks P and --set; without --ranks,\n"
-    "                  the smallest count the machine admits, named on the first line)\n"
+    "                  the smallest count the machine admits, named on the first line; a\n"
+    "                  hierarchical machine in nodes of K ranks with --ranks-per-node K, as\n"
+    "                  DISTAL_RANKS_PER_NODE=K runs it, else of its inner levels' rank count\n"
+    "                  where their dims are known, else all ranks on one node)\n"
     "  --emit c        print the generated C to standard output\n"
     "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
@@ -212,123 +217,119 @@ static int build_exe(const char *src_c, const char *out, const char *kobj) {
   return rc;
 }
 
-/* The largest v with v^m dividing n. */
-static int64_t largest_root(int64_t n, int m) {
-  int64_t best = 1;
-  for (int64_t v = 2;; v++) {
-    int64_t pw = 1;
-    bool over = false;
-    for (int i = 0; i < m && !over; i++) over = __builtin_mul_overflow(pw, v, &pw) || pw > n;
-    if (over) break;
-    if (n % pw == 0) best = v;
-  }
-  return best;
+/* ---- the grid of --emit plan, solved as plan_create of the generated code solves it ---- */
+
+/* The ranks of one node of a hierarchical machine when all dims of its inner levels are
+ * known (literals, defaults, --set): nodes of any other size are an error at start-up.
+ * 0 when some inner dim is left to the rank count. */
+static int64_t inner_ranks(const fe_machine *M, const int64_t *vals) {
+  int64_t inner = 1;
+  for (int l = 1; l < M->nlevels; l++)
+    for (int d = 0; d < M->levels[l].ndims; d++) {
+      const fe_size *sz = &M->levels[l].dims[d];
+      int64_t v = sz->is_param ? vals[sz->param] : sz->value;
+      if (v <= 0 || __builtin_mul_overflow(inner, v, &inner)) return 0;
+    }
+  return inner;
 }
 
-/* Balanced factors of n, non-increasing, as MPI_Dims_create chooses them. */
-static void dims_create(int64_t n, int k, int64_t *out) {
-  for (int i = 0; i < k; i++) out[i] = 1;
-  int64_t primes[64];
-  int np = 0;
-  for (int64_t p = 2; p * p <= n && np < 64; p++)
-    while (n % p == 0 && np < 64) primes[np++] = p, n /= p;
-  if (n > 1 && np < 64) primes[np++] = n;
-  for (int i = np - 1; i >= 0; i--) {
-    int small = 0;
-    for (int j = 1; j < k; j++)
-      if (out[j] < out[small]) small = j;
-    out[small] *= primes[i];
-  }
-  for (int i = 1; i < k; i++)
-    for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {
-      int64_t t = out[j];
-      out[j] = out[j - 1], out[j - 1] = t;
+/* The grid params of machine M at `ranks` ranks, nodes of per_node ranks if it is
+ * hierarchical, by the runtime's dtl_solve_grid in the order plan_create of the generated
+ * code calls it (src/codegen/emit_c.c): a flat machine over all ranks; a hierarchical one
+ * its inner levels over the ranks of one node, then level 0 over the nodes, with
+ * plan_create's messages.  Fills vals; false with the message in err where ranks do not fit. */
+static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks,
+                          int64_t per_node, char *err, size_t errlen) {
+  int param[FE_MAX_DIMS], nd = 0, n0 = M->levels[0].ndims;
+  int64_t lit[FE_MAX_DIMS];
+  for (int l = 0; l < M->nlevels; l++)
+    for (int d = 0; d < M->levels[l].ndims && nd < FE_MAX_DIMS; d++, nd++) {
+      const fe_size *sz = &M->levels[l].dims[d];
+      param[nd] = sz->is_param ? sz->param : -1;
+      lit[nd] = sz->is_param ? 0 : sz->value;
     }
-}
-
-/* The grid params of level 0 for `ranks` ranks, by the rules of plan_create. */
-static bool solve_grid(const fe_grid *G, int64_t *vals, int64_t ranks, bool report) {
-  int unknown[16], uses[16], nu = 0;
-  int64_t known = 1;
-  for (int d = 0; d < G->ndims; d++) {
-    const fe_size *sz = &G->dims[d];
-    if (sz->is_param && vals[sz->param] <= 0) {
-      int i = 0;
-      while (i < nu && unknown[i] != sz->param) i++;
-      if (i == nu) unknown[nu] = sz->param, uses[nu++] = 0;
-      uses[i]++;
-    } else {
-      known *= sz->is_param ? vals[sz->param] : sz->value;
-    }
-  }
-  if (known <= 0 || ranks % known != 0) {
-    if (report) fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+  const char *names[prog->nparams + 1];
+  for (int i = 0; i < prog->nparams; i++) names[i] = prog->params[i].name;
+  names[prog->nparams] = NULL;
+  if (M->nlevels == 1) return dtl_solve_grid(ranks, nd, param, lit, vals, names, err, errlen) == 0;
+  if (per_node < 1 || ranks % per_node) {
+    snprintf(err, errlen, "%lld ranks do not split into nodes of %lld ranks", (long long)ranks, (long long)per_node);
     return false;
   }
-  int64_t rest = ranks / known;
-  int single[16], ns = 0;
-  for (int i = 0; i < nu; i++) {
-    if (uses[i] == 1 && !(nu == 1)) {
-      single[ns++] = i;
-      continue;
-    }
-    int64_t v = largest_root(rest, uses[i]);
-    vals[unknown[i]] = v;
-    for (int j = 0; j < uses[i]; j++) rest /= v;
+  bool lit_inner = true;
+  int64_t inner = 1;
+  for (int d = n0; d < nd; d++) lit_inner &= param[d] < 0, inner *= param[d] < 0 ? lit[d] : 1;
+  if (lit_inner && inner != per_node) {
+    snprintf(err, errlen, "the inner levels of the machine need %lld ranks per node, but nodes have %lld",
+             (long long)inner, (long long)per_node);
+    return false;
   }
-  if (ns > 0) {
-    int64_t f[16];
-    dims_create(rest, ns, f);
-    for (int i = 0; i < ns; i++) vals[unknown[single[i]]] = f[i];
-  } else if (rest != 1) {
-    if (report) fprintf(stderr, "distalc: %lld ranks cannot form this machine's grid\n", (long long)ranks);
+  char m[512];
+  if (dtl_solve_grid(per_node, nd - n0, param + n0, lit + n0, vals, names, m, sizeof m)) {
+    snprintf(err, errlen, "the ranks of one node do not fit the inner levels: %.400s", m);
+    return false;
+  }
+  if (dtl_solve_grid(ranks / per_node, n0, param, lit, vals, names, m, sizeof m)) {
+    snprintf(err, errlen, "the nodes do not fit level 0 (counting nodes, not ranks): %.400s", m);
     return false;
   }
   return true;
 }
 
 /* The rank count of --emit plan without --ranks (README, "Choices"): the smallest P that
- * forms the machine's grid (by solve_grid, as for --ranks P) with every grid param it derives
- * at least 2, so that the plan shows the machine's communication; where no P up to the bound
- * does (a repeated param takes every factor first, grid(q, q, r, r)), the smallest P that
- * forms the grid at all.  Prints the choice as the plan's first line; 0 with a message when
- * no P up to the bound forms the grid.  vals: the params' values (-1: none), not changed. */
-static int64_t plan_ranks(const fe_grid *G, const int64_t *vals, int nparams) {
+ * forms the machine's grid (by solve_machine, as for --ranks P) with every grid param it
+ * derives at least 2, so that the plan shows the machine's communication; where no P up to
+ * the bound does (a repeated param takes every factor first, grid(q, q, r, r)), the smallest
+ * P that forms the grid at all.  A hierarchical machine whose node size is not fixed
+ * (*per_node 0, an inner dim left to the rank count) tries for each P its divisors as node
+ * sizes, one node first, and sets *per_node to the one chosen.  Prints the choice as the
+ * plan's first line; 0 with a message when no P up to the bound forms the grid.
+ * vals: the params' values (-1: none), not changed. */
+static int64_t plan_ranks(const fe_program *prog, const fe_machine *M, const int64_t *vals, int64_t *per_node) {
   enum { BOUND = 4096 };
-  if (!G) {
+  if (!M) {
     printf("# ranks: 1 (the program has no machine: any count; --ranks N to choose)\n");
     return 1;
   }
-  int64_t *trial = malloc(sizeof *trial * (size_t)(nparams + 1));
+  int64_t *trial = malloc(sizeof *trial * (size_t)(prog->nparams + 1));
   if (!trial) {
     fprintf(stderr, "distalc: out of memory\n");
     return 0;
   }
-  int64_t first = 0, best = 0;
-  for (int64_t p = 1; p <= BOUND && !best; p++) {
-    memcpy(trial, vals, sizeof *trial * (size_t)(nparams + 1));
-    if (!solve_grid(G, trial, p, false)) continue;
-    if (!first) first = p;
-    bool all = true;
-    for (int d = 0; d < G->ndims; d++)
-      if (G->dims[d].is_param && vals[G->dims[d].param] <= 0 && trial[G->dims[d].param] < 2) all = false;
-    if (all) best = p;
-  }
+  bool hier = M->nlevels > 1, derived = false;
+  int64_t fixed = !hier ? 1 : *per_node > 0 ? *per_node : inner_ranks(M, vals);
+  int64_t first = 0, first_k = 0, best = 0, best_k = 0;
+  char err[1024];
+  for (int64_t p = 1; p <= BOUND && !best; p++)
+    for (int64_t k = fixed ? fixed : p; k >= 1 && !best; k = fixed ? 0 : k - 1) {
+      if (p % k) continue;
+      memcpy(trial, vals, sizeof *trial * (size_t)(prog->nparams + 1));
+      if (!solve_machine(prog, M, trial, p, k, err, sizeof err)) continue;
+      if (!first) first = p, first_k = k;
+      bool all = true;
+      for (int l = 0; l < M->nlevels; l++)
+        for (int d = 0; d < M->levels[l].ndims; d++) {
+          const fe_size *sz = &M->levels[l].dims[d];
+          if (sz->is_param && vals[sz->param] <= 0) derived = true, all &= trial[sz->param] >= 2;
+        }
+      if (all) best = p, best_k = k;
+    }
   free(trial);
-  bool derived = false;
-  for (int d = 0; d < G->ndims; d++) derived |= G->dims[d].is_param && vals[G->dims[d].param] <= 0;
-  if (best && !derived)
-    printf("# ranks: %lld (the count this machine's grid dims give; --ranks N to choose)\n", (long long)best);
-  else if (best)
-    printf("# ranks: %lld (the smallest count this machine's grid admits with every grid param it "
-           "derives at least 2; --ranks N to choose)\n", (long long)best);
-  else if (first)
-    printf("# ranks: %lld (the smallest count this machine's grid admits; --ranks N to choose)\n",
-           (long long)first);
-  else
-    fprintf(stderr, "distalc: no rank count up to %d forms this machine's grid; choose one with --ranks\n",
-            (int)BOUND);
-  return best ? best : first;
+  int64_t p = best ? best : first, k = best ? best_k : first_k;
+  if (!p) {
+    fprintf(stderr, "distalc: no rank count up to %d forms this machine's grid; choose one with --ranks\n", (int)BOUND);
+    return 0;
+  }
+  char nodes[128] = "";
+  if (hier)
+    snprintf(nodes, sizeof nodes, "%lld node%s of %lld rank%s: ", (long long)(p / k), p / k == 1 ? "" : "s",
+             (long long)k, k == 1 ? "" : "s");
+  const char *why = best && !derived ? "the count this machine's grid dims give"
+                    : best ? "the smallest count this machine's grid admits with every grid param it derives at least 2"
+                           : "the smallest count this machine's grid admits";
+  printf("# ranks: %lld (%s%s; --ranks N%s to choose)\n", (long long)p, nodes, why, hier ? " --ranks-per-node K" : "");
+  if (hier) *per_node = k;
+  return p;
 }
 
 /* A Slurm batch script for the executable built from this program: task counts from the
@@ -393,7 +394,8 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false;
-  int64_t ranks = 0; /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
+  int64_t ranks = 0;    /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
+  int64_t per_node = 0; /* 0: no --ranks-per-node (README, "Choices") */
   char *sets[argc]; /* the --set values: at most one per argument */
   int nsets = 0;
   for (int i = 1; i < argc; i++) {
@@ -415,7 +417,13 @@ int main(int argc, char **argv) {
     else if (TAKE("--ranks")) {
       char *end;
       ranks = strtoll(val, &end, 10);
-      if (*end || ranks <= 0) return fail_usage("--ranks needs a positive integer, not", val);
+      if (*end || ranks <= 0 || ranks > INT_MAX)
+        return fail_usage("--ranks needs a positive integer (an MPI rank count), not", val);
+    } else if (TAKE("--ranks-per-node")) {
+      char *end;
+      per_node = strtoll(val, &end, 10);
+      if (*end || per_node <= 0 || per_node > INT_MAX)
+        return fail_usage("--ranks-per-node needs a positive integer (an MPI rank count), not", val);
     } else if (TAKE("--set")) {
       sets[nsets++] = (char *)val;
     } else if (!strcmp(a, "--main")) want_main = true;
@@ -500,22 +508,22 @@ int main(int argc, char **argv) {
       vals[pi] = v;
     }
     /* grid params without values: as plan_create derives them */
-    fe_grid flat = {0};
-    fe_size dims_all[64];
-    if (ir->machine >= 0) {
-      const fe_machine *M = &prog->machines[ir->machine];
-      for (int l = 0; l < M->nlevels; l++)
-        for (int d = 0; d < M->levels[l].ndims && flat.ndims < 64; d++) dims_all[flat.ndims++] = M->levels[l].dims[d];
-      flat.dims = dims_all;
-    }
+    const fe_machine *M = ir->machine >= 0 ? &prog->machines[ir->machine] : NULL;
     if (!ranks) {
-      ranks = plan_ranks(ir->machine >= 0 ? &flat : NULL, vals, prog->nparams);
+      ranks = plan_ranks(prog, M, vals, &per_node);
       if (!ranks) {
         free(vals);
         goto done;
       }
     }
-    if (ir->machine >= 0 && !solve_grid(&flat, vals, ranks, true)) {
+    char err[1024];
+    const char *node_why = " (--ranks-per-node)";
+    if (M && M->nlevels > 1 && !per_node) {
+      per_node = inner_ranks(M, vals) ? inner_ranks(M, vals) : ranks;
+      node_why = ", which the inner levels of the machine need";
+    }
+    if (M && !solve_machine(prog, M, vals, ranks, per_node, err, sizeof err)) {
+      fprintf(stderr, "distalc: %s%s\n", err, M->nlevels > 1 && ranks % per_node ? node_why : "");
       free(vals);
       goto done;
     }

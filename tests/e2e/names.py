@@ -123,7 +123,7 @@ def generated_identifiers(tmp):
                         text = re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
                         text = re.sub(r'"(\\.|[^"\\])*"', " ", text)
                         names.update(IDENT.findall(text))
-    for h in ("runtime.h", "cuda.h", "kernel.cuh"):
+    for h in ("runtime.h", "grid.h", "cuda.h", "kernel.cuh"):
         path = os.path.join(TOP, "src", "comm", "distal", h)
         if os.path.exists(path):
             with open(path) as f:

@@ -356,6 +356,24 @@ static void test_solve_grid(void **state) {
     CHECK(dtl_solve_grid(5, 2, prm2, lit, v, NULL, err, sizeof err) != 0 &&
           strstr(err, "grid(p0, p0)"));
   }
+#ifdef OPEN_MPI
+  {
+    /* params used once share the ranks as Open MPI's MPI_Dims_create shares them
+     * (distal/grid.h), without calling it */
+    int prm[] = {0, 1, 2, 3, 4, 5};
+    char err[128];
+    for (int k = 1; k <= 6; k++)
+      for (int n = 1; n <= 2048; n++) {
+        int dd[6] = {0};
+        int64_t v[6] = {-1, -1, -1, -1, -1, -1};
+        CHECK(MPI_Dims_create(n, k, dd) == MPI_SUCCESS);
+        CHECKF(dtl_solve_grid(n, k, prm, lit, v, NULL, err, sizeof err) == 0, "%s", err);
+        for (int i = 0; i < k; i++)
+          CHECKF(v[i] == dd[i], "%d ranks over %d dims: dim %d is %lld, MPI_Dims_create gives %d", n, k,
+                 i, (long long)v[i], dd[i]);
+      }
+  }
+#endif
   all_ok();
 }
 

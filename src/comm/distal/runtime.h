@@ -20,11 +20,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "grid.h" /* DTL_MAX_DIMS, dtl_solve_grid */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define DTL_MAX_DIMS 8 /* tensor order and grid dimensions, at most */
 
 /* ---- element types ------------------------------------------------------------------ */
 typedef enum { DTL_DOUBLE = 0, DTL_FLOAT = 1, DTL_INT32 = 2, DTL_INT64 = 3 } dtl_type;
@@ -120,17 +120,7 @@ MPI_Comm dtl_subcomm(dtl_ctx *ctx, unsigned mask);
 int dtl_rank_of(const dtl_ctx *ctx, const int64_t *coords);
 void dtl_coords_of(const dtl_ctx *ctx, int rank, int64_t *coords);
 
-/* Solve the grid params from the rank count (LANGUAGE.md section 3, machine).
- * The grid has ndims dims; dim d is the literal lit[d] when param[d] < 0, else the param
- * param[d], whose value values[param[d]] is known (> 0) or unknown (-1).  Unknown params
- * are chosen so that the product of all dims equals nranks: a single unknown param used m
- * times must come out as an exact m-th root; several unknown params used once each are
- * chosen by MPI_Dims_create; repeated unknown params together with others take the
- * largest value whose power divides the rest.  Returns 0 and fills values, or nonzero with
- * a message in err ("8 ranks cannot form grid(q, q, q): 8 is not ... "). names[] are the
- * param names for messages. */
-int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit,
-                   int64_t *values, const char *const *names, char *err, size_t errlen);
+/* Grid params from the rank count: dtl_solve_grid (distal/grid.h, included above). */
 
 /* ---- tensor distributions (ownership maps) --------------------------------------------- */
 typedef enum { DTL_DIM_PART = 0, DTL_DIM_FIXED = 1, DTL_DIM_STAR = 2 } dtl_dim_kind;

@@ -1,0 +1,41 @@
+/* distal/grid.h -- the grid params of a machine, solved from a rank count.
+ *
+ * Plain C without MPI, so that the runtime (plan_create of generated code) and the compiler
+ * (distalc --emit plan --ranks P) call the same function and the grid distalc plans for is
+ * the grid the executable forms.  distal/runtime.h includes this header. */
+#ifndef DISTAL_GRID_H
+#define DISTAL_GRID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DTL_MAX_DIMS 8 /* tensor order and grid dimensions, at most */
+
+/* Solve the grid params from the rank count (LANGUAGE.md section 3, machine).
+ * The grid has ndims dims; dim d is the literal lit[d] when param[d] < 0, else the param
+ * param[d], whose value values[param[d]] is known (> 0) or unknown (-1).  Unknown params
+ * are chosen so that the product of all dims equals nranks.  With rest = nranks / (the
+ * product of the known dims), taking the unknown params in order of first use:
+ *   - a single unknown param used m times must come out as an exact m-th root of rest;
+ *   - otherwise each param used several times (m) takes the largest value v with v^m
+ *     dividing rest, and rest /= v^m;
+ *   - the s params used once share what is left as balanced factors: the prime factors of
+ *     rest, largest first, each multiplies the smallest of the s factors so far; the factors
+ *     sorted non-increasing go to the params in order of first use.  This is the algorithm
+ *     of Open MPI's MPI_Dims_create (not always the most even split: 72 over two dims is
+ *     12 x 6, not 9 x 8), and no MPI call, so distalc computes what the executable will.
+ * Returns 0 and fills values, or nonzero with a message in err ("6 ranks cannot form
+ * grid(q, q, q): 6 is not a cube") and values unchanged.  names[] are the param names for
+ * messages (NULL: p0, p1, ...). */
+int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit,
+                   int64_t *values, const char *const *names, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

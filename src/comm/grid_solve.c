@@ -1,0 +1,169 @@
+/* grid_solve.c -- the grid params of a machine from the rank count (distal/grid.h).
+ * No MPI: libdistal and the compiler (distalc --emit plan) are built from this one file. */
+#include "distal/grid.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+static void format_grid(char *buf, size_t len, int ndims, const int *param, const int64_t *lit,
+                        const char *const *names) {
+  size_t at = (size_t)snprintf(buf, len, "grid(");
+  for (int d = 0; d < ndims && at < len; d++) {
+    const char *sep = d ? ", " : "";
+    if (param[d] < 0)
+      at += (size_t)snprintf(buf + at, len - at, "%s%lld", sep, (long long)lit[d]);
+    else if (names && names[param[d]])
+      at += (size_t)snprintf(buf + at, len - at, "%s%s", sep, names[param[d]]);
+    else
+      at += (size_t)snprintf(buf + at, len - at, "%sp%d", sep, param[d]);
+  }
+  if (at < len)
+    snprintf(buf + at, len - at, ")");
+}
+
+/* The prime factors of n >= 1 in non-decreasing order (at most 63 for an int64), by trial
+ * division: quick for every rank count MPI can have (an int). */
+static int prime_factors(int64_t n, int64_t *p) {
+  int k = 0;
+  for (int64_t d = 2; d <= n / d; d++)
+    while (n % d == 0) {
+      p[k++] = d;
+      n /= d;
+    }
+  if (n > 1)
+    p[k++] = n;
+  return k;
+}
+
+/* The largest v with v^m dividing n (n, m >= 1): every prime power p^e of n gives p^(e/m). */
+static int64_t largest_root_dividing(int64_t n, int m) {
+  int64_t p[64], v = 1;
+  int k = prime_factors(n, p);
+  for (int i = 0, j; i < k; i = j) {
+    for (j = i; j < k && p[j] == p[i]; j++)
+      ;
+    for (int e = (j - i) / m; e > 0; e--)
+      v *= p[i];
+  }
+  return v;
+}
+
+/* n as a product of k balanced factors, non-increasing (distal/grid.h): the prime factors of
+ * n, largest first, each multiplies the smallest factor so far. */
+static void balanced_factors(int64_t n, int k, int64_t *out) {
+  int64_t p[64];
+  int np = prime_factors(n, p);
+  for (int i = 0; i < k; i++)
+    out[i] = 1;
+  for (int i = np - 1; i >= 0; i--) {
+    int small = 0;
+    for (int j = 1; j < k; j++)
+      if (out[j] < out[small])
+        small = j;
+    out[small] *= p[i];
+  }
+  for (int i = 1; i < k; i++)
+    for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {
+      int64_t t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+}
+
+static const char *power_word(int m, char *buf, size_t len) {
+  if (m == 2)
+    return "square";
+  if (m == 3)
+    return "cube";
+  snprintf(buf, len, "%dth power", m);
+  return buf;
+}
+
+int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit, int64_t *values,
+                   const char *const *names, char *err, size_t errlen) {
+  char grid[256], word[32];
+  /* the distinct unknown params in order of first use, and how often each is used */
+  int unknown[DTL_MAX_DIMS], uses[DTL_MAX_DIMS], nunknown = 0;
+  int64_t solved[DTL_MAX_DIMS];
+  if (ndims < 1 || ndims > DTL_MAX_DIMS) {
+    snprintf(err, errlen, "a grid has 1 to %d dims, not %d", DTL_MAX_DIMS, ndims);
+    return 1;
+  }
+  format_grid(grid, sizeof grid, ndims, param, lit, names);
+  const char *rk = nranks == 1 ? "rank" : "ranks";
+  int64_t known = 1; /* product of the known dims */
+  bool overflow = false;
+  for (int d = 0; d < ndims; d++) {
+    int p = param[d];
+    int64_t v = p < 0 ? lit[d] : values[p];
+    if (p >= 0 && v == -1) {
+      int i = 0;
+      while (i < nunknown && unknown[i] != p)
+        i++;
+      if (i == nunknown) {
+        unknown[nunknown] = p;
+        uses[nunknown++] = 0;
+      }
+      uses[i]++;
+      continue;
+    }
+    if (v < 1) {
+      snprintf(err, errlen, "%s: dimension %d has size %lld", grid, d, (long long)v);
+      return 1;
+    }
+    if (__builtin_mul_overflow(known, v, &known))
+      overflow = true;
+  }
+  if (nranks < 1 || overflow || known > nranks || nranks % known != 0 ||
+      (nunknown == 0 && known != nranks)) {
+    if (overflow)
+      snprintf(err, errlen, "%lld %s cannot form %s: the grid is far too large", (long long)nranks,
+               rk, grid);
+    else if (nunknown == 0 || known > nranks)
+      snprintf(err, errlen, "%lld %s cannot form %s: the grid has %lld processors",
+               (long long)nranks, rk, grid, (long long)known);
+    else
+      snprintf(err, errlen, "%lld %s cannot form %s: %lld is not a multiple of %lld",
+               (long long)nranks, rk, grid, (long long)nranks, (long long)known);
+    return 1;
+  }
+  int64_t rest = nranks / known;
+  if (nunknown == 1 && uses[0] > 1) {
+    /* a single param used m times: an exact m-th root */
+    int64_t v = largest_root_dividing(rest, uses[0]), pw = 1;
+    for (int i = 0; i < uses[0]; i++)
+      pw *= v;
+    if (pw != rest) {
+      snprintf(err, errlen, "%lld %s cannot form %s: %lld is not a %s", (long long)nranks, rk, grid,
+               (long long)rest, power_word(uses[0], word, sizeof word));
+      return 1;
+    }
+    solved[0] = v;
+  } else if (nunknown > 0) {
+    /* repeated params first, each the largest value whose power divides the rest; then
+     * the params used once share what is left as balanced factors */
+    int single[DTL_MAX_DIMS], nsingle = 0;
+    for (int i = 0; i < nunknown; i++) {
+      if (uses[i] == 1) {
+        single[nsingle++] = i;
+        continue;
+      }
+      solved[i] = largest_root_dividing(rest, uses[i]);
+      for (int j = 0; j < uses[i]; j++)
+        rest /= solved[i];
+    }
+    if (nsingle == 0 && rest != 1) {
+      snprintf(err, errlen, "%lld %s cannot form %s: no integer values fit", (long long)nranks, rk,
+               grid);
+      return 1;
+    }
+    int64_t f[DTL_MAX_DIMS];
+    if (nsingle > 0)
+      balanced_factors(rest, nsingle, f);
+    for (int i = 0; i < nsingle; i++)
+      solved[single[i]] = f[i];
+  }
+  for (int i = 0; i < nunknown; i++)
+    values[unknown[i]] = solved[i];
+  return 0;
+}
