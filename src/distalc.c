@@ -234,10 +234,10 @@ static int64_t inner_ranks(const fe_machine *M, const int64_t *vals) {
 }
 
 /* The grid params of machine M at `ranks` ranks, nodes of per_node ranks if it is
- * hierarchical, by the runtime's dtl_solve_grid in the order plan_create of the generated
- * code calls it (src/codegen/emit_c.c): a flat machine over all ranks; a hierarchical one
- * its inner levels over the ranks of one node, then level 0 over the nodes, with
- * plan_create's messages.  Fills vals; false with the message in err where ranks do not fit. */
+ * hierarchical, by the runtime's dtl_solve_machine, which plan_create of generated code calls
+ * too: a flat machine over all ranks; a hierarchical one its inner levels over the ranks of
+ * one node, then level 0 over the nodes.  Fills vals; false with the message in err where
+ * ranks do not fit. */
 static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks,
                           int64_t per_node, char *err, size_t errlen) {
   int param[FE_MAX_DIMS], nd = 0, n0 = M->levels[0].ndims;
@@ -251,29 +251,7 @@ static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *
   const char *names[prog->nparams + 1];
   for (int i = 0; i < prog->nparams; i++) names[i] = prog->params[i].name;
   names[prog->nparams] = NULL;
-  if (M->nlevels == 1) return dtl_solve_grid(ranks, nd, param, lit, vals, names, err, errlen) == 0;
-  if (per_node < 1 || ranks % per_node) {
-    snprintf(err, errlen, "%lld ranks do not split into nodes of %lld ranks", (long long)ranks, (long long)per_node);
-    return false;
-  }
-  bool lit_inner = true;
-  int64_t inner = 1;
-  for (int d = n0; d < nd; d++) lit_inner &= param[d] < 0, inner *= param[d] < 0 ? lit[d] : 1;
-  if (lit_inner && inner != per_node) {
-    snprintf(err, errlen, "the inner levels of the machine need %lld ranks per node, but nodes have %lld",
-             (long long)inner, (long long)per_node);
-    return false;
-  }
-  char m[512];
-  if (dtl_solve_grid(per_node, nd - n0, param + n0, lit + n0, vals, names, m, sizeof m)) {
-    snprintf(err, errlen, "the ranks of one node do not fit the inner levels: %.400s", m);
-    return false;
-  }
-  if (dtl_solve_grid(ranks / per_node, n0, param, lit, vals, names, m, sizeof m)) {
-    snprintf(err, errlen, "the nodes do not fit level 0 (counting nodes, not ranks): %.400s", m);
-    return false;
-  }
-  return true;
+  return dtl_solve_machine(ranks, per_node, nd, M->nlevels == 1 ? 0 : nd - n0, param, lit, vals, names, err, errlen) == 0;
 }
 
 /* The rank count of --emit plan without --ranks (README, "Choices"): the smallest P that

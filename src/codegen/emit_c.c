@@ -1025,30 +1025,15 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     if (!sp->nparams) fputs("\"\"", c);
     fputs("};\n", c);
     fprintf(c, "    for (int i = 0; i < %d; i++)\n      if (param[i] >= 0 && values[param[i]] <= 0) values[param[i]] = -1;\n", nd);
+    /* one solver for distalc and the executable (distal/grid.h): a hierarchical machine its
+     * inner levels over the ranks of a node, level 0 over the nodes */
     if (sp->nlevels == 1) {
-      fprintf(c, "    if (dtl_solve_grid(dtl_size, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", nd);
+      fprintf(c, "    if (dtl_solve_machine(dtl_size, dtl_size, %d, 0, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", nd);
     } else {
       fputs("    int dtl_node, dtl_nnodes, dtl_local, dtl_per_node;\n"
             "    if (dtl_node_of(dtl_comm, &dtl_node, &dtl_nnodes, &dtl_local, &dtl_per_node, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", c);
-      bool lit_inner = true;
-      int64_t inner = 1;
-      for (int d = n0; d < nd; d++) {
-        bool is_lit = sym_is_const(sp->dims[d], &lit);
-        lit_inner &= is_lit, inner *= is_lit ? lit : 1;
-      }
-      if (lit_inner)
-        fprintf(c, "    if (dtl_per_node != %lld) {\n"
-                   "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the inner levels of the machine need %lld ranks per node, but nodes have %%d\", dtl_per_node);\n"
-                   "      return 1;\n    }\n", (long long)inner, (long long)inner);
-      fprintf(c, "    if (dtl_solve_grid(dtl_per_node, %d, param + %d, lit + %d, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
-                 "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
-                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the ranks of one node do not fit the inner levels: %%.400s\", dtl_m);\n"
-                 "      return 1;\n    }\n",
-              nd - n0, n0, n0);
-      fprintf(c, "    if (dtl_solve_grid(dtl_nnodes, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) {\n"
-                 "      char dtl_m[512];\n      snprintf(dtl_m, sizeof dtl_m, \"%%s\", dtl_plan->err);\n"
-                 "      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"the nodes do not fit level 0 (counting nodes, not ranks): %%.400s\", dtl_m);\n"
-                 "      return 1;\n    }\n", n0);
+      fprintf(c, "    if (dtl_solve_machine((int64_t)dtl_nnodes * dtl_per_node, dtl_per_node, %d, %d, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n",
+              nd, nd - n0);
     }
     for (int i = 0; i < sp->nparams; i++)
       if (sp->params[i].is_grid) fprintf(c, "    dtl_prm[%d] = values[%d];\n", i, i);

@@ -167,3 +167,37 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
     values[unknown[i]] = solved[i];
   return 0;
 }
+
+int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, const int *param,
+                      const int64_t *lit, int64_t *values, const char *const *names, char *err,
+                      size_t errlen) {
+  if (ninner <= 0)
+    return dtl_solve_grid(nranks, ndims, param, lit, values, names, err, errlen);
+  int n0 = ndims - ninner;
+  if (per_node < 1 || nranks % per_node) {
+    snprintf(err, errlen, "%lld ranks do not split into nodes of %lld ranks", (long long)nranks,
+             (long long)per_node);
+    return 1;
+  }
+  bool lit_inner = true;
+  int64_t inner = 1;
+  for (int d = n0; d < ndims; d++) {
+    lit_inner &= param[d] < 0;
+    inner *= param[d] < 0 ? lit[d] : 1;
+  }
+  if (lit_inner && inner != per_node) {
+    snprintf(err, errlen, "the inner levels of the machine need %lld ranks per node, but nodes have %lld",
+             (long long)inner, (long long)per_node);
+    return 1;
+  }
+  char m[512];
+  if (dtl_solve_grid(per_node, ninner, param + n0, lit + n0, values, names, m, sizeof m)) {
+    snprintf(err, errlen, "the ranks of one node do not fit the inner levels: %.400s", m);
+    return 1;
+  }
+  if (dtl_solve_grid(nranks / per_node, n0, param, lit, values, names, m, sizeof m)) {
+    snprintf(err, errlen, "the nodes do not fit level 0 (counting nodes, not ranks): %.400s", m);
+    return 1;
+  }
+  return 0;
+}

@@ -297,11 +297,58 @@ static void test_cases(void **state) {
   assert_true(w[0] == INT64_C(1) << 20 && w[1] == INT64_C(1) << 20);
 }
 
+/* A machine of two levels, grid(a, b) of nodes over grid(c) or grid(2, c) of ranks: the inner
+ * dims over a node's ranks, level 0 over the nodes; flat machines as dtl_solve_grid; and the
+ * messages of each part. */
+static void test_machine(void **state) {
+  (void)state;
+  static const char *const names[] = {"a", "b", "c"};
+  char err[600];
+  for (int64_t nodes = 1; nodes <= 12; nodes++)
+    for (int64_t per = 1; per <= 8; per++) {
+      int param[3] = {0, 1, 2};
+      int64_t lit[3] = {0, 0, 0}, v[3] = {-1, -1, -1}, w[3] = {-1, -1, -1};
+      assert_int_equal(dtl_solve_machine(nodes * per, per, 3, 1, param, lit, v, names, err, sizeof err), 0);
+      assert_int_equal(v[2], per);
+      assert_int_equal(v[0] * v[1], nodes);
+      assert_int_equal(dtl_solve_grid(nodes, 2, param, lit, w, names, err, sizeof err), 0);
+      assert_int_equal(v[0], w[0]);
+      assert_int_equal(v[1], w[1]);
+      /* flat: the same as dtl_solve_grid over every rank */
+      int64_t f[3] = {-1, -1, -1}, g[3] = {-1, -1, -1};
+      int rf = dtl_solve_machine(nodes * per, nodes * per, 3, 0, param, lit, f, names, err, sizeof err);
+      int rg = dtl_solve_grid(nodes * per, 3, param, lit, g, names, err, sizeof err);
+      assert_int_equal(rf, rg);
+      for (int k = 0; k < 3; k++) assert_int_equal(f[k], g[k]);
+      /* a literal inner level needs exactly its ranks per node */
+      int p2[3] = {0, 1, -1};
+      int64_t l2[3] = {0, 0, 2}, x[3] = {-1, -1, -1};
+      int r = dtl_solve_machine(nodes * per, per, 3, 1, p2, l2, x, names, err, sizeof err);
+      if (per == 2) {
+        assert_int_equal(r, 0);
+        assert_int_equal(x[0] * x[1], nodes);
+      } else {
+        assert_int_not_equal(r, 0);
+        assert_non_null(strstr(err, "the inner levels of the machine need 2 ranks per node"));
+      }
+    }
+  int param[2] = {0, -1};
+  int64_t lit[2] = {0, 3}, v[3] = {-1, -1, -1};
+  assert_int_not_equal(dtl_solve_machine(8, 3, 2, 1, param, lit, v, names, err, sizeof err), 0);
+  assert_non_null(strstr(err, "8 ranks do not split into nodes of 3 ranks"));
+  int pq[3] = {0, 0, 2};
+  int64_t lq[3] = {0, 0, 0}, q[3] = {-1, -1, -1};
+  assert_int_not_equal(dtl_solve_machine(12, 4, 3, 1, pq, lq, q, names, err, sizeof err), 0);
+  assert_non_null(strstr(err, "the nodes do not fit level 0 (counting nodes, not ranks): 3 ranks cannot form"));
+  assert_int_equal(q[0], -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference),
       cmocka_unit_test(test_table),
       cmocka_unit_test(test_cases),
+      cmocka_unit_test(test_machine),
   };
   return cmocka_run_group_tests(tests, setup_tables, NULL);
 }

@@ -34,6 +34,16 @@ extern "C" {
 int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit,
                    int64_t *values, const char *const *names, char *err, size_t errlen);
 
+/* Solve a machine of levels: ndims dims of every level, outer level first, of which the last
+ * ninner are the inner levels (0: a flat machine, solved by dtl_solve_grid over nranks).  A
+ * hierarchical machine runs nodes of per_node ranks: its inner levels are solved over the
+ * ranks of one node, level 0 over the nodes (nranks / per_node), each by dtl_solve_grid; the
+ * messages say which part failed.  plan_create of generated code calls it with the node
+ * size it finds (dtl_node_of), distalc --emit plan with --ranks-per-node or its default. */
+int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, const int *param,
+                      const int64_t *lit, int64_t *values, const char *const *names, char *err,
+                      size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif
