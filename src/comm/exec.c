@@ -372,22 +372,31 @@ int dtl_exec_shift(dtl_transport *tr, int dim, dtl_type t, const void *sendbuf, 
 }
 
 /* ---- reductions -------------------------------------------------------------------------- */
+/* The sub-grid of mask for a collective on count elements: its members, this rank's and the
+ * root's place in it, the mask within the grid; 1 on error, -1 when there is nothing to move
+ * (one member or no elements), else 0 with the communicator checked and the transport entered. */
+static int collective(dtl_transport *tr, unsigned mask, const int64_t *root_coords, int64_t count,
+                      const char *what, int *members, int *me, int *root, unsigned *m) {
+  MPI_Comm sub;
+  if (dtl_reduce_root(tr->ctx, mask, root_coords, &sub, members, me, root))
+    return 1;
+  if (*members == 1 || count <= 0)
+    return -1;
+  *m = mask & ((1u << tr->ctx->ndims) - 1u);
+  int err = tr->op->link(tr, (int)*m, -1, what);
+  return err ? err : enter(tr);
+}
+
 int dtl_exec_reduce(dtl_transport *tr, unsigned mask, const int64_t *root_coords, dtl_type t,
                     void *buf, int64_t count) {
   dtl_ctx *ctx = tr->ctx;
   const int64_t es = (int64_t)dtl_type_size(t);
-  MPI_Comm sub;
   int members, me, root;
-  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
-    return 1;
-  if (members == 1 || count <= 0)
-    return 0;
-  const unsigned m = mask & ((1u << ctx->ndims) - 1u);
-  int err = tr->op->link(tr, (int)m, -1, "reduce");
-  if (!err)
-    err = enter(tr);
-  if (!err)
-    err = tr->op->reduce(tr, m, t, buf, count, root_coords ? root : -1, me);
+  unsigned m;
+  int err = collective(tr, mask, root_coords, count, "reduce", &members, &me, &root, &m);
+  if (err)
+    return err < 0 ? 0 : err;
+  err = tr->op->reduce(tr, m, t, buf, count, root_coords ? root : -1, me);
   if (err)
     return err;
   int64_t bytes = count * es;
@@ -407,20 +416,14 @@ int dtl_exec_bcast_buf(dtl_transport *tr, unsigned mask, const int64_t *root_coo
                        void *buf, int64_t count) {
   dtl_ctx *ctx = tr->ctx;
   const int64_t es = (int64_t)dtl_type_size(t);
-  MPI_Comm sub;
   int members, me, root;
-  if (dtl_reduce_root(ctx, mask, root_coords, &sub, &members, &me, &root))
-    return 1;
-  if (members == 1 || count <= 0)
-    return 0;
-  const unsigned m = mask & ((1u << ctx->ndims) - 1u);
+  unsigned m;
+  int err = collective(tr, mask, root_coords, count, "bcast", &members, &me, &root, &m);
+  if (err)
+    return err < 0 ? 0 : err;
   const dtl_transport_ops *op = tr->op;
   void *rec = NULL;
-  int err = op->link(tr, (int)m, -1, "bcast");
-  if (!err)
-    err = enter(tr);
-  if (!err)
-    err = op->open(tr, 1, false, &rec, "bcast");
+  err = op->open(tr, 1, false, &rec, "bcast");
   if (!err)
     err = op->bcast(tr, rec, m, t, buf, count, root);
   if (rec) {

@@ -26,7 +26,7 @@ done
 cc_san="-std=c11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
 # shellcheck disable=SC2086
 $MPICC $cc_san "$top_srcdir/examples/app/app.c" summa.c matvec.c -I. -I"$top_srcdir/src/comm" \
-  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/*.c -o app_san -lopenblas -lhwloc -lm
+  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c -o app_san -lopenblas -lhwloc -lm
 ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./app_san 37 5 > san.txt 2>&1 || true
 if ! grep -q ': ok$' san.txt; then

@@ -25,7 +25,7 @@ done
 cc_san="-std=c11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
 # shellcheck disable=SC2086
 $MPICC $cc_san "$top_srcdir/examples/app/app_sparse.c" spmv.c -I. -I"$top_srcdir/src/comm" \
-  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/*.c -o app_san -lopenblas -lhwloc -lm
+  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c -o app_san -lopenblas -lhwloc -lm
 ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./app_san 43 29 3 > san.txt 2>&1 || true
 if ! grep -q ': ok$' san.txt; then
@@ -56,7 +56,7 @@ S(i, j) += A(i, j) * C(i, j) - T(i, j, k)
 DTL
 "$DISTALC" prog.dtl --main -o prog
 # shellcheck disable=SC2086
-$MPICC $cc_san prog.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/*.c \
+$MPICC $cc_san prog.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c \
   -o prog_san -lopenblas -lhwloc -lm
 printf '%%%%MatrixMarket matrix coordinate integer general\n9 7 3\n1 1 4\n9 7 -2\n5 3 1\n' > A.mtx
 printf '# i j k value\n1 1 1 0.5\n9 7 3 -1.5\n4 2 2 2.25\n4 2 3 1\n' > T.tns

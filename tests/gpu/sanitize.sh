@@ -13,7 +13,7 @@ cd "$dir" || exit 1
 "$DISTALC" "$top_srcdir/examples/cannon.dtl" --target cuda --main -o cannon || exit 1
 san="-std=gnu11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
 emu="-DDISTAL_CUDA_EMULATION -I$top_srcdir/tests/cuemu -I$top_srcdir/src/comm -I$top_srcdir/src -I."
-rt="$top_srcdir/src/comm/*.c $top_srcdir/kernels/*.c $top_srcdir/src/cuda/device.c $top_srcdir/src/cuda/gpu_select.c \
+rt="$top_srcdir/src/comm/*.c $top_srcdir/kernels/blas.c $top_srcdir/kernels/tensor_kernels.c $top_srcdir/src/cuda/device.c $top_srcdir/src/cuda/gpu_select.c \
 $top_srcdir/src/cuda/gpu_assign.c $top_srcdir/src/cuda/stage.c $top_srcdir/tests/cuemu/device_kernels_emu.c \
 $top_srcdir/tests/cuemu/cuemu.c"
 # shellcheck disable=SC2086
