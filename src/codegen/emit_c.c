@@ -680,7 +680,7 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   bool dev_atomic = g->in_kernel && n->atomic;
   if (dev_atomic) fprintf(m, "dtl_atomic_add_%s(&", cg_typename(n->type));
   out_elem(m, g, n->lhs);
-  fputs(dev_atomic ? ", " : " += ", m);
+  fputs(dev_atomic ? ", " : n->store ? " = " : " += ", m);
   cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
   fputs(dev_atomic ? ");" : ";", m);
   fclose(m);

@@ -10,8 +10,11 @@ static const char not_here[] = "";
 
 static const char *where(const sp_program *sp, const sp_func *fn, const sp_node *n) {
   static char b[256];
-  snprintf(b, sizeof b, "statement %d, %s %s%s", fn->index + 1, sp_comm_name(n->op),
-           sp->bufs[n->buf].snapshot ? "in." : "", sp->tensors[sp->bufs[n->buf].tensor].name);
+  if (n->kind == SN_INIT)
+    snprintf(b, sizeof b, "statement %d, zero %s", fn->index + 1, sp->tensors[n->tensor].name);
+  else
+    snprintf(b, sizeof b, "statement %d, %s %s%s", fn->index + 1, sp_comm_name(n->op),
+             sp->bufs[n->buf].snapshot ? "in." : "", sp->tensors[sp->bufs[n->buf].tensor].name);
   return b;
 }
 
@@ -73,9 +76,9 @@ static sp_node *cond_if(sp_cmp op, const sym *a, const sym *b, sp_node *then, sp
 }
 
 static void replace(sp_node *seq, int at, sp_node **by, int nby) {
-  sp_node **k = ir_alloc((seq->nkids + nby) * sizeof *k);
+  sp_node **k = ir_alloc((seq->nkids + nby + 1) * sizeof *k);
   memcpy(k, seq->kids, at * sizeof *k);
-  memcpy(k + at, by, nby * sizeof *k);
+  if (nby) memcpy(k + at, by, nby * sizeof *k);
   memcpy(k + at + nby, seq->kids + at + 1, (seq->nkids - at - 1) * sizeof *k);
   seq->kids = k;
   seq->nkids += nby - 1;
@@ -142,10 +145,62 @@ static void allreduce_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
   replace(seq, at + 1, by, 0);
 }
 
+/* ---- store -------------------------------------------------------------------------------
+ * An '=' statement whose iterations write every element of the rank's block exactly once needs
+ * no zeroing pass; each update stores its value instead of adding it:
+ *   zero T; ...; T(v) += e        =>   ...; T(v) = e
+ * Precondition: T is dense and written in place, in the rank's own block (a view: every grid
+ * dim is either distributed over the dim of T it partitions, or T is replicated along it and
+ * every rank there runs the same iterations); the statement sums over nothing, its left side
+ * has distinct index variables and it has no precompute, so each iteration writes a distinct
+ * element, and as the iterations of all ranks cover T's index space and each rank writes only
+ * its own block, each rank's iterations cover its block; no loop skips iterations (loops over
+ * the stored coordinates of a sparse operand), and no leaf kernel or register sum writes T. */
+static bool find(const sp_node *n, bool (*pred)(const sp_node *, const void *), const void *arg) {
+  if (!n) return false;
+  if (pred(n, arg)) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (find(n->kids[q], pred, arg)) return true;
+  return false;
+}
+static bool adds_or_skips(const sp_node *n, const void *arg) {
+  (void)arg;
+  return (n->kind == SN_LOOP && n->loop == SL_SPARSE) || n->kind == SN_KERNEL || n->kind == SN_ACC ||
+         n->kind == SN_PRODUCER || (n->kind == SN_ASSIGN && (n->to_entries || n->to_acc));
+}
+
+static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  if (n->kind != SN_INIT || n->init != SI_ZERO) return not_here;
+  if (sp->tensors[n->tensor].sparse) return not_here;
+  if (!fn->distinct_writes) return "the statement sums, repeats an index on its left, or precomputes";
+  bool view = false;
+  for (int q = 0; q < fn->body->nkids; q++) {
+    const sp_node *k = fn->body->kids[q];
+    view |= k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == n->tensor;
+  }
+  if (!view) return "the output is not written in place in the rank's own block";
+  if (find(fn->body, adds_or_skips, NULL)) return "a kernel, a register sum or a sparse co-iteration writes the output";
+  return NULL;
+}
+
+static void set_store(sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) n->store = true, n->atomic = false;
+  for (int q = 0; q < n->nkids; q++) set_store(n->kids[q]);
+}
+
+static void store_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
+  (void)sp;
+  replace(seq, at, NULL, 0);
+  set_store(fn->body);
+}
+
 const sp_rewrite sp_rewrites[] = {
     {"allreduce", allreduce_can, allreduce_apply, "reduce followed by a broadcast of the result becomes one allreduce"},
     {"pipeline", pipeline_can, pipeline_apply,
      "a broadcast or shift at the top of a sequential loop goes out one iteration ahead, double-buffered"},
+    {"store", store_can, store_apply, "an '=' that writes each element of the rank's block once stores instead of zeroing and adding"},
 };
 const int sp_nrewrites = sizeof sp_rewrites / sizeof sp_rewrites[0];
 

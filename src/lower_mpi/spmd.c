@@ -894,6 +894,9 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
   fn->nbufs = nfn;
   /* the serial reference: the statement as written (workspaces expanded), original loops */
   fn->accumulate = asg->accumulate;
+  fn->distinct_writes = !asg->reduces && ls->nwhere == 0;
+  for (int x = 0; x < asg->nlhs; x++)
+    for (int y = 0; y < x; y++) fn->distinct_writes &= asg->lhs_vars[x] != asg->lhs_vars[y];
   fn->flops = count_ops(ls->rhs) + (asg->reduces || asg->accumulate ? 1 : 0);
   {
     int *rv = ir_alloc((s->nvars + 1) * sizeof *rv), nr = 0;
@@ -1274,7 +1277,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->to_acc) fputs("register += ", f);
     else {
       pexpr(f, c, n->lhs);
-      fputs(n->to_entries ? " gains entry " : n->atomic ? " +=(atomic) " : " += ", f);
+      fputs(n->to_entries ? " gains entry " : n->atomic ? " +=(atomic) " : n->store ? " = " : " += ", f);
     }
     pexpr(f, c, n->rhs);
     fputc('\n', f);
@@ -1309,7 +1312,9 @@ void spmd_print(FILE *f, const sp_program *sp) {
     pnode(f, &c, fn->body, 2);
   }
   fputs("\nrewrites:\n", f);
-  if (!sp->nlog) fputs("  (none applied)\n", f);
+  int applied = 0;
+  for (int q = 0; q < sp->nlog; q++) applied += !sp->log[q].why;
+  if (!applied) fputs("  (none applied)\n", f);
   for (int q = 0; q < sp->nlog; q++) {
     if (sp->log[q].why) fprintf(f, "  %s not applied at %s: %s\n", sp->log[q].rewrite, sp->log[q].where, sp->log[q].why);
     else fprintf(f, "  %s at %s\n", sp->log[q].rewrite, sp->log[q].where);

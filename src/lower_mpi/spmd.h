@@ -197,6 +197,7 @@ struct sp_node {
   bool atomic;          /* host: omp atomic; device: atomic add */
   bool to_acc;          /* SN_ASSIGN inside SN_ACC: adds to the register */
   bool to_entries;      /* a sparse output: a nonzero becomes an entry */
+  bool store;           /* SN_ASSIGN: stores its value (the element is written once), else adds */
   /* SN_DEVICE */
   const char *kname;
   int nmapped;
@@ -223,6 +224,9 @@ typedef struct {
   sp_node *body;
   int lhs_tensor;
   bool accumulate;      /* += (else =) */
+  /* every iteration writes a distinct element of the output: no summed variable, distinct
+   * index variables on the left, no precompute */
+  bool distinct_writes;
   int64_t flops;        /* operations per iteration point (for GFLOP/s) */
   /* the statement as a serial loop nest over global arrays (the driver's reference) */
   int nref;

@@ -1067,6 +1067,47 @@ static void test_spmd_program_ids(void **state) {
   finish(&r);
 }
 
+/* store: an '=' that writes each element of the rank's block once loses its zeroing pass; a
+ * sum or an output held elsewhere keep it.  (A repeated left index, also refused, is an error
+ * of the language.) */
+static void test_spmd_store(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 7;\n"
+               "machine M = grid(g);\n"
+               "tensor a(n) @ M(x -> x);\n"
+               "tensor b(n) @ M(x -> x);\n"
+               "tensor A(n, n) @ M(xy -> x);\n"
+               "tensor B(n, n) @ M(xy -> y);\n"
+               "a(i) = b(i) * 2.distribute({i}, {io}, {ii}, M);\n"
+               "a(i) = A(i, j) * b(j).distribute({i}, {io}, {ii}, M);\n"
+               "B(i, j) = A(i, j).distribute({i}, {io}, {ii}, M);\n");
+  sp_program *sp = spmd_build(r.lp);
+  assert_int_equal(sp->nfuncs, 3);
+  /* 1: stored once, no zeroing */
+  for (int q = 0; q < sp->funcs[0].body->nkids; q++) {
+    const sp_node *k = sp->funcs[0].body->kids[q];
+    assert_false(k->kind == SN_INIT && k->init == SI_ZERO);
+  }
+  assert_true(find_node(sp->funcs[0].body, SN_ASSIGN, -1)->store);
+  /* 2, 3 keep their zeroing pass and add, each saying why */
+  for (int i = 1; i < 3; i++) {
+    bool zero = false;
+    for (int q = 0; q < sp->funcs[i].body->nkids; q++) {
+      const sp_node *k = sp->funcs[i].body->kids[q];
+      zero |= k->kind == SN_INIT && k->init == SI_ZERO;
+    }
+    assert_true(zero);
+    const sp_node *a = find_node(sp->funcs[i].body, SN_ASSIGN, -1);
+    if (a) assert_false(a->store);
+  }
+  const sp_log *l0 = log_of(sp, "store", 0), *l1 = log_of(sp, "store", 1), *l2 = log_of(sp, "store", 2);
+  assert_null(l0->why);
+  assert_non_null(strstr(l1->why, "sums"));
+  assert_non_null(strstr(l2->why, "own block"));
+  finish(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summa),
@@ -1075,6 +1116,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_pipeline_refused),
       cmocka_unit_test(test_spmd_allreduce),
       cmocka_unit_test(test_spmd_program_ids),
+      cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_cannon_square),
       cmocka_unit_test(test_cannon_rectangular),
       cmocka_unit_test(test_pumma),
