@@ -164,7 +164,20 @@ typedef struct {
   fe_loc loc;
 } fe_access;
 
-typedef enum { FE_E_ACCESS, FE_E_NUM, FE_E_ADD, FE_E_SUB, FE_E_MUL, FE_E_DIV, FE_E_NEG } fe_expr_kind;
+typedef enum {
+  FE_E_ACCESS, FE_E_NUM, FE_E_ADD, FE_E_SUB, FE_E_MUL, FE_E_DIV, FE_E_NEG,
+  FE_E_CALL, /* an element-wise function of one or two arguments (a, b) */
+  FE_E_PARAM /* a param's value (sema turns a bare name that is a param into one) */
+} fe_expr_kind;
+
+/* The element-wise functions of LANGUAGE.md section 4.  Their names are not reserved: a name
+ * followed by '(' is a call only where no tensor of that name is declared before it. */
+typedef enum { FE_F_SQRT, FE_F_EXP, FE_F_LOG, FE_F_ABS, FE_F_ERF, FE_F_POW, FE_F_MIN, FE_F_MAX, FE_F_COUNT } fe_func;
+/* The function named by the len bytes at name, or -1. */
+int fe_find_func(const char *name, size_t len);
+const char *fe_func_name(fe_func f);
+int fe_func_arity(fe_func f);       /* 1 or 2 */
+bool fe_func_integer(fe_func f);    /* allowed in an integer statement (abs, min, max) */
 
 typedef struct fe_expr fe_expr;
 struct fe_expr {
@@ -176,7 +189,10 @@ struct fe_expr {
   int64_t ival;   /* FE_E_NUM when is_int: the exact value ("-9223372036854775808", a unary
                    * minus of 2^63, is folded into one literal INT64_MIN) */
   char *text;     /* FE_E_NUM as written */
-  fe_expr *a, *b; /* operands (b unused for FE_E_NEG) */
+  fe_func func;   /* FE_E_CALL */
+  int nargs;      /* FE_E_CALL: the arguments written (a and b hold the first two) */
+  int param;      /* FE_E_PARAM: index into fe_program.params */
+  fe_expr *a, *b; /* operands (b unused for FE_E_NEG; a call's arguments) */
 };
 
 /* Schedule command arguments. */
@@ -210,7 +226,8 @@ typedef struct {
 
 typedef struct {
   fe_access lhs;
-  bool accumulate; /* += */
+  bool accumulate; /* += or -= */
+  bool subtract;   /* -=: the same as += -(rhs) (the IR negates the right side) */
   fe_expr *rhs;
   int ncmds;
   fe_command *cmds;

@@ -14,7 +14,7 @@ static const char *const keywords[] = {
 
 /* Two-character punctuation first, so that "+=" is not read as "+" "=". */
 static const char *const puncts[] = {
-    "+=", "->", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "=", "+", "-", "*", "/", "@",
+    "+=", "-=", "->", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "=", "+", "-", "*", "/", "@",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))

@@ -143,6 +143,9 @@ static void param_decl(parser *p) {
   prm->loc = name->loc;
   if (consume(p, "=")) {
     bool neg = consume(p, "-");
+    if (p->tok->kind == TK_FLOAT)
+      fail(p, p->tok->loc, "floating params are not supported: the default of param '%s' must be an integer",
+           prm->name);
     if (p->tok->kind != TK_INT)
       fail_here(p, "expected an integer default value for param");
     prm->has_default = true;
@@ -444,6 +447,7 @@ static void access(parser *p, fe_access *a, const char *msg) {
 }
 
 static int expr(parser *p, fe_expr **slot);
+static void free_expr(fe_expr *e);
 
 static fe_expr *new_expr(parser *p, fe_expr **slot, fe_expr_kind kind, fe_loc loc) {
   fe_expr *e = zalloc(p, sizeof *e);
@@ -462,7 +466,47 @@ static int check_depth(parser *p, int depth, fe_loc loc) {
 
 static int max(int a, int b) { return a > b ? a : b; }
 
-// primary = "(" expr ")" | INT | FLOAT | access
+/* Whether a tensor named like t is declared before it: then NAME(...) is an access even
+ * where NAME is also a function (function names are not reserved, LANGUAGE.md section 2). */
+static bool declared_tensor(const parser *p, const fe_token *t) {
+  for (int k = 0; k < p->prog->ntensors; k++)
+    if (tok_eq(t, p->prog->tensors[k].name))
+      return true;
+  return false;
+}
+
+// call = FUNC "(" (expr ("," expr)*)? ")"
+// The first two arguments go to a and b; a wrong count is reported at the name (the syntax
+// stays intact, so other errors still show), an argument beyond the second replacing the
+// second so that nothing is parsed outside the tree.
+static int call(parser *p, fe_expr **slot, fe_func f) {
+  fe_token *name = next(p);
+  fe_expr *e = new_expr(p, slot, FE_E_CALL, name->loc);
+  e->a = NULL;
+  e->func = f;
+  next(p); /* "(" */
+  int h = 0;
+  if (!is(p, ")")) {
+    do {
+      fe_expr **arg = &e->a;
+      if (e->nargs >= 1) {
+        arg = &e->b;
+        free_expr(e->b);
+        e->b = NULL;
+      }
+      h = max(h, expr(p, arg));
+      e->nargs++;
+    } while (consume(p, ","));
+  }
+  expect(p, ")", "expected ',' or ')' after a function argument");
+  int want = fe_func_arity(f);
+  if (e->nargs != want)
+    fe_error(p->src, name->loc, "%s takes %d argument%s, but %d %s given", fe_func_name(f), want,
+             want == 1 ? "" : "s", e->nargs, e->nargs == 1 ? "is" : "are");
+  return check_depth(p, h + 1, name->loc);
+}
+
+// primary = "(" expr ")" | INT | FLOAT | call | access
 // Each expression function builds its tree in *slot and returns the tree's height.
 static int primary(parser *p, fe_expr **slot) {
   if (consume(p, "(")) {
@@ -481,6 +525,9 @@ static int primary(parser *p, fe_expr **slot) {
   }
   if (t->kind != TK_IDENT && t->kind != TK_KEYWORD)
     fail_here(p, "expected an expression");
+  int f = t->kind == TK_IDENT && fe_tok_is(&t[1], "(") ? fe_find_func(t->text, (size_t)t->len) : -1;
+  if (f >= 0 && !declared_tensor(p, t))
+    return call(p, slot, (fe_func)f);
   fe_expr *e = new_expr(p, slot, FE_E_ACCESS, t->loc);
   access(p, &e->acc, "expected an expression");
   return 1;
@@ -587,15 +634,17 @@ static void command(parser *p, fe_command *c) {
   expect(p, ")", "expected ',' or ')' after schedule argument");
 }
 
-// stmt = access ("=" | "+=") expr command* ";"
+// stmt = access ("=" | "+=" | "-=") expr command* ";"
 static void stmt(parser *p) {
   fe_stmt *s = PUSH(p, p->prog->stmts, p->prog->nstmts);
   s->loc = p->tok->loc;
   access(p, &s->lhs, "expected a declaration or statement");
   if (consume(p, "+="))
     s->accumulate = true;
+  else if (consume(p, "-="))
+    s->accumulate = s->subtract = true;
   else
-    expect(p, "=", "expected '=' or '+=' after the left side of the statement");
+    expect(p, "=", "expected '=', '+=' or '-=' after the left side of the statement");
   expr(p, &s->rhs);
   while (is(p, "."))
     command(p, PUSH(p, s->cmds, s->ncmds));
@@ -722,6 +771,27 @@ void fe_program_free(fe_program *prog) {
   free(prog->stmts);
   free(prog);
 }
+
+static const struct {
+  const char *name;
+  int arity;
+  bool integer;
+} funcs[FE_F_COUNT] = {
+    [FE_F_SQRT] = {"sqrt", 1, false}, [FE_F_EXP] = {"exp", 1, false}, [FE_F_LOG] = {"log", 1, false},
+    [FE_F_ABS] = {"abs", 1, true},    [FE_F_ERF] = {"erf", 1, false}, [FE_F_POW] = {"pow", 2, false},
+    [FE_F_MIN] = {"min", 2, true},    [FE_F_MAX] = {"max", 2, true},
+};
+
+int fe_find_func(const char *name, size_t len) {
+  for (int k = 0; k < FE_F_COUNT; k++)
+    if (strlen(funcs[k].name) == len && !memcmp(funcs[k].name, name, len))
+      return k;
+  return -1;
+}
+
+const char *fe_func_name(fe_func f) { return f >= 0 && f < FE_F_COUNT ? funcs[f].name : "?"; }
+int fe_func_arity(fe_func f) { return f >= 0 && f < FE_F_COUNT ? funcs[f].arity : 0; }
+bool fe_func_integer(fe_func f) { return f >= 0 && f < FE_F_COUNT && funcs[f].integer; }
 
 int fe_find_param(const fe_program *prog, const char *name) {
   for (int k = 0; k < prog->nparams; k++)

@@ -40,6 +40,8 @@ static int precedence(const fe_expr *e) {
     return 3;
   case FE_E_ACCESS:
   case FE_E_NUM:
+  case FE_E_CALL:
+  case FE_E_PARAM:
     break;
   }
   return 4;
@@ -79,6 +81,18 @@ void fe_print_expr(FILE *f, const fe_expr *e) {
   case FE_E_NEG:
     fputc('-', f);
     print_operand(f, e->a, precedence(e->a) <= precedence(e));
+    return;
+  case FE_E_PARAM:
+    fputs(e->acc.tname ? e->acc.tname : "?", f);
+    return;
+  case FE_E_CALL:
+    fprintf(f, "%s(", fe_func_name(e->func));
+    fe_print_expr(f, e->a);
+    if (e->b) {
+      fputs(", ", f);
+      fe_print_expr(f, e->b);
+    }
+    fputc(')', f);
     return;
   case FE_E_ADD:
   case FE_E_SUB:

@@ -306,6 +306,9 @@ static const fe_tensor *check_access(checker *c, fe_access *a) {
     const char *kind = kind_of(c->prog, a->tname);
     if (kind)
       error(c, a->loc, "'%s' is a %s, not a tensor", a->tname, kind);
+    else if (fe_find_func(a->tname, strlen(a->tname)) >= 0)
+      error(c, a->loc, "unknown tensor '%s' (the function %s is called with arguments in parentheses)", a->tname,
+            a->tname);
     else
       error(c, a->loc, "unknown tensor '%s'", a->tname);
     return NULL;
@@ -359,8 +362,36 @@ static void collect(checker *c, vars *vs, fe_access *a, bool lhs) {
   }
 }
 
+/* A bare name that is a param and no tensor is the param's value (LANGUAGE.md section 3).
+ * Params share one namespace with tensors, so the two cannot both exist. */
+static bool resolve_param(checker *c, fe_expr *e) {
+  if (e->kind != FE_E_ACCESS || e->acc.parens || e->acc.nidx || fe_find_tensor(c->prog, e->acc.tname) >= 0)
+    return false;
+  int k = fe_find_param(c->prog, e->acc.tname);
+  if (k < 0)
+    return false;
+  e->kind = FE_E_PARAM;
+  e->param = k;
+  if (before(e->loc, c->prog->params[k].loc)) {
+    error(c, e->loc, "param '%s' is used before its declaration", e->acc.tname);
+    fe_note(c->src, c->prog->params[k].loc, "'%s' is declared here", e->acc.tname);
+  }
+  return true;
+}
+
 static void collect_rhs(checker *c, vars *vs, fe_expr *e) {
   if (!e)
+    return;
+  if (e->kind == FE_E_CALL) {
+    /* the name is a tensor's only when that tensor is declared later (the parser read a call) */
+    int t = fe_find_tensor(c->prog, fe_func_name(e->func));
+    if (t >= 0) {
+      error(c, e->loc, "tensor '%s' is used before its declaration (here '%s(...)' is the function)",
+            c->prog->tensors[t].name, fe_func_name(e->func));
+      fe_note(c->src, c->prog->tensors[t].loc, "'%s' is declared here", c->prog->tensors[t].name);
+    }
+  }
+  if (resolve_param(c, e))
     return;
   if (e->kind == FE_E_ACCESS)
     collect(c, vs, &e->acc, false);
@@ -393,6 +424,11 @@ static void check_denominators(checker *c, vars *vs, const fe_expr *e, bool in_d
 static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
   if (!e)
     return;
+  if (e->kind == FE_E_CALL && (lhs->type == FE_INT32 || lhs->type == FE_INT64) && !fe_func_integer(e->func))
+    error(c, e->loc,
+          "%s is not defined on integers: '%s' is %s, and an integer statement allows only the functions abs, min "
+          "and max",
+          fe_func_name(e->func), lhs->name, fe_type_name(lhs->type));
   if (e->kind != FE_E_NUM) {
     check_literals(c, e->a, lhs);
     check_literals(c, e->b, lhs);

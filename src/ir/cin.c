@@ -31,14 +31,15 @@ static void collect_vars(ir_stmt *s, const fe_program *p, const fe_access *a) {
 static void collect_expr_vars(ir_stmt *s, const fe_program *p, const fe_expr *e) {
   if (!e) return;
   if (e->kind == FE_E_ACCESS) collect_vars(s, p, &e->acc);
-  else if (e->kind != FE_E_NUM) collect_expr_vars(s, p, e->a), collect_expr_vars(s, p, e->b);
+  else if (e->kind != FE_E_NUM && e->kind != FE_E_PARAM) collect_expr_vars(s, p, e->a), collect_expr_vars(s, p, e->b);
 }
 
 static ir_expr *convert(ir_stmt *s, const fe_expr *e) {
   static const ir_expr_kind kinds[] = {[FE_E_ACCESS] = IR_ACCESS, [FE_E_NUM] = IR_NUM,
                                        [FE_E_ADD] = IR_ADD,       [FE_E_SUB] = IR_SUB,
                                        [FE_E_MUL] = IR_MUL,       [FE_E_DIV] = IR_DIV,
-                                       [FE_E_NEG] = IR_NEG};
+                                       [FE_E_NEG] = IR_NEG,       [FE_E_CALL] = IR_CALL,
+                                       [FE_E_PARAM] = IR_PARAM};
   ir_expr *x = ir_alloc(sizeof *x);
   x->kind = kinds[e->kind];
   x->loc = e->loc;
@@ -54,6 +55,12 @@ static ir_expr *convert(ir_stmt *s, const fe_expr *e) {
     x->text = e->text ? ir_strdup(e->text) : NULL;
     break;
   case FE_E_NEG: x->a = convert(s, e->a); break;
+  case FE_E_PARAM: x->param = e->param; break;
+  case FE_E_CALL:
+    x->func = e->func;
+    x->a = convert(s, e->a);
+    x->b = fe_func_arity(e->func) == 2 ? convert(s, e->b) : NULL;
+    break;
   default: x->a = convert(s, e->a), x->b = convert(s, e->b);
   }
   return x;
@@ -135,6 +142,11 @@ ir_program *ir_build(fe_program *prog) {
     for (int k = 0; k < asg->nlhs; k++) asg->lhs_vars[k] = ir_var_find(s, fs->lhs.idx[k]);
     asg->accumulate = fs->accumulate;
     asg->rhs = convert(s, fs->rhs);
+    if (fs->subtract) { /* -= is += -(rhs) (LANGUAGE.md section 4) */
+      ir_expr *neg = ir_alloc(sizeof *neg);
+      neg->kind = IR_NEG, neg->a = asg->rhs, neg->loc = fs->loc;
+      asg->rhs = neg;
+    }
     for (int v = 0; v < s->nvars; v++) {
       bool on_lhs = false;
       for (int k = 0; k < asg->nlhs; k++) on_lhs |= asg->lhs_vars[k] == v;
@@ -297,7 +309,7 @@ static const char *tensor_name(const ir_program *ir, const ir_stmt *s, int t) {
 }
 
 static int prec_of(ir_expr_kind k) {
-  return k == IR_ADD || k == IR_SUB ? 1 : k == IR_MUL || k == IR_DIV ? 2 : 3;
+  return k == IR_ADD || k == IR_SUB ? 1 : k == IR_MUL || k == IR_DIV ? 2 : k == IR_NEG ? 3 : 4;
 }
 
 static void print_e(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_expr *e, int prec) {
@@ -328,6 +340,18 @@ static void print_e(FILE *f, const ir_program *ir, const ir_stmt *s, const ir_ex
   case IR_NEG:
     fputc('-', f);
     print_e(f, ir, s, e->a, 3);
+    break;
+  case IR_PARAM:
+    fputs(ir->ast->params[e->param].name, f);
+    break;
+  case IR_CALL:
+    fprintf(f, "%s(", fe_func_name(e->func));
+    print_e(f, ir, s, e->a, 0);
+    if (e->b) {
+      fputs(", ", f);
+      print_e(f, ir, s, e->b, 0);
+    }
+    fputc(')', f);
     break;
   default: {
     const char *op = e->kind == IR_ADD ? " + " : e->kind == IR_SUB ? " - "

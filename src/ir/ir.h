@@ -119,7 +119,11 @@ typedef void (*sym_namer)(FILE *f, const sym *atom, void *ctx);
 void sym_print(FILE *f, const sym *e, sym_namer namer, void *ctx); /* as C */
 
 /* ---- tensor index notation with reduction placement (cin.c) ----------------------------- */
-typedef enum { IR_ACCESS, IR_NUM, IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_NEG } ir_expr_kind;
+typedef enum {
+  IR_ACCESS, IR_NUM, IR_ADD, IR_SUB, IR_MUL, IR_DIV, IR_NEG,
+  IR_CALL, /* an element-wise function: func of a (and b when it takes two) */
+  IR_PARAM /* the value of param `param` */
+} ir_expr_kind;
 
 typedef struct ir_expr ir_expr;
 struct ir_expr {
@@ -131,6 +135,8 @@ struct ir_expr {
   bool is_int;
   int64_t ival;  /* IR_NUM when is_int: the exact value */
   const char *text; /* IR_NUM as written */
+  fe_func func;     /* IR_CALL */
+  int param;        /* IR_PARAM: index into the program's params */
   ir_expr *a, *b;
   /* Reduction placement (TACO): this operand of a sum contributes only at the first
    * iteration of these summed variables, whose reduction encloses the sum. */

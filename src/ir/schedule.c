@@ -576,9 +576,16 @@ static bool expr_match(const ir_stmt *s, const ir_program *ir, const ir_expr *e,
   static const ir_expr_kind kinds[] = {[FE_E_ACCESS] = IR_ACCESS, [FE_E_NUM] = IR_NUM,
                                        [FE_E_ADD] = IR_ADD,       [FE_E_SUB] = IR_SUB,
                                        [FE_E_MUL] = IR_MUL,       [FE_E_DIV] = IR_DIV,
-                                       [FE_E_NEG] = IR_NEG};
+                                       [FE_E_NEG] = IR_NEG,       [FE_E_CALL] = IR_CALL,
+                                       [FE_E_PARAM] = IR_PARAM};
+  /* the command's expression is not resolved: a param there is still a bare name */
+  if (e->kind == IR_PARAM)
+    return (f->kind == FE_E_PARAM || (f->kind == FE_E_ACCESS && !f->acc.parens && !f->acc.nidx)) && f->acc.tname &&
+           !strcmp(ir->ast->params[e->param].name, f->acc.tname);
   if (e->kind != kinds[f->kind]) return false;
   switch (e->kind) {
+  case IR_CALL:
+    return e->func == f->func && expr_match(s, ir, e->a, f->a) && (!e->b || (f->b && expr_match(s, ir, e->b, f->b)));
   case IR_ACCESS:
     if (e->tensor >= ir->ast->ntensors || strcmp(ir->ast->tensors[e->tensor].name, f->acc.tname) ||
         e->nidx != f->acc.nidx)

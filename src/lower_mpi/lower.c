@@ -706,7 +706,7 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       for (int k = 0; k < asg->nlhs; k++) fprintf(f, "%s%s", k ? "," : "", ls->s->vars[asg->lhs_vars[k]].name);
       fputc(')', f);
     }
-    fputs(asg->accumulate ? " += " : " = ", f);
+    fputs(ls->s->ast->subtract ? " -= " : asg->accumulate ? " += " : " = ", f);
     fe_print_expr(f, ls->s->ast->rhs);
     fputc('\n', f);
     for (int q = 0; q < ls->ncomm; q++) {

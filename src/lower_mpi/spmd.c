@@ -272,6 +272,11 @@ static sp_expr *expr(const bst *g, const ir_expr *e) {
     x->kind = SE_NUM, x->num = e->num, x->is_int = e->is_int, x->ival = e->ival, x->text = e->text;
     break;
   case IR_NEG: x->kind = SE_NEG, x->a = expr(g, e->a); break;
+  case IR_PARAM: x->kind = SE_PARAM, x->param = e->param; break;
+  case IR_CALL:
+    x->kind = SE_CALL, x->func = e->func, x->a = expr(g, e->a);
+    if (e->b) x->b = expr(g, e->b);
+    break;
   default:
     x->kind = e->kind == IR_ADD ? SE_ADD : e->kind == IR_SUB ? SE_SUB : e->kind == IR_MUL ? SE_MUL : SE_DIV;
     x->a = expr(g, e->a), x->b = expr(g, e->b);
@@ -768,6 +773,8 @@ static void device_node(bst *g, sp_node *seq, int k0) {
 }
 
 /* ---- statements -------------------------------------------------------------------------- */
+/* A call is never a factor: exp(0) = 1, so skipping the entries that a sparse access inside
+ * one does not store would change the result. */
 static bool factor_of(const ir_expr *x, const ir_expr *e) {
   if (x == e) return true;
   if (x->nguards) return false;
@@ -801,9 +808,9 @@ static void collect_sparse(bst *g, const ir_expr *rhs, const ir_expr *e, int *ca
   collect_sparse(g, rhs, e->b, cap);
 }
 
-/* arithmetic operations of an expression (for GFLOP/s) */
+/* arithmetic operations of an expression (for GFLOP/s); a function call counts as one */
 static int64_t count_ops(const ir_expr *e) {
-  if (!e || e->kind == IR_ACCESS || e->kind == IR_NUM) return 0;
+  if (!e || e->kind == IR_ACCESS || e->kind == IR_NUM || e->kind == IR_PARAM) return 0;
   return 1 + count_ops(e->a) + count_ops(e->b);
 }
 
@@ -854,7 +861,7 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
       for (int k = 0; k < asg->nlhs; k++) fprintf(m, "%s%s", k ? "," : "", s->vars[asg->lhs_vars[k]].name);
       fputc(')', m);
     }
-    fputs(asg->accumulate ? " += " : " = ", m);
+    fputs(s->ast->subtract ? " -= " : asg->accumulate ? " += " : " = ", m);
     fe_print_expr(m, s->ast->rhs);
     fclose(m);
     fn->text = ir_strdup(b);
@@ -1102,6 +1109,18 @@ static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
   case SE_NEG:
     fputs("-(", f);
     pexpr(f, c, e->a);
+    fputc(')', f);
+    break;
+  case SE_PARAM:
+    fputs(c->sp->params[e->param].name, f);
+    break;
+  case SE_CALL:
+    fprintf(f, "%s(", fe_func_name(e->func));
+    pexpr(f, c, e->a);
+    if (e->b) {
+      fputs(", ", f);
+      pexpr(f, c, e->b);
+    }
     fputc(')', f);
     break;
   default:

@@ -116,7 +116,11 @@ typedef struct {
 } sp_cond;
 
 /* An expression of the assignment, with its accesses resolved to buffers. */
-typedef enum { SE_ACCESS, SE_NUM, SE_ADD, SE_SUB, SE_MUL, SE_DIV, SE_NEG } sp_expr_kind;
+typedef enum {
+  SE_ACCESS, SE_NUM, SE_ADD, SE_SUB, SE_MUL, SE_DIV, SE_NEG,
+  SE_CALL, /* an element-wise function of a (and b), computed in the statement's type */
+  SE_PARAM /* a param's value, converted to the statement's type */
+} sp_expr_kind;
 typedef struct sp_expr sp_expr;
 struct sp_expr {
   sp_expr_kind kind;
@@ -133,6 +137,8 @@ struct sp_expr {
   bool is_int;
   int64_t ival;
   const char *text;
+  fe_func func;        /* SE_CALL */
+  int param;           /* SE_PARAM: index into the program's params */
   const sp_expr *a, *b;
   int nguards;         /* counts only where these vars are 0 (reduction placement) */
   const int *guards;

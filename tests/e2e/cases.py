@@ -119,6 +119,7 @@ def programs(long=False):
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
+    runs.extend(function_programs(long))
     # literals that do not fit: located errors (README, "Choices")
     for name, line, text in _LITERAL_REJECTED:
         runs.append(Run("programs", "literal_%s.dtl" % name, None, compile_error=[line], source=text))
@@ -160,6 +161,56 @@ _LITERAL_REJECTED = [
     ("grid_dim", 1, "machine M = grid(9223372036854775808, 2);\n"),
     ("fixed_coordinate", 2, "machine M = grid(g, h);\ntensor T(4) @ M(x -> x, 9223372036854775808);\n"),
 ]
+
+
+# Element-wise functions, -= and params as values: each program at two sizes that do not
+# divide the grids, whose rank counts together are 1, 2, 3, 4, 6 and 8 (every count at both
+# sizes with --long).
+_FUNCTION_PROGRAMS = [
+    ("functions.dtl", [({"n": 7, "m": 5, "k": 3}, [1, 3, 4, 8]), ({"n": 5, "m": 9, "k": 2}, [2, 6])]),
+    ("functions_int.dtl", [({"n": 6, "m": 7, "k": 3}, [2, 3, 6]), ({"n": 9, "m": 5, "k": 4}, [1, 4, 8])]),
+    ("minus_assign.dtl", [({"n": 9, "m": 7, "chunk": 3}, [1, 2, 6, 8]),
+                          ({"n": 5, "m": 11, "chunk": 2}, [3, 4])]),
+    ("param_values.dtl", [({"n": 7, "m": 5, "scale": 3, "offset": 2}, [2, 4, 8]),
+                          ({"n": 10, "m": 3, "scale": 7, "offset": 5}, [1, 3, 6])]),
+    ("sparse_functions.dtl", [({"n": 11, "m": 9}, [1, 4, 6]), ({"n": 7, "m": 13}, [2, 3, 8])]),
+]
+_FUNCTION_HEAD = """param n = 4;
+machine M = grid(g);
+tensor D(n) @ M(i -> i);
+tensor I(n) int32 @ M(i -> i);
+tensor L(n) int64 @ M(i -> i);
+"""
+# Programs that distalc must reject, as (name, the line of the error, the program).
+_FUNCTION_REJECTED = [
+    ("int32_sqrt", 6, _FUNCTION_HEAD + "I(i) = abs(I(i)) + sqrt(I(i));\n"),
+    ("int64_exp", 7, _FUNCTION_HEAD + "L(i) = L(i);\nL(i) = min(L(i), exp(D(i)));\n"),
+    ("int64_log", 6, _FUNCTION_HEAD + "L(i) -= log(D(i));\n"),
+    ("int32_erf", 6, _FUNCTION_HEAD + "I(i) = erf(D(i));\n"),
+    ("int32_pow", 6, _FUNCTION_HEAD + "I(i) = pow(I(i), 2);\n"),
+    ("too_few", 7, _FUNCTION_HEAD + "D(i) = D(i) *\n  pow(D(i));\n"),
+    ("too_many", 6, _FUNCTION_HEAD + "D(i) = sqrt(D(i), 2);\n"),
+    ("min_one", 6, _FUNCTION_HEAD + "I(i) = min(I(i));\n"),
+    ("no_args", 6, _FUNCTION_HEAD + "D(i) = exp();\n"),
+    ("float_param", 2, "param n = 4;\nparam tol = 1e-8;\ntensor D(n);\nD(i) = D(i) * tol;\n"),
+    ("tensor_later", 3, "param n = 4;\ntensor D(n);\nD(i) = exp(i);\ntensor exp(n);\n"),
+    ("param_parens", 4, "param n = 4;\nparam k = 2;\ntensor D(n);\nD(i) = D(i) * k();\n"),
+]
+
+
+def function_programs(long=False):
+    """tests/e2e/programs/functions*.dtl, minus_assign.dtl, param_values.dtl and
+    sparse_functions.dtl: element-wise functions, -= and params as values, on double,
+    float, int32 and int64; and programs that distalc must reject (a function that an
+    integer statement does not allow, a wrong argument count, a floating param)."""
+    pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
+    runs = []
+    for name, sets in _FUNCTION_PROGRAMS:
+        for params, rk in sets:
+            runs.extend(_expand("programs", pr(name), [params], RANKS if long else rk))
+    for name, line, text in _FUNCTION_REJECTED:
+        runs.append(Run("programs", "function_%s.dtl" % name, None, compile_error=[line], source=text))
+    return runs
 
 
 # Programs that distalc must reject: precompute against its rules, as (name, the line

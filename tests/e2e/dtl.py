@@ -5,8 +5,16 @@ the statements in order with NumPy.  Schedules are skipped: a schedule changes
 performance only, never the result, so the oracle never needs to understand one.
 
 Semantics (those that the compiler implements):
-  - `=` assigns, `+=` accumulates into the tensor's current value; the right side is
-    evaluated from the values before the statement.
+  - `=` assigns, `+=` accumulates into the tensor's current value, `-=` is `+= -(EXPR)`;
+    the right side is evaluated from the values before the statement.
+  - The element-wise functions sqrt exp log abs erf (one argument) and pow min max (two)
+    compute in the statement's type: their arguments are converted to it (an integer
+    statement truncates floating arguments toward zero and computes abs, min and max in
+    int64, the only functions it allows).  A name followed by `(` is a call unless a tensor
+    of that name is declared before it.  A summed variable that occurs inside a call is
+    reduced around the call (`a(i) = sqrt(B(i,j))` sums the square roots), never inside it.
+  - A param in an expression is its value, converted to the statement's type (an int32
+    statement wraps it modulo 2^32, as C converts int64_t to int32_t).
   - A variable that appears only on the right is summed over.  Its summation is
     placed around the smallest subexpression that contains all of its occurrences
     (TACO's rule): `A(i) = B(i,j)*c(j) + d(i)` is (sum_j B(i,j)*c(j)) + d(i), while
@@ -47,6 +55,10 @@ DTYPES = {
 }
 FORMAT_WORDS = ("dense", "compressed", "csr", "csf")
 KEYWORDS = {"param", "machine", "tensor", "grid", "Grid"}
+# The element-wise functions: name -> number of arguments; INT_FUNCS are those that integer
+# statements allow.
+FUNCS = {"sqrt": 1, "exp": 1, "log": 1, "abs": 1, "erf": 1, "pow": 2, "min": 2, "max": 2}
+INT_FUNCS = ("abs", "min", "max")
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (INT64_MIN, INT64_MAX)}
@@ -67,7 +79,7 @@ _TOKEN_RE = re.compile(
   | (?P<comment>(?:\#|//)[^\n]*)
   | (?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>->|\+=|[-+*/()\[\]{},;=.@:])
+  | (?P<op>->|\+=|-=|[-+*/()\[\]{},;=.@:])
     """,
     re.VERBOSE,
 )
@@ -107,6 +119,7 @@ def tokenize(text, path="<string>"):
 #
 # Sizes are ints or param names (str).  Expressions are tuples:
 #   ("acc", tensor, (vars...))   ("num", value, is_int, text)   ("neg", e)
+#   ("call", function, (args...))   ("param", name)
 # A literal's value is a Python int (exact) or float (the nearest double); text is the
 # literal as written, from which a float statement rounds it once to float32.
 #   ("+" | "-" | "*" | "/", a, b)
@@ -148,9 +161,10 @@ class Tensor:
 
 
 class Stmt:
-    def __init__(self, lhs, lhs_vars, accumulate, rhs, schedule_text, line):
+    def __init__(self, lhs, lhs_vars, accumulate, rhs, schedule_text, line, subtract=False):
         self.lhs, self.lhs_vars, self.accumulate, self.rhs = lhs, tuple(lhs_vars), accumulate, rhs
         self.schedule_text, self.line = schedule_text, line
+        self.subtract = subtract  # -=: accumulate is set too
 
     @property
     def commands(self):
@@ -159,7 +173,8 @@ class Stmt:
 
     def text(self):
         lhs = self.lhs + ("(%s)" % ", ".join(self.lhs_vars) if self.lhs_vars else "")
-        return "%s %s %s" % (lhs, "+=" if self.accumulate else "=", expr_str(self.rhs))
+        op = "-=" if self.subtract else "+=" if self.accumulate else "="
+        return "%s %s %s" % (lhs, op, expr_str(self.rhs))
 
 
 class Program:
@@ -228,11 +243,33 @@ def accesses(e):
     """All access nodes of an expression, left to right."""
     if e[0] == "acc":
         return [e]
-    if e[0] == "num":
+    if e[0] in ("num", "param"):
         return []
     if e[0] == "neg":
         return accesses(e[1])
+    if e[0] == "call":
+        return [a for x in e[2] for a in accesses(x)]
     return accesses(e[1]) + accesses(e[2])
+
+
+def calls(e):
+    """The names of the functions an expression calls, outermost first."""
+    if e[0] in ("acc", "num", "param"):
+        return []
+    if e[0] == "call":
+        return [e[1]] + [f for x in e[2] for f in calls(x)]
+    return [f for x in e[1:] for f in calls(x)]
+
+
+def params_used(e):
+    """The names of the params an expression reads, left to right."""
+    if e[0] == "param":
+        return [e[1]]
+    if e[0] in ("acc", "num"):
+        return []
+    if e[0] == "call":
+        return [p for x in e[2] for p in params_used(x)]
+    return [p for x in e[1:] for p in params_used(x)]
 
 
 def expr_str(e, prec=0):
@@ -243,6 +280,10 @@ def expr_str(e, prec=0):
         return e[3] if len(e) > 3 else repr(e[1]) if not e[2] else str(e[1])
     if k == "neg":
         return "-" + expr_str(e[1], 3)
+    if k == "param":
+        return e[1]
+    if k == "call":
+        return "%s(%s)" % (e[1], ", ".join(expr_str(x) for x in e[2]))
     p = 1 if k in "+-" else 2
     s = "%s %s %s" % (expr_str(e[1], p), k, expr_str(e[2], p + 1))
     return "(%s)" % s if p < prec else s
@@ -327,6 +368,8 @@ class _Parser:
         name = self.ident()
         default = None
         if self.accept("="):
+            if self.peek().kind == "num" and not self.peek().text.isdigit():
+                self.error(self.peek(), "floating params are not supported")
             default = self.integer()
         self.expect(";")
         if name in self.prog.params and not self.prog.params[name].is_grid:
@@ -448,8 +491,8 @@ class _Parser:
         line = self.peek().line
         lhs, lhs_vars = self.access()
         t = self.next()
-        if t.text not in ("=", "+="):
-            self.error(t, "expected '=' or '+='")
+        if t.text not in ("=", "+=", "-="):
+            self.error(t, "expected '=', '+=' or '-='")
         rhs = self.expr()
         sched = []
         while self.peek().text == ".":
@@ -466,7 +509,8 @@ class _Parser:
                     args.append(a.text)
             sched.append("%s(%s)" % (cmd, " ".join(args)))
         self.expect(";")
-        self.prog.stmts.append(Stmt(lhs, lhs_vars, t.text == "+=", rhs, ".".join(sched), line))
+        self.prog.stmts.append(Stmt(lhs, lhs_vars, t.text in ("+=", "-="), rhs, ".".join(sched), line,
+                                    subtract=t.text == "-="))
 
     # expr = term { (+|-) term }
     def expr(self):
@@ -511,10 +555,31 @@ class _Parser:
             e = self.expr()
             self.expect(")")
             return e
+        if t.kind == "id" and t.text in FUNCS and self.peek(1).text == "(" \
+                and t.text not in self.prog.tensors:
+            return self.call()
+        if t.kind == "id" and self.peek(1).text != "(" and t.text in self.prog.params \
+                and t.text not in self.prog.tensors:
+            self.next()
+            return ("param", t.text)
         if t.kind == "id":
             name, vars_ = self.access()
             return ("acc", name, tuple(vars_))
         self.error(t, "expected an expression")
+
+    # call = FUNC ( expr, ... )
+    def call(self):
+        t = self.next()
+        self.expect("(")
+        args = []
+        if not self.accept(")"):
+            args.append(self.expr())
+            while self.accept(","):
+                args.append(self.expr())
+            self.expect(")")
+        if len(args) != FUNCS[t.text]:
+            self.error(t, "%s takes %d arguments, %d given" % (t.text, FUNCS[t.text], len(args)))
+        return ("call", t.text, tuple(args))
 
     def check(self):
         prog = self.prog
@@ -531,6 +596,11 @@ class _Parser:
                                    % (self.path, s.line, name, prog.tensors[name].order, len(vars_)))
             if len(set(s.lhs_vars)) != len(s.lhs_vars):
                 raise DtlError("%s:%d: repeated index variable on the left" % (self.path, s.line))
+            if prog.tensors[s.lhs].type in INT_RANGE:
+                bad = [f for f in calls(s.rhs) if f not in INT_FUNCS]
+                if bad:
+                    raise DtlError("%s:%d: %s is not defined on integers (%s is %s)"
+                                   % (self.path, s.line, bad[0], s.lhs, prog.tensors[s.lhs].type))
             if prog.tensors[s.lhs].sparse and any(a[1] == s.lhs for a in accesses(s.rhs)):
                 raise DtlError("%s:%d: %s is sparse; a statement may not read the sparse "
                                "tensor it writes" % (self.path, s.line, s.lhs))
@@ -679,13 +749,26 @@ def literal_value(e, type_):
     return np.float64(float(v))  # float(int) rounds correctly
 
 
-def typed_literals(e, type_):
-    """The expression with every literal replaced by its value in type_."""
+def param_value(value, type_):
+    """A param's value (an int64) in a statement of type_: as C converts int64_t."""
+    return np.array(value, dtype=np.int64).astype(DTYPES[type_])[()]
+
+
+def typed_literals(e, type_, params=None):
+    """The expression with every literal replaced by its value in type_, and every param
+    by its value (params: name -> value) in type_."""
     if e[0] == "num":
         return ("num", literal_value(e, type_), e[2]) + tuple(e[3:])
+    if e[0] == "param":
+        if params is None or params.get(e[1]) is None:
+            raise DtlError("param %s has no value" % e[1])
+        v = param_value(params[e[1]], type_)
+        return ("num", v, type_ in INT_RANGE, e[1])
     if e[0] == "acc":
         return e
-    return (e[0],) + tuple(typed_literals(x, type_) for x in e[1:])
+    if e[0] == "call":
+        return ("call", e[1], tuple(typed_literals(x, type_, params) for x in e[2]))
+    return (e[0],) + tuple(typed_literals(x, type_, params) for x in e[1:])
 
 
 def var_extents(prog, stmt, params):
@@ -716,10 +799,73 @@ def _count(e, counts):
     return counts
 
 
-def eval_expr(e, env, mags, extents, summed, totals):
-    """Evaluate e.  Returns (value, magnitude, vars): arrays whose axes are the distinct
-    free variables vars.  A summed variable is reduced at the first (smallest) node
-    whose subtree holds all of its occurrences."""
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _func_arg(v, type_):
+    """A function's argument converted to the type the function computes in: the
+    statement's type, or int64 for an integer statement (the C code calls llabs, dtl_min
+    and dtl_max, whose parameters are int64_t; floating values truncate toward zero)."""
+    v = np.asarray(v)
+    if type_ in INT_RANGE:
+        if not np.issubdtype(v.dtype, np.integer):
+            v = np.trunc(v)
+        return v.astype(np.int64)
+    return v.astype(DTYPES[type_])
+
+
+def _apply(f, args, mags, type_):
+    """Value and magnitude of the function f of args (already aligned).  The magnitude
+    bounds the error a result inherits from its arguments' (to first order: the
+    derivative times the argument's magnitude) plus its own rounding."""
+    x = [_func_arg(a, type_) for a in args]
+    with np.errstate(all="ignore"):
+        if f == "sqrt":
+            val = np.sqrt(x[0])
+        elif f == "exp":
+            val = np.exp(x[0])
+        elif f == "log":
+            val = np.log(x[0])
+        elif f == "abs":
+            val = np.abs(x[0])
+        elif f == "erf":
+            val = _ERF(x[0]).astype(x[0].dtype)
+        elif f == "pow":
+            val = np.power(x[0], x[1])
+        elif f == "min":
+            val = np.minimum(x[0], x[1]) if type_ in INT_RANGE else np.fmin(x[0], x[1])
+        else:
+            val = np.maximum(x[0], x[1]) if type_ in INT_RANGE else np.fmax(x[0], x[1])
+        if type_ in INT_RANGE:
+            val = val.astype(DTYPES[type_])
+        fv = np.abs(np.asarray(val, dtype=np.float64))
+        a = [np.asarray(v, dtype=np.float64) for v in x]
+        m = [np.asarray(q, dtype=np.float64) for q in mags]
+
+        def term(mag, factor):  # factor * mag, 0 where the argument is exact
+            return np.where(mag == 0, 0.0, np.abs(factor) * mag)
+        if f == "sqrt":
+            mag = fv + term(m[0], 0.5 / np.sqrt(np.abs(a[0])))
+        elif f == "exp":
+            mag = fv * (1 + m[0])
+        elif f == "log":
+            mag = fv + term(m[0], 1 / a[0])
+        elif f == "abs":
+            mag = m[0]
+        elif f == "erf":
+            mag = fv + term(m[0], 1.13)
+        elif f == "pow":
+            mag = fv + term(m[0], a[1] * fv / a[0]) + term(m[1], fv * np.log(np.abs(a[0])))
+        else:
+            mag = np.maximum(m[0], m[1])
+    return val, mag
+
+
+def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False):
+    """Evaluate e in a statement of type type_.  Returns (value, magnitude, vars): arrays
+    whose axes are the distinct free variables vars.  A summed variable is reduced at the
+    first (smallest) node whose subtree holds all of its occurrences, but never inside a
+    function's arguments (inner): there the call encloses the reduction."""
     k = e[0]
     if k == "acc":
         arr, mag = env[e[1]], mags[e[1]]
@@ -733,11 +879,24 @@ def eval_expr(e, env, mags, extents, summed, totals):
     elif k == "num":
         val, mag, vars_ = e[1], np.float64(abs(float(e[1]))), []
     elif k == "neg":
-        v, m, vars_ = eval_expr(e[1], env, mags, extents, summed, totals)
+        v, m, vars_ = eval_expr(e[1], env, mags, extents, summed, totals, type_, inner)
         val, mag = -v, m
+    elif k == "call":
+        parts = [eval_expr(x, env, mags, extents, summed, totals, type_, True) for x in e[2]]
+        vars_ = []
+        for _, _, xs in parts:
+            vars_ += [v for v in xs if v not in vars_]
+        shape = tuple(extents[v] for v in vars_)
+        args, amags = [], []
+        for v, m, xs in parts:
+            if isinstance(v, np.ndarray) and v.ndim:
+                v, m = _align(v, xs, vars_, extents), _align(m, xs, vars_, extents)
+            args.append(np.broadcast_to(v, shape) if shape else v)
+            amags.append(np.broadcast_to(m, shape) if shape else m)
+        val, mag = _apply(e[1], args, amags, type_)
     else:
-        va, ma, xa = eval_expr(e[1], env, mags, extents, summed, totals)
-        vb, mb, xb = eval_expr(e[2], env, mags, extents, summed, totals)
+        va, ma, xa = eval_expr(e[1], env, mags, extents, summed, totals, type_, inner)
+        vb, mb, xb = eval_expr(e[2], env, mags, extents, summed, totals, type_, inner)
         vars_ = xa + [v for v in xb if v not in xa]
         if isinstance(va, np.ndarray):
             va, ma = _align(va, xa, vars_, extents), _align(ma, xa, vars_, extents)
@@ -758,7 +917,7 @@ def eval_expr(e, env, mags, extents, summed, totals):
             shape = tuple(extents[v] for v in vars_)
             val, mag = np.broadcast_to(val, shape), np.broadcast_to(mag, shape)
     here = _count(e, {})
-    red = [v for v in vars_ if v in summed and here.get(v, 0) == totals[v]]
+    red = [] if inner else [v for v in vars_ if v in summed and here.get(v, 0) == totals[v]]
     if red:
         axes = tuple(vars_.index(v) for v in red)
         val = np.asarray(val)
@@ -775,8 +934,8 @@ def run_stmt(prog, stmt, params, env, mags):
     summed = summed_vars(stmt)
     totals = _count(stmt.rhs, {})
     t = prog.tensors[stmt.lhs]
-    rhs = typed_literals(stmt.rhs, t.type)
-    val, mag, vars_ = eval_expr(rhs, env, mags, extents, summed, totals)
+    rhs = typed_literals(("neg", stmt.rhs) if stmt.subtract else stmt.rhs, t.type, params)
+    val, mag, vars_ = eval_expr(rhs, env, mags, extents, summed, totals, t.type)
     shape = tuple(extents[v] for v in stmt.lhs_vars)
     lhs = list(stmt.lhs_vars)
     val = np.broadcast_to(_align(np.asarray(val), vars_, lhs, extents), shape)

@@ -24,6 +24,11 @@ simulating the loop nest command by command (LANGUAGE.md section 5):
     divide/split/reorder/fuse of the loops of the innermost consumer;
   - parallelize of a loop that only the output indexes (inside the innermost consumer
     when there is a precompute).
+From a third random stream (so that the rest is drawn as without them): element-wise
+functions around accesses and subexpressions (every one for floating types, abs, min and
+max for integer types), their arguments kept in the function's domain (sqrt(abs(x)),
+log(2 + abs(x)), exp(min(x, 2)), pow(1.5 + abs(x), y)); params as values; and `-=` for
+about half of the statements that accumulate.
 About a quarter of the programs declare some of their inputs sparse, with random level
 formats (csr, csf, compressed, {dense, compressed}, {compressed, compressed}, ...): the
 run feeds them random sparse .mtx, .tns or .npy files (run_e2e.py, sparse.py).  About
@@ -161,7 +166,10 @@ def _subexprs(e, path=()):
     yield path, e
     if e[0] == "neg":
         yield from _subexprs(e[1], path + (0,))
-    elif e[0] not in ("acc", "num"):
+    elif e[0] == "call":
+        for n, x in enumerate(e[2]):
+            yield from _subexprs(x, path + (n,))
+    elif e[0] not in ("acc", "num", "param"):
         yield from _subexprs(e[1], path + (0,))
         yield from _subexprs(e[2], path + (1,))
 
@@ -235,9 +243,9 @@ def add_precompute(rng, nest, stmt, sparse_names):
     return len(done)
 
 
-def _parse_stmt(names, tvars, text):
+def _parse_stmt(names, tvars, text, params=()):
     """The statement as the oracle's parser reads it (shapes do not matter here)."""
-    decls = "".join("tensor %s%s;\n" % (n, "(%s)" % ", ".join("1" for _ in tvars[n]) if tvars[n] else "")
+    decls = "".join("param %s = 1;\n" % p for p in params) + "".join("tensor %s%s;\n" % (n, "(%s)" % ", ".join("1" for _ in tvars[n]) if tvars[n] else "")
                     for n in names)
     return dtl.parse(decls + text + ";", "stmt").stmts[0]
 
@@ -249,7 +257,10 @@ def _placement(e, path, out):
             out.setdefault(v, []).append(path)
     elif k == "neg":
         _placement(e[1], path + (0,), out)
-    elif k != "num":
+    elif k == "call":
+        for n, x in enumerate(e[2]):
+            _placement(x, path + (n,), out)
+    elif k not in ("num", "param"):
         _placement(e[1], path + (0,), out)
         _placement(e[2], path + (1,), out)
     return out
@@ -257,7 +268,7 @@ def _placement(e, path, out):
 
 def _node(e, path):
     for p in path:
-        e = e[1 + p]
+        e = e[2][p] if e[0] == "call" else e[1 + p]
     return e
 
 
@@ -308,6 +319,7 @@ def gen_program(seed, max_ranks=6, target="cpu"):
     of --target cuda (which has neither) are the others without them."""
     rng = random.Random(seed)
     frng = random.Random("features %d" % seed)
+    xrng = random.Random("expressions %d" % seed)
     features = target != "cuda"
     type_ = rng.choice(TYPES)
     is_int = type_.startswith("int")
@@ -366,7 +378,23 @@ def gen_program(seed, max_ranks=6, target="cpu"):
     def acc(n):
         return "%s(%s)" % (n, ", ".join(tvars[n])) if tvars[n] else n
 
-    terms = [acc(n) for n in names[1:]]
+    def func(x):
+        """x inside a random function call (from xrng), in the function's domain: inputs
+        are in [-1, 1] (integers in [-4, 4]) and terms are small."""
+        f = xrng.choice(["abs", "min", "max"] if is_int else sorted(dtl.FUNCS))
+        if f in ("min", "max"):
+            other = str(xrng.randint(1, 3)) if is_int else xrng.choice(["0.5", "0.25", "1"])
+            if xrng.random() < 0.4:
+                other = "-" + other
+            return "%s(%s, %s)" % (f, x, other) if xrng.random() < 0.5 else "%s(%s, %s)" % (f, other, x)
+        return {"sqrt": "sqrt(abs(%s))", "log": "log(2 + abs(%s))", "exp": "exp(min(%s, 2))",
+                "pow": "pow(1.5 + abs(%s), " + xrng.choice(["2", "0.5", "3"]) + ")",
+                "abs": "abs(%s)", "erf": "erf(%s)"}[f] % x
+
+    def maybe_func(x, p):
+        return func(x) if xrng.random() < p else x
+
+    terms = [maybe_func(acc(n), 0.2) for n in names[1:]]
     rng.shuffle(terms)
     while len(terms) > 1:
         a, b = terms.pop(), terms.pop()
@@ -374,8 +402,11 @@ def gen_program(seed, max_ranks=6, target="cpu"):
         e = "%s %s %s" % (a, op, b)
         if rng.random() < 0.5 or op != "*":
             e = "(%s)" % e
-        terms.insert(rng.randint(0, len(terms)), e)
+        terms.insert(rng.randint(0, len(terms)), maybe_func(e, 0.1))
     expr = terms[0]
+    if params_decl and xrng.random() < 0.2:  # a param's value
+        prm = xrng.choice(params_decl)[0]
+        expr = xrng.choice(["%s * (%s)" % (prm, expr), "(%s) - %s" % (expr, prm), "%s + (%s)" % (prm, expr)])
     r = rng.random()
     if r < 0.1:
         expr = "-" + expr if expr.startswith("(") else "-(%s)" % expr
@@ -441,8 +472,9 @@ def gen_program(seed, max_ranks=6, target="cpu"):
 
     # the schedule, by simulating the loop nest
     accumulate = rng.random() < 0.2
-    stmt_text = "%s %s %s" % (acc("A"), "+=" if accumulate else "=", expr)
-    stmt = _parse_stmt(names, tvars, stmt_text)
+    op = ("-=" if xrng.random() < 0.5 else "+=") if accumulate else "="
+    stmt_text = "%s %s %s" % (acc("A"), op, expr)
+    stmt = _parse_stmt(names, tvars, stmt_text, [p for p, _ in params_decl])
     nest = Nest(loop_order(stmt), ext)
     structural(rng, nest, 0, rng.choice([0, 0, 1, 1, 2]), params_decl)
     r = rng.random()

@@ -4,7 +4,8 @@
 The interpreter below shares nothing with the oracle but the parser: it walks the
 expression tree once per point of the iteration space, in plain Python, and places
 each summation at the lowest common ancestor of the variable's occurrences, found from
-the occurrences' paths in the tree.  Random small programs are generated as text,
+the occurrences' paths in the tree, where an occurrence inside a function call counts as
+one at the (outermost) call.  Random small programs are generated as text,
 parsed, run by both, and compared.  Last, the oracle's reading of sparse level formats,
 its results for statements that write sparse tensors (those of the same program with
 every tensor dense), and the sparse input files of sparse.py (.mtx, .tns), read back
@@ -15,6 +16,7 @@ usage: test_oracle.py [--count N] [--seed S] [--verbose]
 
 import argparse
 import itertools
+import math
 import os
 import random
 import re
@@ -29,18 +31,36 @@ import dtl  # noqa: E402
 # ---- the brute-force interpreter ---------------------------------------------------------
 
 
-def _occurrences(e, path, out):
-    """Collect (var, path-of-access-node) for every variable occurrence."""
+def _occurrences(e, path, out, call=None):
+    """Collect (var, path-of-access-node) for every variable occurrence; inside a call,
+    the path of the outermost call instead (a sum never goes inside a call)."""
     k = e[0]
     if k == "acc":
         for v in e[2]:
-            out.append((v, path))
+            out.append((v, path if call is None else call))
     elif k == "neg":
-        _occurrences(e[1], path + (0,), out)
+        _occurrences(e[1], path + (0,), out, call)
+    elif k == "call":
+        for n, x in enumerate(e[2]):
+            _occurrences(x, path + (n,), out, path if call is None else call)
     elif k in "+-*/":
-        _occurrences(e[1], path + (0,), out)
-        _occurrences(e[2], path + (1,), out)
+        _occurrences(e[1], path + (0,), out, call)
+        _occurrences(e[2], path + (1,), out, call)
     return out
+
+
+def c_function(f, args, type_):
+    """A function of the language on Python numbers, computed in the statement's type
+    (arguments converted to it; integers truncate toward zero)."""
+    if type_ in ("int32", "int64"):
+        a = [int(x) for x in args]
+        r = abs(a[0]) if f == "abs" else min(a) if f == "min" else max(a)
+        return wrap(r, type_)
+    a = [wrap(x, type_) for x in args]
+    r = {"sqrt": lambda: math.sqrt(a[0]), "exp": lambda: math.exp(a[0]), "log": lambda: math.log(a[0]),
+         "abs": lambda: abs(a[0]), "erf": lambda: math.erf(a[0]), "pow": lambda: math.pow(a[0], a[1]),
+         "min": lambda: min(a), "max": lambda: max(a)}[f]()
+    return wrap(r, type_)
 
 
 def _common_prefix(paths):
@@ -90,6 +110,7 @@ def brute_force(prog, params, inputs):
             if v not in s.lhs_vars:
                 place.setdefault(_common_prefix(paths), []).append(v)
         is_int = all(prog.tensors[a[1]].type in ("int32", "int64") for a in dtl.accesses(s.rhs))
+        stype = prog.tensors[s.lhs].type
 
         def ev(e, path, point):
             sv = place.get(path, [])
@@ -108,6 +129,10 @@ def brute_force(prog, params, inputs):
                 return env[e[1]][tuple(point[v] for v in e[2])]
             if k == "num":
                 return e[1]
+            if k == "param":
+                return wrap(params[e[1]], stype)
+            if k == "call":
+                return c_function(e[1], [ev(x, path + (n,), point) for n, x in enumerate(e[2])], stype)
             if k == "neg":
                 return -ev(e[1], path + (0,), point)
             a = ev(e[1], path + (0,), point)
@@ -127,6 +152,8 @@ def brute_force(prog, params, inputs):
         for vals in itertools.product(*[range(ext[v]) for v in s.lhs_vars]):
             point = dict(zip(s.lhs_vars, vals))
             x = ev(s.rhs, (), point)
+            if s.subtract:
+                x = -x
             new[vals] = wrap(env[s.lhs][vals] + x if s.accumulate else x, t.type)
         env[s.lhs] = new
     out = {}
@@ -172,9 +199,29 @@ def random_program(rng):
             return str(rng.randint(0, 3))
         return "%.2f" % rng.uniform(0, 2)
 
+    def call(depth):
+        """A function call whose arguments stay in the function's domain."""
+        a = rand_expr(depth - 1)
+        f = rng.choice(["abs", "min", "max"] if is_int else sorted(dtl.FUNCS))
+        if f in ("min", "max"):
+            return "%s(%s, %s)" % (f, a, rand_expr(depth - 1))
+        if f == "sqrt":
+            return "sqrt(abs(%s))" % a
+        if f == "log":
+            return "log(1 + abs(%s))" % a
+        if f == "exp":
+            return "exp(min(%s, 3))" % a
+        if f == "pow":
+            return "pow(1 + abs(%s), %s)" % (a, rng.choice(["2", "0.5", "1.5", "min(%s, 2)" % rand_expr(0)]))
+        return "%s(%s)" % (f, a)
+
     def rand_expr(depth):
         r = rng.random()
+        if depth > 0 and r > 0.85:
+            return call(depth)
         if depth <= 0 or r < 0.3:
+            if rng.random() < 0.1:
+                return "n" + rng.choice(VARS)  # a param's value
             if rng.random() < 0.15:
                 return literal()
             name, dims = rng.choice(tensors)
@@ -196,7 +243,7 @@ def random_program(rng):
     for _ in range(rng.randint(1, 3)):
         out_name, out_dims = rng.choice(tensors)
         rhs = rand_expr(rng.randint(1, 4))
-        op = "+=" if rng.random() < 0.3 else "="
+        op = rng.choice(["+=", "-="]) if rng.random() < 0.3 else "="
         sched = "\n  .distribute(%s)" % out_dims[0] if out_dims and rng.random() < 0.5 else ""
         lines.append("%s %s %s%s;" % (access(out_name, out_dims), op, rhs, sched))
     return "\n".join(lines) + "\n"
@@ -242,6 +289,19 @@ _KNOWN = [
     ("K(i) = I(i) / J(i);", {"K": [-3, -3]}),
     ("K(i) = I(i) / 2 + J(i) / 3;", {"K": [-3, 3]}),
     ("K(i) = -I(i) / J(i) * 2;", {"K": [6, 6]}),
+    # functions apply element-wise, a sum over a variable inside a call encloses the call
+    ("A(i) = sqrt(B(i, j) * B(i, j));", {"A": [3, 7]}),
+    ("A(i) = abs(c(j) - d(i));", {"A": [189, 1989]}),
+    ("A(i) = max(B(i, j), 2) + min(c(i), d(j));", {"A": [6, 27]}),
+    ("A(i) = pow(c(i), 2) - sqrt(d(j) * 0 + 4);", {"A": [-3, 96]}),
+    ("s = exp(0) + log(1) + erf(0) + pow(2, 3) + abs(-1.5);", {"s": 10.5}),
+    ("K(i) = abs(I(i)) - max(J(i), 0) * n;", {"K": [3, 7]}),
+    ("K(i) = min(I(i) / 2, J(i)) + max(-abs(I(i)), -6);", {"K": [-9, -8]}),
+    # -= is += -(EXPR); a param is its value
+    ("A(i) -= d(i) - c(i);", {"A": [-98, -988]}),
+    ("A(i) -= B(i, j) * c(j) - d(i);", {"A": [80, 959]}),
+    ("A(i) = B(i, j) * n;", {"A": [6, 14]}),
+    ("s -= c(i) * n / 4;", {"s": -0.5}),
 ]
 
 

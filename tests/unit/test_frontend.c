@@ -933,7 +933,7 @@ static void test_schedule_arg_errors(void **state) {
 
 static void test_statement_syntax_errors(void **state) {
   (void)state;
-  expect_error(SUMMA_DECLS "A(i, j) B(i, j);", 6, 9, "expected '=' or '+='");
+  expect_error(SUMMA_DECLS "A(i, j) B(i, j);", 6, 9, "expected '=', '+=' or '-='");
   expect_error(SUMMA_DECLS "A(i, j) = B(i, j)\nA(i, j) = C(i, j);", 7, 1,
                "expected ';' after statement");
   expect_error(SUMMA_DECLS "A(i, j) = B(i, j) * ;", 6, 21, "expected an expression");
@@ -993,7 +993,7 @@ static void test_eof_error_location(void **state) {
   expect_error("machine M = grid(2", 1, 19, "expected ',' or ')' in grid");
   expect_error("tensor A(4) @ M(x ->", 1, 21, "expected ';' or ')' in distribution");
   /* a lone name is a statement that lacks its "=" */
-  expect_error("A", 1, 2, "expected '=' or '+='");
+  expect_error("A", 1, 2, "expected '=', '+=' or '-='");
 }
 
 static void test_dist_keyword_names(void **state) {
@@ -1175,11 +1175,80 @@ static void test_dist_xindex(void **state) {
   finish(&r);
 }
 
+/* Element-wise functions, -= and params as values (LANGUAGE.md sections 3 and 4). */
+static void test_functions_parse(void **state) {
+  (void)state;
+  run r;
+  compile(&r, "param n = 4;\nparam k = 2;\ntensor A(n);\ntensor B(n, n);\ntensor exp(n);\n"
+              "A(i) = sqrt(B(i, j)) + pow(A(i), min(k, 2)) * exp(i);\n"
+              "A(i) -= max(abs(A(i)), -n) + erf(log(abs(exp(i))));\n");
+  if (!r.prog || r.src->nerrors)
+    dump(&r);
+  assert_int_equal(r.src->nerrors, 0);
+  fe_expr *e = r.prog->stmts[0].rhs;
+  assert_int_equal(e->kind, FE_E_ADD);
+  assert_int_equal(e->a->kind, FE_E_CALL);
+  assert_int_equal(e->a->func, FE_F_SQRT);
+  assert_int_equal(e->a->nargs, 1);
+  assert_int_equal(e->a->a->kind, FE_E_ACCESS);
+  assert_null(e->a->b);
+  fe_expr *pw = e->b->a, *ex = e->b->b;
+  assert_int_equal(pw->kind, FE_E_CALL);
+  assert_int_equal(pw->func, FE_F_POW);
+  assert_int_equal(pw->b->func, FE_F_MIN);
+  assert_int_equal(pw->b->a->kind, FE_E_PARAM); /* k: a param's value */
+  assert_int_equal(pw->b->a->param, 1);
+  assert_int_equal(ex->kind, FE_E_ACCESS);      /* exp(i): the tensor declared before */
+  assert_string_equal(ex->acc.tname, "exp");
+  assert_false(r.prog->stmts[0].subtract);
+  assert_true(r.prog->stmts[1].accumulate);
+  assert_true(r.prog->stmts[1].subtract);
+  char *text = print_rhs(r.prog, 1);
+  assert_string_equal(text, "max(abs(A(i)), -n) + erf(log(abs(exp(i))))");
+  free(text);
+  finish(&r);
+  /* a param named like a function stays a param; the function is still callable */
+  expect_valid("param exp = 3;\ntensor A(4);\nA(i) = exp(A(i)) * exp;");
+  expect_valid("param n = 4;\ntensor A(n) int32;\ntensor B(n) int64;\nA(i) -= abs(B(i)) + min(A(i), n) - max(n, 2);");
+  expect_valid("machine M = grid(g);\ntensor A(4) @ M(i -> i);\nA(i) = A(i) * g;");
+}
+
+static void test_functions_errors(void **state) {
+  (void)state;
+  const char *decls = "param n = 4;\ntensor D(n);\ntensor I(n) int32;\ntensor L(n) int64;\n";
+  char text[512];
+  snprintf(text, sizeof text, "%sI(i) = abs(I(i)) + sqrt(I(i));", decls);
+  expect_error(text, 5, 20, "sqrt is not defined on integers: 'I' is int32");
+  snprintf(text, sizeof text, "%sL(i) -= min(L(i), exp(D(i)));", decls);
+  expect_error(text, 5, 19, "exp is not defined on integers");
+  snprintf(text, sizeof text, "%sI(i) = pow(I(i), 2);", decls);
+  expect_error(text, 5, 8, "allows only the functions abs, min and max");
+  snprintf(text, sizeof text, "%sD(i) = pow(D(i));", decls);
+  expect_error(text, 5, 8, "pow takes 2 arguments, but 1 is given");
+  snprintf(text, sizeof text, "%sD(i) = log(D(i), D(i), 1);", decls);
+  expect_error(text, 5, 8, "log takes 1 argument, but 3 are given");
+  snprintf(text, sizeof text, "%sD(i) = 1 + erf();", decls);
+  expect_error(text, 5, 12, "erf takes 1 argument, but 0 are given");
+  snprintf(text, sizeof text, "%sD(i) = D(i) * sqrt;", decls);
+  expect_error(text, 5, 15, "unknown tensor 'sqrt' (the function sqrt is called with arguments in parentheses)");
+  expect_error("param tol = 1e-8;", 1, 13, "floating params are not supported");
+  /* a tensor named like a function is one only after its declaration: before, the name is
+   * the function's (whose argument i is then no tensor either) */
+  run r;
+  compile(&r, "tensor D(4);\nD(i) = exp(i);\ntensor exp(4);");
+  assert_int_equal(r.nd, 2);
+  assert_int_equal(r.d[0].line, 2);
+  assert_int_equal(r.d[0].col, 8);
+  assert_non_null(strstr(r.d[0].msg, "tensor 'exp' is used before its declaration"));
+  finish(&r);
+  expect_error("tensor D(4);\nD(i) = D(i) * n;\nparam n = 2;", 2, 15, "param 'n' is used before its declaration");
+}
+
 static void test_unknown_tensor(void **state) {
   (void)state;
   expect_error("tensor A(4);\nA(i) = X(i);", 2, 8, "unknown tensor 'X'");
   expect_error("tensor A(4);\nY(i) = A(i);", 2, 1, "unknown tensor 'Y'");
-  expect_error("param n = 2;\ntensor A(4);\nA(i) = A(i) * n;", 3, 15,
+  expect_error("param n = 2;\ntensor A(4);\nA(i) = A(i) * n();", 3, 15,
                "'n' is a param, not a tensor");
   expect_error("machine M = grid(2);\ntensor A(4);\nA(i) = M;", 3, 8,
                "'M' is a machine, not a tensor");
@@ -1422,6 +1491,8 @@ int main(void) {
       cmocka_unit_test(test_check_twice_is_stable),
       cmocka_unit_test(test_sema_max_errors),
       cmocka_unit_test(test_every_prefix),
+      cmocka_unit_test(test_functions_parse),
+      cmocka_unit_test(test_functions_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -671,6 +671,34 @@ static void test_reduction_guards(void **state) {
              "  s += b(i) * c(i) + [i == 0] (1)\n");
 }
 
+/* Calls, params and -= in the concrete index notation: a sum over a variable inside a call
+ * encloses the call (no guard inside it), -= negates the right side, and a call is not a
+ * product that a kernel could take. */
+static void test_calls_params_minus(void **state) {
+  (void)state;
+  expect_cin(HDR, "a(i) = sqrt(B(i,j)) + d(i)", -1,
+             "forall i\n"
+             "  forall j\n"
+             "    a(i) += sqrt(B(i,j)) + [j == 0] (d(i))\n");
+  expect_cin(HDR, "a(i) = exp(B(i,j) + d(i)) * chunk", -1,
+             "forall i\n"
+             "  forall j\n"
+             "    a(i) += exp(B(i,j) + d(i)) * chunk\n");
+  expect_cin(HDR, "s = pow(b(i), 2) - min(c(j), n)", -1,
+             "forall i\n"
+             "  forall j\n"
+             "    s += [j == 0] (pow(b(i), 2)) - [i == 0] (min(c(j), n))\n");
+  expect_cin(HDR, "a(i) -= B(i,j)*c(j) + d(i)", -1,
+             "forall i\n"
+             "  forall j\n"
+             "    a(i) += -(B(i,j) * c(j) + [j == 0] (d(i)))\n");
+  expect_cin(HDR, "a(i) -= -b(i)", -1,
+             "forall i\n"
+             "  a(i) += --b(i)\n");
+  expect_error("a(i) = exp(B(i,j))*c(j).substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
+  expect_error("a(i) = B(i,j)*c(j)*n.substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
+}
+
 static void test_default_two_statements(void **state) {
   (void)state;
   char *text = cat2(HDR, "a(i) = b(i) + c(i);\ns = a(i) * d(i)");
@@ -1817,6 +1845,7 @@ int main(void) {
       cmocka_unit_test(test_default_left_side_first),
       cmocka_unit_test(test_default_structure),
       cmocka_unit_test(test_reduction_guards),
+      cmocka_unit_test(test_calls_params_minus),
       cmocka_unit_test(test_default_two_statements),
       cmocka_unit_test(test_chain_loop_transformations),
       cmocka_unit_test(test_reorder_non_adjacent),
