@@ -83,12 +83,18 @@ static void sort_entries(const int64_t *coords, int order, const dtl_box *box, c
   free(start);
 }
 
+/* Duplicate entries add up; integers wrap modulo 2^32 or 2^64 (two's complement) instead of
+ * overflowing, which C leaves undefined for signed types. */
 static void add_value(dtl_type t, void *vals, int64_t at, const void *src, int64_t from) {
   switch (t) {
   case DTL_DOUBLE: ((double *)vals)[at] += ((const double *)src)[from]; break;
   case DTL_FLOAT: ((float *)vals)[at] += ((const float *)src)[from]; break;
-  case DTL_INT32: ((int32_t *)vals)[at] += ((const int32_t *)src)[from]; break;
-  case DTL_INT64: ((int64_t *)vals)[at] += ((const int64_t *)src)[from]; break;
+  case DTL_INT32:
+    ((int32_t *)vals)[at] = (int32_t)((uint32_t)((int32_t *)vals)[at] + (uint32_t)((const int32_t *)src)[from]);
+    break;
+  case DTL_INT64:
+    ((int64_t *)vals)[at] = (int64_t)((uint64_t)((int64_t *)vals)[at] + (uint64_t)((const int64_t *)src)[from]);
+    break;
   }
 }
 
