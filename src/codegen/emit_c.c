@@ -119,8 +119,9 @@ static fe_type etype(const sp_program *sp, const sp_expr *e, fe_type t) {
 /* A function call in a statement of type t (README, "Choices"): it computes in t.  Floating
  * types call the C library's function of that type, each argument cast to t where its own
  * type differs (so that C++ overloads, under nvcc, pick the same one); integer types have abs,
- * min and max only (sema), through llabs and the runtime's dtl_min/dtl_max, which evaluate
- * each argument once, the result cast back to int32_t for int32. */
+ * min and max only (sema), through llabs and the runtime's dtl_min/dtl_max on int64, which
+ * evaluate each argument once (a floating argument cast to int64_t first, truncating), the
+ * result cast back to int32_t for int32. */
 static void pexpr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg_access_fn acc, void *ctx, int prec);
 static void pcall(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg_access_fn acc, void *ctx) {
   static const char *const dbl[FE_F_COUNT] = {
@@ -133,8 +134,10 @@ static void pcall(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg
   fprintf(f, "%s%s(", is_int ? integer[e->func] : dbl[e->func], t == FE_FLOAT ? "f" : "");
   for (int k = 0; k < 2 && args[k]; k++) {
     if (k) fputs(", ", f);
-    bool cast = !is_int && etype(sp, args[k], t) != t;
-    if (cast) fprintf(f, "(%s)", cg_ctype(t));
+    /* integer statements compute in int64: a floating argument is converted (truncated) first */
+    fe_type at = etype(sp, args[k], t);
+    bool cast = is_int ? at == FE_DOUBLE || at == FE_FLOAT : at != t;
+    if (cast) fprintf(f, "(%s)", is_int ? "int64_t" : cg_ctype(t));
     pexpr(f, sp, args[k], t, acc, ctx, cast ? 3 : 0);
   }
   fputc(')', f);
