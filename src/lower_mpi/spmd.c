@@ -892,7 +892,6 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
     b->order = c->order;
     for (int x = 0; x < c->order; x++) b->lo[x] = sym_shift_vars(c->lo[x], fn->var0), b->hi[x] = sym_shift_vars(c->hi[x], fn->var0);
     b->boxfn = c->pattern == PAT_EXCHANGE || c->pattern == PAT_SHIFT ? q : -1;
-    b->has_alt = c->alt != NULL;
     g.comm_buf[q] = b->id;
     fn->bufs[nfn++] = b->id;
     sp->nbufs++;

@@ -51,7 +51,6 @@ typedef struct {
   bool doubled;       /* two slots: the next step's data arrives in the other (pipeline) */
   const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS]; /* the box: per dim, over program vars */
   int boxfn;          /* >= 0: the box is also a function every rank evaluates for others */
-  bool has_alt;       /* communicates one of two ways (SN_IF on equal grid params) */
 } sp_buf;
 
 /* ---- nodes -------------------------------------------------------------------------- */
@@ -186,7 +185,7 @@ struct sp_node {
   int tensor, work, slot;
   const sym *extent;    /* SI_WORKSPACE: elements */
   /* SN_SPPOS: position of access `sparse` at `level` from the bound index var */
-  bool compressed, parent_may_be_absent;
+  bool compressed;
   /* SN_KERNEL: kernel over nk loops; the extent of kernel dim q is khi[q] - klo[q], over the
    * original var korig[q]; the call's arguments, as the kernel catalogue lays them out, name
    * operands by kops index (0: the output, q: the q-th factor of the product) */
