@@ -516,7 +516,7 @@ int main(int argc, char **argv) {
   if (want_main || exe) {
     /* generated executables read params as -NAME: options of the driver are taken */
     static const char *taken[] = {"fill", "seed", "iters", "warmup", "load", "save", "validate",
-                                  "json", "stats", "verbose", "help", "h", NULL};
+                                  "json", "stats", "verbose", "monitor", "help", "h", NULL};
     int bad = 0;
     for (int i = 0; i < prog->nparams; i++)
       for (int k = 0; taken[k]; k++)
