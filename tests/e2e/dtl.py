@@ -442,8 +442,11 @@ class _Parser:
         if self.accept("@"):
             start = self.peek()
             parts = []
-            while self.peek().text != ";" and self.peek().kind != "eof":
-                parts.append(self.next().text)
+            depth = 0  # a hierarchical distribution separates its levels with ';' inside (...)
+            while (depth or self.peek().text != ";") and self.peek().kind != "eof":
+                tok = self.next().text
+                depth += (tok == "(") - (tok == ")")
+                parts.append(tok)
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")
