@@ -314,11 +314,14 @@ void spmd_rewrite(sp_program *sp) {
  * Precondition: both statements are a prologue of buffer declarations and views of the ranks'
  * own blocks (no communication, no zeroing, no snapshot) followed by one loop nest that holds
  * only loops, bindings, guards and assignments (no communication, kernel, register sum or
- * sparse co-iteration; no device kernel); their outermost loops are of the same kind over the
- * same grid dim with the same bounds; and for every tensor that one writes and the other
- * touches, both nests are single loops and every access of that tensor is at the loop's
- * variable, so that iteration v of B reads or overwrites only what iteration v of A wrote or
- * read.  A statement fused into a group is compared with the group's nest, so chains fuse. */
+ * sparse co-iteration; no device kernel); the nests are alike: level by level the same kind
+ * of loop over the same grid dim with the same bounds, the same bindings and guards (B's
+ * variables renamed to A's), and at the innermost level every guard of A is one of B's (so
+ * that A's skipped iterations are B's too); and every tensor that one writes and the other
+ * touches is accessed everywhere at A's left-side variables, which both statements write
+ * once each (no summed variable), so that iteration v of B reads or overwrites only what
+ * iteration v of A wrote or read.  A statement fused into a group is compared with the
+ * group's nest, so chains fuse; B's innermost assignments follow A's. */
 static const char *body_ok(const sp_node *n) {
   if (!n) return NULL;
   switch (n->kind) {
@@ -328,7 +331,8 @@ static const char *body_ok(const sp_node *n) {
     break;
   case SN_LOOP:
     if (n->loop == SL_SPARSE) return "its loops walk the stored entries of a sparse operand";
-    if (n->loop != SL_LOCAL && n->loop != SL_LOCAL_BLOCK) return "its loop nest holds a collective loop";
+    if (n->loop == SL_THREAD) return "its loops are device threads";
+    if (n->par != PAR_NONE) return "its loops run in threads";
     break;
   case SN_COMM: return "it communicates inside its loops (a reduction or a transfer per iteration)";
   case SN_KERNEL: return "a leaf kernel runs its loops";
@@ -347,6 +351,7 @@ static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **wh
   const sp_node *b = fn->body;
   if (sp->cuda) return *why = "the CUDA target runs each statement as its own kernel", NULL;
   if (!b || b->kind != SN_SEQ || !b->nkids) return *why = "it does nothing", NULL;
+  if (!fn->distinct_writes) return *why = "it sums, repeats an index on its left, or precomputes", NULL;
   int nloops = 0, last = -1;
   for (int q = 0; q < b->nkids; q++)
     if (b->kids[q]->kind == SN_LOOP) nloops++, last = q;
@@ -359,30 +364,148 @@ static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **wh
     else snprintf(w, sizeof w, "it does more after its loops");
     return *why = w, NULL;
   }
-  for (int q = 0; q + 1 < b->nkids; q++) {
+  for (int q = 0; q < last; q++) {
     const sp_node *k = b->kids[q];
     if (k->kind == SN_INIT && k->init == SI_DECLARE) continue;
     if (k->kind == SN_COMM && k->op == SC_VIEW) continue;
-    if (k->kind == SN_INIT) return *why = k->init == SI_SNAPSHOT ? "it reads a snapshot of its output" : "its output starts zeroed (a sum, or a block not covered by its loops)", NULL;
+    if (k->kind == SN_INIT)
+      return *why = k->init == SI_SNAPSHOT ? "it reads a snapshot of its output" : "its output starts zeroed (a sum, or a block not covered by its loops)", NULL;
     if (k->kind == SN_COMM) return *why = "it communicates before its loops", NULL;
     return *why = "it does more than run its loops", NULL;
   }
-  sp_node *loop = b->kids[b->nkids - 1];
-  if (loop->loop == SL_SPARSE || loop->loop == SL_THREAD || loop->loop == SL_COORD) return *why = "its outer loop is not a loop over a block", NULL;
+  sp_node *loop = b->kids[last];
+  if (loop->loop == SL_SPARSE || loop->loop == SL_THREAD) return *why = "its outer loop walks sparse entries or threads", NULL;
   if (loop->par != PAR_NONE) return *why = "its outer loop runs in threads", NULL;
   for (int q = 0; q < loop->nkids; q++)
     if ((*why = body_ok(loop->kids[q]))) return NULL;
   return loop;
 }
 
-static int nest_depth(const sp_node *n) {
-  if (!n) return 0;
-  int d = 0;
-  for (int q = 0; q < n->nkids; q++) {
-    int k = nest_depth(n->kids[q]);
-    if (k > d) d = k;
+/* B's variables and buffers renamed to A's */
+typedef struct {
+  int n;
+  int from[64], to[64];
+  const int *bufmap; /* by program buffer id: A's buffer, or -1 */
+} renaming;
+static int rn_var(const renaming *r, int v) {
+  for (int k = 0; k < r->n; k++)
+    if (r->from[k] == v) return r->to[k];
+  return v;
+}
+static bool rn_add(renaming *r, int from, int to) {
+  if (from < 0 || to < 0 || from == to) return true;
+  if (r->n == 64) return false;
+  r->from[r->n] = from, r->to[r->n++] = to;
+  return true;
+}
+static const sym *rn_sym(const sp_program *sp, const renaming *r, const sym *e) {
+  for (int k = 0; e && k < r->n; k++) e = sym_subst(&sp->facts, e, SYM_VAR, r->from[k], sym_var(r->to[k]));
+  return e;
+}
+static bool sym_same(const sym *a, const sym *b) { return (!a && !b) || (a && b && sym_equal(a, b)); }
+static const sp_expr *rn_expr(const renaming *r, const sp_expr *e) {
+  if (!e) return NULL;
+  sp_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == SE_ACCESS && e->buf >= 0 && r->bufmap && r->bufmap[e->buf] >= 0) x->buf = r->bufmap[e->buf];
+  if (e->nidx) {
+    int *v = ir_alloc(e->nidx * sizeof *v);
+    for (int k = 0; k < e->nidx; k++) v[k] = rn_var(r, e->vars[k]);
+    x->vars = v;
   }
-  return d + (n->kind == SN_LOOP);
+  if (e->nguards) {
+    int *g = ir_alloc(e->nguards * sizeof *g);
+    for (int k = 0; k < e->nguards; k++) g[k] = rn_var(r, e->guards[k]);
+    x->guards = g;
+  }
+  x->a = rn_expr(r, e->a), x->b = rn_expr(r, e->b);
+  return x;
+}
+static sp_node *rn_node(const sp_program *sp, const renaming *r, const sp_node *n) {
+  sp_node *x = sp_new(n->kind);
+  *x = *n;
+  x->kids = NULL, x->nkids = 0;
+  for (int q = 0; q < n->nkids; q++) sp_add(x, n->kids[q] ? rn_node(sp, r, n->kids[q]) : NULL);
+  x->lo = rn_sym(sp, r, n->lo), x->hi = rn_sym(sp, r, n->hi), x->value = rn_sym(sp, r, n->value);
+  x->bind = rn_sym(sp, r, n->bind);
+  if (n->kind == SN_BIND || n->kind == SN_LOOP) x->var = rn_var(r, n->var), x->lvar = rn_var(r, n->lvar);
+  if (n->nconds) {
+    sp_cond *c = ir_alloc(n->nconds * sizeof *c);
+    for (int k = 0; k < n->nconds; k++) c[k] = n->conds[k], c[k].a = rn_sym(sp, r, n->conds[k].a), c[k].b = rn_sym(sp, r, n->conds[k].b);
+    x->conds = c;
+  }
+  if (n->kind == SN_ASSIGN) x->lhs = rn_expr(r, n->lhs), x->rhs = rn_expr(r, n->rhs);
+  return x;
+}
+
+static bool same_conds(const sp_program *sp, const renaming *r, const sp_node *a, const sp_node *b) {
+  if (a->nconds != b->nconds) return false;
+  for (int k = 0; k < a->nconds; k++)
+    if (a->conds[k].op != b->conds[k].op || !sym_same(a->conds[k].a, rn_sym(sp, r, b->conds[k].a)) ||
+        !sym_same(a->conds[k].b, rn_sym(sp, r, b->conds[k].b)))
+      return false;
+  return true;
+}
+
+/* The node whose kids are a loop's body (sequences of one node are looked through) */
+static sp_node *level(sp_node *n) {
+  while (n->nkids == 1 && n->kids[0] && n->kids[0]->kind == SN_SEQ) n = n->kids[0];
+  return n;
+}
+/* The single inner loop among a level's kids (NULL: the innermost level) */
+static sp_node *inner_loop(const sp_node *l) {
+  for (int q = 0; q < l->nkids; q++)
+    if (l->kids[q]->kind == SN_LOOP) return l->kids[q];
+  return NULL;
+}
+
+/* Match the nests level by level, renaming B's variables to A's; *ia, *ib: the innermost loops. */
+static const char *match_nests(const sp_program *sp, renaming *r, sp_node *a, sp_node *b, sp_node **ia, sp_node **ib) {
+  for (;;) {
+    if (a->loop != b->loop || a->dim != b->dim || a->par != b->par) return "their loops are of different kinds or distributed differently";
+    rn_add(r, b->var, a->var);
+    if (a->loop == SL_COLL_BLOCK) rn_add(r, b->lvar, a->lvar);
+    if (!sym_same(a->lo, rn_sym(sp, r, b->lo)) || !sym_same(a->hi, rn_sym(sp, r, b->hi)) || !sym_same(a->value, rn_sym(sp, r, b->value)))
+      return "their loops run over different ranges";
+    a = level(a), b = level(b);
+    sp_node *na = inner_loop(a), *nb = inner_loop(b);
+    if (!na != !nb) return "their loop nests differ in depth";
+    if (!na) {
+      *ia = a, *ib = b;
+      /* B's bindings that A has: one variable; every guard of A must be one of B's */
+      for (int q = 0; q < b->nkids; q++) {
+        const sp_node *kb = b->kids[q];
+        if (kb->kind != SN_BIND) continue;
+        bool found = false;
+        for (int j = 0; j < a->nkids && !found; j++)
+          if (a->kids[j]->kind == SN_BIND && sym_same(a->kids[j]->bind, rn_sym(sp, r, kb->bind))) found = true, rn_add(r, kb->var, a->kids[j]->var);
+        if (!found) return "an index variable of the second is bound otherwise than the first's";
+      }
+      for (int j = 0; j < a->nkids; j++) {
+        const sp_node *ka = a->kids[j];
+        if (ka->kind != SN_GUARD) continue;
+        bool found = false;
+        for (int q = 0; q < b->nkids && !found; q++) found = b->kids[q]->kind == SN_GUARD && same_conds(sp, r, ka, b->kids[q]);
+        if (!found) return "the first skips iterations that the second runs";
+      }
+      return NULL;
+    }
+    /* the kids before the inner loop: bindings and guards, alike */
+    int ka = 0, kb = 0;
+    for (; a->kids[ka] != na; ka++) {
+      if (b->kids[kb] == nb) return "their loops bind or guard differently";
+      const sp_node *x = a->kids[ka], *y = b->kids[kb++];
+      if (x->kind != y->kind || (x->kind != SN_BIND && x->kind != SN_GUARD)) return "their loops bind or guard differently";
+      if (x->kind == SN_BIND) {
+        if (!sym_same(x->bind, rn_sym(sp, r, y->bind))) return "their loops bind different values";
+        rn_add(r, y->var, x->var);
+      } else if (!same_conds(sp, r, x, y)) {
+        return "their loops are guarded differently";
+      }
+    }
+    if (b->kids[kb] != nb) return "their loops bind or guard differently";
+    a = na, b = nb;
+  }
 }
 
 /* every access (the left sides included) of a nest */
@@ -415,102 +538,56 @@ static void acc_collect(acc_list *l, const sp_node *n) {
   }
   for (int q = 0; q < n->nkids; q++) acc_collect(l, n->kids[q]);
 }
-
-static const char *dependences_ok(const sp_program *sp, const sp_node *la, const sp_node *lb) {
-  acc_list a = {0}, b = {0};
-  acc_collect(&a, la);
-  acc_collect(&b, lb);
-  bool single = nest_depth(la) == 1 && nest_depth(lb) == 1;
-  for (int pass = 0; pass < 2; pass++) {
-    const acc_list *x = pass ? &b : &a, *y = pass ? &a : &b;
-    for (int i = 0; i < x->n; i++) {
-      if (!x->write[i]) continue;
-      int t = x->e[i]->tensor;
-      bool touched = false;
-      for (int j = 0; j < y->n; j++) touched |= y->e[j]->tensor == t;
-      if (!touched) continue;
-      if (!single) return "a tensor one writes and the other touches, in a nest of more than one loop";
-      for (int k = 0; k < a.n + b.n; k++) {
-        const sp_expr *e = k < a.n ? a.e[k] : b.e[k - a.n];
-        int v = k < a.n ? la->var : lb->var;
-        if (e->tensor == t && !(e->nidx == 1 && e->vars[0] == v)) {
-          static char w[200];
-          snprintf(w, sizeof w, "'%s' is written by one and read or written by the other at another element", sp->tensors[t].name);
-          return w;
-        }
-      }
-    }
+static const sp_expr *first_lhs(const sp_node *n) {
+  if (!n) return NULL;
+  if (n->kind == SN_ASSIGN) return n->lhs;
+  for (int q = 0; q < n->nkids; q++) {
+    const sp_expr *e = first_lhs(n->kids[q]);
+    if (e) return e;
   }
   return NULL;
 }
 
-/* B's nodes, with B's outer loop variables and buffers renamed to A's */
-typedef struct {
-  int from_var, to_var, from_l, to_l;
-  const int *bufmap; /* by program buffer id: A's buffer, or -1 */
-} renaming;
-static const sym *rn_sym(const sp_program *sp, const renaming *r, const sym *e) {
-  if (!e) return e;
-  e = sym_subst(&sp->facts, e, SYM_VAR, r->from_var, sym_var(r->to_var));
-  if (r->from_l >= 0 && r->to_l >= 0) e = sym_subst(&sp->facts, e, SYM_VAR, r->from_l, sym_var(r->to_l));
-  return e;
-}
-static int rn_var(const renaming *r, int v) { return v == r->from_var ? r->to_var : v == r->from_l && r->to_l >= 0 ? r->to_l : v; }
-static const sp_expr *rn_expr(const renaming *r, const sp_expr *e) {
-  if (!e) return NULL;
-  sp_expr *x = ir_alloc(sizeof *x);
-  *x = *e;
-  if (e->kind == SE_ACCESS && e->buf >= 0 && r->bufmap[e->buf] >= 0) x->buf = r->bufmap[e->buf];
-  if (e->nidx) {
-    int *v = ir_alloc(e->nidx * sizeof *v);
-    for (int k = 0; k < e->nidx; k++) v[k] = rn_var(r, e->vars[k]);
-    x->vars = v;
+/* b: B's nest already renamed */
+static const char *dependences_ok(const sp_program *sp, const sp_node *la, const sp_node *b) {
+  acc_list x = {0};
+  acc_collect(&x, la);
+  int na = x.n;
+  acc_collect(&x, b);
+  const sp_expr *L = first_lhs(la);
+  for (int i = 0; i < x.n; i++) {
+    if (!x.write[i]) continue;
+    int t = x.e[i]->tensor;
+    bool in_a = false, in_b = false;
+    for (int j = 0; j < x.n; j++)
+      if (x.e[j]->tensor == t) *(j < na ? &in_a : &in_b) = true;
+    if (!in_a || !in_b) continue;
+    for (int j = 0; j < x.n; j++)
+      if (x.e[j]->tensor == t && !(L && same_vars(x.e[j], L))) {
+        static char w[200];
+        snprintf(w, sizeof w, "'%s' is written by one and read or written by the other at another element", sp->tensors[t].name);
+        return w;
+      }
   }
-  if (e->nguards) {
-    int *g = ir_alloc(e->nguards * sizeof *g);
-    for (int k = 0; k < e->nguards; k++) g[k] = rn_var(r, e->guards[k]);
-    x->guards = g;
-  }
-  x->a = rn_expr(r, e->a), x->b = rn_expr(r, e->b);
-  return x;
-}
-static sp_node *rn_node(const sp_program *sp, const renaming *r, const sp_node *n) {
-  sp_node *x = sp_new(n->kind);
-  *x = *n;
-  x->kids = NULL, x->nkids = 0;
-  for (int q = 0; q < n->nkids; q++) sp_add(x, n->kids[q] ? rn_node(sp, r, n->kids[q]) : NULL);
-  x->lo = rn_sym(sp, r, n->lo), x->hi = rn_sym(sp, r, n->hi), x->value = rn_sym(sp, r, n->value);
-  x->bind = rn_sym(sp, r, n->bind);
-  if (n->kind == SN_BIND || n->kind == SN_LOOP) x->var = rn_var(r, n->var);
-  if (n->nconds) {
-    sp_cond *c = ir_alloc(n->nconds * sizeof *c);
-    for (int k = 0; k < n->nconds; k++) c[k] = n->conds[k], c[k].a = rn_sym(sp, r, n->conds[k].a), c[k].b = rn_sym(sp, r, n->conds[k].b);
-    x->conds = c;
-  }
-  if (n->kind == SN_ASSIGN) x->lhs = rn_expr(r, n->lhs), x->rhs = rn_expr(r, n->rhs);
-  return x;
+  return NULL;
 }
 
-/* Can B's nest join A's (A may already hold a group)?  NULL: yes. */
-static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_func *B, sp_node **la, sp_node **lb) {
+/* Can B's nest join A's (A may already hold a group)?  NULL: yes; then *r renames B to A. */
+static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r, sp_node **ia, sp_node **ib) {
   const char *why;
   static char w[300];
-  if (!(*la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
-  if (!(*lb = fusable(sp, B, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
-  const sp_node *a = *la, *b = *lb;
-  if (a->loop != b->loop || a->dim != b->dim) return "their outer loops are distributed differently";
-  renaming r = {b->var, a->var, b->loop == SL_COLL_BLOCK ? b->lvar : -1, a->loop == SL_COLL_BLOCK ? a->lvar : -1, NULL};
-  if (!sym_equal(a->hi, rn_sym(sp, &r, b->hi)) || !sym_equal(a->lo ? a->lo : sym_const(0), b->lo ? rn_sym(sp, &r, b->lo) : sym_const(0)) ||
-      ((a->value || b->value) && !(a->value && b->value && sym_equal(a->value, rn_sym(sp, &r, b->value)))))
-    return "their outer loops run over different ranges";
-  return dependences_ok(sp, a, b);
+  sp_node *la, *lb;
+  if (!(la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
+  if (!(lb = fusable(sp, B, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
+  if ((why = match_nests(sp, r, la, lb, ia, ib))) return why;
+  return dependences_ok(sp, la, rn_node(sp, r, lb));
 }
 
-static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, sp_node *la, sp_node *lb) {
+static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
   int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
   for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
   /* a buffer of B whose C name A already declares (the same tensor's own block, read or
-   * written, or the same in-place snapshot) is A's */
+   * written, or the same in-place snapshot) is A's; B's other declarations and views join A's */
   sp_node *body = A->body;
   int nA = body->nkids - 1; /* A's prologue */
   sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
@@ -532,9 +609,16 @@ static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, sp_node *la, sp_n
     }
     pro[np++] = k;
   }
-  renaming r = {lb->var, la->var, lb->loop == SL_COLL_BLOCK ? lb->lvar : -1, la->loop == SL_COLL_BLOCK ? la->lvar : -1, bufmap};
-  for (int q = 0; q < lb->nkids; q++) sp_add(la, rn_node(sp, &r, lb->kids[q]));
-  pro[np++] = la;
+  r->bufmap = bufmap;
+  /* B's innermost level after A's: its bindings are A's (match_nests), its other nodes follow */
+  for (int q = 0; q < ib->nkids; q++) {
+    const sp_node *k = ib->kids[q];
+    if (k->kind == SN_BIND) continue;
+    bool dup = false; /* a guard A has already skipped on */
+    for (int j = 0; j < ia->nkids && k->kind == SN_GUARD && !dup; j++) dup = ia->kids[j]->kind == SN_GUARD && same_conds(sp, r, ia->kids[j], k);
+    if (!dup) sp_add(ia, rn_node(sp, r, k));
+  }
+  pro[np++] = body->kids[nA];
   body->kids = pro, body->nkids = np;
   B->body = sp_new(SN_SEQ);
   B->fused_into = A->index;
@@ -555,8 +639,9 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
       continue;
     }
     sp_func *A = &sp->funcs[head];
-    sp_node *la, *lb;
-    const char *why = fuse_can(sp, A, B, &la, &lb);
+    renaming r = {0};
+    sp_node *ia, *ib;
+    const char *why = fuse_can(sp, A, B, &r, &ia, &ib);
     char w[64];
     snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
     if (why) {
@@ -564,7 +649,7 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
       head = it->func;
       continue;
     }
-    fuse_apply(sp, A, B, la, lb);
+    fuse_apply(sp, A, B, &r, ia, ib);
     sp_logf(sp, "fuse", NULL, "%s", w);
   }
 }
