@@ -174,6 +174,10 @@ ERRORS = ("ranks", "param", "shape", "dtype", "option")
 # tensor, a .tns coordinate beyond the extent, a .mtx entry that is not a number.
 SPARSE_ERRORS = ("mtx-shape", "tns-range", "mtx-syntax")
 ERRORS += SPARSE_ERRORS
+# Clean failures of programs with temporaries: `--load T=FILE` or `--save T=FILE` of a
+# temporary T, which an executable refuses with a message and exit status 2.
+TEMP_ERRORS = ("load-temp", "save-temp")
+ERRORS += TEMP_ERRORS
 # Output of an mpirun that could not start the job at all.
 MPIRUN_STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
 
@@ -192,11 +196,19 @@ class Run:
     source: the program's text (file is then only its name; the text is written to the
     work directory, for a run as for a rejection).  args: more options for the
     executable (e.g. --iters).  exact: floating-point results must equal the oracle's
-    bit for bit (programs whose results are literals, tests/e2e/programs/literals.dtl)."""
+    bit for bit (programs whose results are literals, tests/e2e/programs/literals.dtl).
+    inputs: None, or a function (param values, rng) -> {tensor name: array} that gives some
+    inputs instead of random ones (a matrix that an iterative method converges on, positive
+    prices); a sparse tensor's array is the dense matrix its file means.  monitor: add
+    --monitor and check its lines against the oracle's.  norm_tol: compare the floating-point
+    results norm-wise, to norm_tol times the largest |value| of the oracle's result, instead
+    of element by element against the oracle's magnitudes (which an iterative method that
+    divides by its own reductions, such as conjugate gradient, blows up to no bound)."""
 
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
-                 compile_args=(), source=None, args=(), exact=False):
+                 compile_args=(), source=None, args=(), exact=False, inputs=None, monitor=False,
+                 norm_tol=None):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
@@ -209,6 +221,9 @@ class Run:
         self.source = source
         self.args = tuple(args)
         self.exact = exact
+        self.inputs = inputs
+        self.monitor = monitor
+        self.norm_tol = norm_tol
         self.path = file if os.path.isabs(file) else os.path.join(TOP_SRCDIR, file)
 
     @property
@@ -222,6 +237,8 @@ class Run:
         parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
         parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
         parts.extend(self.args)
+        if self.monitor:
+            parts.append("--monitor")
         if self.validate:
             parts.append("validate")
         if self.fill_ranks:
@@ -392,6 +409,10 @@ class Runner:
             if run.error != "param":
                 raise
             inputs = {}
+        given = {}
+        if run.inputs is not None and inputs:
+            given = run.inputs(values, np.random.default_rng([run.seed(), 1]))
+            inputs.update(given)
         cmd = [MPIRUN, "-np", str(run.nranks), "--oversubscribe", exe]
         style = run.seed() % 3
         for k, v in pass_params.items():
@@ -409,7 +430,7 @@ class Runner:
             spoiled = name == bad and run.error in ("shape", "dtype")
             if prog.tensors[name].sparse and not spoiled:
                 f = self._sparse_input(run, prog.tensors[name], d, inputs, res,
-                                       run.error if name == bad else None)
+                                       run.error if name == bad else None, name in given)
                 cmd += ["--load", "%s=%s" % (name, f)]
                 continue
             f = os.path.join(d, "in_%s.npy" % name)
@@ -422,7 +443,18 @@ class Runner:
         for name in prog.tensors:
             outs[name] = os.path.join(d, "out_%s.npy" % name)
             cmd += ["--save", "%s=%s" % (name, outs[name])]
+        temp = None
+        if run.error in TEMP_ERRORS:
+            temp = next(iter(prog.temps))
+            tf = os.path.join(d, "temp_%s.npy" % temp)
+            if run.error == "load-temp":
+                np.save(tf, np.zeros(prog.shape(temp, values), prog.temps[temp].dtype))
+                cmd += ["--load", "%s=%s" % (temp, tf)]
+            else:
+                cmd += ["--save", "%s=%s" % (temp, tf)]
         cmd += list(run.args)
+        if run.monitor:
+            cmd.append("--monitor")
         if run.validate:
             cmd.append("--validate")
         if run.error == "option":
@@ -449,6 +481,14 @@ class Runner:
                 elif repeated and run.nranks > 1:
                     res.reason = "the message is printed by several ranks, not once by rank 0: %r" % repeated[0]
                     res.details.append(tail(out))
+                elif temp and rc != 2:
+                    res.reason = "failed as expected, but with exit status %d, not 2" % rc
+                    res.details.append(tail(out))
+                elif temp and not any(temp in l for l in msgs):
+                    res.reason = "failed as expected, but the message does not name the temporary %s" % temp
+                    res.details.append(tail(out))
+                elif run.error == "save-temp" and os.path.exists(tf):
+                    res.reason = "failed as expected, but wrote the temporary's file"
                 else:
                     res.ok = True
                     if self.verbose:
@@ -458,8 +498,10 @@ class Runner:
             res.reason = "exit status %d" % rc + (" with --validate" if run.validate else "")
             res.details.append(tail(out))
             return
-        want, mags = dtl.evaluate(prog, values, inputs)
-        errs = []
+        with np.errstate(over="ignore", invalid="ignore"):
+            outcome = dtl.execute(prog, values, inputs)
+        want, mags = outcome.values, outcome.mags
+        errs = check_loops(run, prog, outcome, out)
         written = set(prog.written())
         for name, t in prog.tensors.items():
             if not os.path.isfile(outs[name]):
@@ -470,7 +512,9 @@ class Runner:
             except Exception as e:
                 errs.append("%s: cannot read the saved file: %s" % (name, e))
                 continue
-            if name in written:
+            if name in written and run.norm_tol is not None and not np.issubdtype(t.dtype, np.integer):
+                e = compare_norm(t, got, want[name], run.norm_tol)
+            elif name in written:
                 e = dtl.compare(t, got, want[name], mags[name], exact=run.exact)
             else:
                 e = dtl.compare(t, got, inputs[name], np.zeros(np.shape(inputs[name])))
@@ -485,15 +529,20 @@ class Runner:
             return
         res.ok = True
 
-    def _sparse_input(self, run, t, d, inputs, res, spoil):
+    def _sparse_input(self, run, t, d, inputs, res, spoil, given=False):
         """Write random sparse data for t (a file form chosen at random, or the one that
         spoil, a SPARSE_ERRORS kind, needs, then spoiled); inputs[t.name] becomes the
-        dense array the file means.  Returns the file's path."""
+        dense array the file means.  given: write inputs[t.name] itself instead (the
+        nonzeros of the array given by the run's inputs function).  Returns the file's path."""
         rng = np.random.default_rng([run.seed(), zlib.crc32(t.name.encode())])
         form = None if spoil is None else spoil.split("-")[0]
         shape = np.shape(inputs[t.name])
-        path, dense, desc, lines = sparse.write_input(os.path.join(d, "in_%s" % t.name), shape,
-                                                      t.dtype, rng, form)
+        if given:
+            path, dense, desc, lines = sparse.write_given(os.path.join(d, "in_%s" % t.name),
+                                                          inputs[t.name], rng, form)
+        else:
+            path, dense, desc, lines = sparse.write_input(os.path.join(d, "in_%s" % t.name), shape,
+                                                          t.dtype, rng, form)
         inputs[t.name] = dense
         res.details.append("input:   %s: %s (%s)" % (t.name, os.path.basename(path), desc))
         if spoil == "mtx-shape":
@@ -667,6 +716,87 @@ def fill_density(prog, inputs, fill_args):
             return ("--fill random with density %g gives %s %.3f of its elements nonzero"
                     % (density, name, share))
     return None
+
+
+def compare_norm(tensor, got, want, tol):
+    """got against the oracle's want, norm-wise: every element within tol times the largest
+    |element| of want (and finite where want is).  Returns None or a message."""
+    got = np.asarray(got)
+    if got.dtype != tensor.dtype or got.shape != want.shape:
+        return "%s: %s %s, expected %s %s" % (tensor.name, got.dtype, got.shape, want.dtype, want.shape)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    bound = tol * max(float(np.max(np.abs(w))) if w.size else 0.0, 1e-300)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(g - w) <= bound)
+    if not bad.any():
+        return None
+    idx = tuple(int(x) for x in np.argwhere(bad)[0]) if got.ndim else ()
+    return "%s: %d of %d elements differ by more than %.3g; first at %s: got %r, expected %r" % (
+        tensor.name, int(np.count_nonzero(bad)), max(1, w.size), bound, list(idx), got[idx].item(),
+        want[idx].item())
+
+
+ITERATIONS_RE = re.compile(r"(?:\biterations=|\"iterations\": )(\d+)")
+MONITOR_RE = re.compile(r"^monitor: loop (\d+) iteration (\d+):?((?: [A-Za-z_][A-Za-z0-9_]*=\S+)*)$")
+
+
+def check_loops(run, prog, outcome, out):
+    """The iteration count that a run printed (iterations=K in the summary line, or
+    "iterations": K with --json) against the oracle's; a program without a loop must print
+    none.  With --monitor, its lines must be the oracle's monitor records, in order, each
+    printed once; a value must agree with the oracle's to 1e-5 of the largest value that
+    scalar takes in that loop (the residuals near convergence are rounding noise).
+    Returns a list of messages."""
+    errs = []
+    found = ITERATIONS_RE.findall(out)
+    if not prog.has_loops():
+        if found:
+            errs.append("a program without a loop printed iterations=%s" % found[0])
+        return errs
+    if not found:
+        errs.append("no iterations=K in the output of a program with a loop")
+    elif any(int(k) != outcome.iterations for k in found):
+        errs.append("iterations=%s, expected %d (the oracle's iterations of each loop: %s)%s" % (
+            ",".join(found), outcome.iterations,
+            ", ".join("loop %d: %s" % kv for kv in sorted(outcome.loop_iterations.items())),
+            "; borderline decisions: " + "; ".join(outcome.borderline) if outcome.borderline else ""))
+    got = [l for l in program_lines(out) if l.startswith("monitor:")]
+    if not run.monitor:
+        if got:
+            errs.append("monitor lines without --monitor: %r" % got[0])
+        return errs
+    want = outcome.monitor
+    scale = {}
+    for number, _, pairs in want:
+        for name, v in pairs:
+            scale[number, name] = max(scale.get((number, name), 0.0), abs(float(v)))
+    for k in range(max(len(got), len(want))):
+        if k >= len(got) or k >= len(want):
+            errs.append("--monitor printed %d lines, expected %d; %s" % (
+                len(got), len(want), "first extra: %r" % got[k] if k < len(got)
+                else "first missing: %r" % dtl.monitor_line(want[k])))
+            break
+        m = MONITOR_RE.match(got[k])
+        number, it, pairs = want[k]
+        names = [n for n, _ in pairs]
+        fields = [f.split("=", 1) for f in m.group(3).split()] if m else []
+        if not m or (int(m.group(1)), int(m.group(2))) != (number, it) or [f[0] for f in fields] != names:
+            errs.append("--monitor line %d is %r, expected %r" % (k + 1, got[k], dtl.monitor_line(want[k])))
+            break
+        bad = None
+        for (name, text), (_, v) in zip(fields, pairs):
+            try:
+                g = float(text)
+            except ValueError:
+                bad = "%s=%s is no number" % (name, text)
+                break
+            if not abs(g - float(v)) <= 1e-5 * scale[number, name] + 1e-300:
+                bad = "%s=%s, expected %.6e" % (name, text, v)
+                break
+        if bad:
+            errs.append("--monitor line %d (%s): %s" % (k + 1, got[k], bad))
+            break
+    return errs
 
 
 def program_lines(out):
