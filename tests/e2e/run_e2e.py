@@ -217,8 +217,8 @@ class Run:
         if self.compile_error is not None:
             return " ".join([name, "distalc"] + list(self.compile_args) + ["expect-compile-error"]
                             + ([self.label] if self.label else []))
-        parts = [name, "np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks
-                                       else self.nranks)]
+        parts = [name] + list(self.compile_args)
+        parts.append("np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks else self.nranks))
         parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
         parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
         parts.extend(self.args)
@@ -297,19 +297,22 @@ class Runner:
                 out = b""
             return None, (out or b"").decode(errors="replace")
 
-    def compile(self, path):
+    def compile(self, path, extra=()):
+        """The executable of path compiled with distalc --exe and the options extra (once
+        per path and options): (exe or None, message, command)."""
+        key = (path, tuple(extra))
         with self.lock:
-            lk = self.compile_locks.setdefault(path, threading.Lock())
+            lk = self.compile_locks.setdefault(key, threading.Lock())
         with lk:
-            if path in self.compiled:
-                return self.compiled[path]
+            if key in self.compiled:
+                return self.compiled[key]
             with self.lock:
                 self.counter += 1
                 n = self.counter
             d = os.path.join(self.workdir, "bin%d" % n)
             os.makedirs(d)
             exe = os.path.join(d, "prog")
-            cmd = [DISTALC, path, "--exe", "-o", exe] + TARGET_ARGS
+            cmd = [DISTALC, path, "--exe", "-o", exe] + TARGET_ARGS + list(extra)
             if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
                 res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
             else:
@@ -322,7 +325,7 @@ class Runner:
                     res = (None, "distalc exited 0 but wrote no executable %s\n%s" % (exe, out), cmd)
                 else:
                     res = (exe, out, cmd)
-            self.compiled[path] = res
+            self.compiled[key] = res
             return res
 
     # -- one run --
@@ -360,7 +363,7 @@ class Runner:
             return self._compile_fail(run, res)
         path = self.source_path(run)
         prog = dtl.parse_file(path)
-        exe, msg, ccmd = self.compile(path)
+        exe, msg, ccmd = self.compile(path, run.compile_args)
         res.details.append("compile: " + shlex.join(ccmd))
         if exe is None:
             lines = msg.strip().splitlines() or ["(no output)"]
@@ -458,8 +461,12 @@ class Runner:
             res.reason = "exit status %d" % rc + (" with --validate" if run.validate else "")
             res.details.append(tail(out))
             return
-        want, mags = dtl.evaluate(prog, values, inputs)
+        outcome = dtl.execute(prog, values, inputs)
+        want, mags = outcome.values, outcome.mags
         errs = []
+        e = check_iterations(prog, outcome, out)
+        if e:
+            errs.append(e)
         written = set(prog.written())
         for name, t in prog.tensors.items():
             if not os.path.isfile(outs[name]):
@@ -481,6 +488,7 @@ class Runner:
         if errs:
             res.reason = "wrong result: " + errs[0]
             res.details.extend(errs[1:])
+            res.details.extend("the oracle's loop condition was borderline: " + b for b in outcome.borderline[:3])
             res.details.append(tail(out))
             return
         res.ok = True
@@ -600,9 +608,11 @@ class Runner:
                         res.reason = ("--fill random --seed gives %s different values at np=%d "
                                       "than at np=%d" % (k, p, run.fill_ranks[0]))
                         return
-            want, mags = dtl.evaluate(prog, values, inputs)
-            for name in written:
-                e = dtl.compare(prog.tensors[name], got[name], want[name], mags[name])
+            outcome = dtl.execute(prog, values, inputs)
+            want, mags = outcome.values, outcome.mags
+            for name in [None] + sorted(written):
+                e = (check_iterations(prog, outcome, out) if name is None
+                     else dtl.compare(prog.tensors[name], got[name], want[name], mags[name]))
                 if e:
                     res.reason = "np=%d: wrong result: %s" % (p, e)
                     res.details.append(tail(out))
@@ -666,6 +676,38 @@ def fill_density(prog, inputs, fill_args):
         if t.sparse and v.size * density >= 40 and not density / 2 <= share <= density * 2:
             return ("--fill random with density %g gives %s %.3f of its elements nonzero"
                     % (density, name, share))
+    return None
+
+
+def check_iterations(prog, outcome, out):
+    """A program with loops prints iterations=K in its summary line (rank 0, one line per
+    run): K must be the oracle's iteration count.  With --monitor, the lines `monitor:
+    loop L iteration K: NAME=VALUE ...` must be the oracle's, values within the
+    tolerance of the results' comparison.  Returns None or a message."""
+    if not prog.has_loops():
+        return None
+    got = re.findall(r"\biterations[\"=: ]+(\d+)", out)
+    if not got:
+        return "a program with loops, but the run printed no iterations=K"
+    if any(int(k) != outcome.iterations for k in got):
+        return "iterations=%s, the oracle's loops ran %d iterations" % (got[-1], outcome.iterations)
+    mon = [l.strip() for l in out.splitlines() if l.strip().startswith("monitor:")]
+    if mon:
+        want = [dtl.monitor_line(r) for r in outcome.monitor]
+        if len(mon) % max(1, len(want)) or not want:
+            return "%d monitor lines, the oracle's loops make %d" % (len(mon), len(want))
+        for n, line in enumerate(mon):
+            w = want[n % len(want)]
+            if line.split(":")[:2] != w.split(":")[:2] or \
+                    re.findall(r"(\w+)=", line) != re.findall(r"(\w+)=", w):
+                return "monitor line %r, expected %r" % (line, w)
+            gv = [float(x) for x in re.findall(r"=(\S+)", line)]
+            rec, rmags = outcome.monitor[n % len(want)], outcome.monitor_mags[n % len(want)]
+            for (name, b), a, m in zip(rec[2], gv, rmags):
+                # %.6e keeps 7 digits; a floating value may differ by the results' tolerance
+                tol = 1e-6 * abs(b) + dtl.RTOL[prog.decl(name).type] * m
+                if not abs(a - b) <= tol + 1e-300:
+                    return "monitor line %r: %s=%r, the oracle's %r" % (line, name, a, b)
     return None
 
 
