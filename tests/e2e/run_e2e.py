@@ -37,6 +37,7 @@ if anything failed.
 """
 
 import argparse
+import math
 import os
 import re
 import shlex
@@ -232,8 +233,8 @@ class Run:
         if self.compile_error is not None:
             return " ".join([name, "distalc"] + list(self.compile_args) + ["expect-compile-error"]
                             + ([self.label] if self.label else []))
-        parts = [name, "np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks
-                                       else self.nranks)]
+        parts = [name] + list(self.compile_args)
+        parts.append("np=%s" % ("+".join(map(str, self.fill_ranks)) if self.fill_ranks else self.nranks))
         parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
         parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
         parts.extend(self.args)
@@ -314,19 +315,22 @@ class Runner:
                 out = b""
             return None, (out or b"").decode(errors="replace")
 
-    def compile(self, path):
+    def compile(self, path, extra=()):
+        """The executable of path compiled with distalc --exe and the options extra (once
+        per path and options): (exe or None, message, command)."""
+        key = (path, tuple(extra))
         with self.lock:
-            lk = self.compile_locks.setdefault(path, threading.Lock())
+            lk = self.compile_locks.setdefault(key, threading.Lock())
         with lk:
-            if path in self.compiled:
-                return self.compiled[path]
+            if key in self.compiled:
+                return self.compiled[key]
             with self.lock:
                 self.counter += 1
                 n = self.counter
             d = os.path.join(self.workdir, "bin%d" % n)
             os.makedirs(d)
             exe = os.path.join(d, "prog")
-            cmd = [DISTALC, path, "--exe", "-o", exe] + TARGET_ARGS
+            cmd = [DISTALC, path, "--exe", "-o", exe] + TARGET_ARGS + list(extra)
             if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
                 res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
             else:
@@ -339,7 +343,7 @@ class Runner:
                     res = (None, "distalc exited 0 but wrote no executable %s\n%s" % (exe, out), cmd)
                 else:
                     res = (exe, out, cmd)
-            self.compiled[path] = res
+            self.compiled[key] = res
             return res
 
     # -- one run --
@@ -377,7 +381,7 @@ class Runner:
             return self._compile_fail(run, res)
         path = self.source_path(run)
         prog = dtl.parse_file(path)
-        exe, msg, ccmd = self.compile(path)
+        exe, msg, ccmd = self.compile(path, run.compile_args)
         res.details.append("compile: " + shlex.join(ccmd))
         if exe is None:
             lines = msg.strip().splitlines() or ["(no output)"]
@@ -501,7 +505,10 @@ class Runner:
         with np.errstate(over="ignore", invalid="ignore"):
             outcome = dtl.execute(prog, values, inputs)
         want, mags = outcome.values, outcome.mags
-        errs = check_loops(run, prog, outcome, out)
+        errs = []
+        e = check_iterations(prog, outcome, out, run.monitor)
+        if e:
+            errs.append(e)
         written = set(prog.written())
         for name, t in prog.tensors.items():
             if not os.path.isfile(outs[name]):
@@ -525,6 +532,7 @@ class Runner:
         if errs:
             res.reason = "wrong result: " + errs[0]
             res.details.extend(errs[1:])
+            res.details.extend("the oracle's loop condition was borderline: " + b for b in outcome.borderline[:3])
             res.details.append(tail(out))
             return
         res.ok = True
@@ -649,9 +657,11 @@ class Runner:
                         res.reason = ("--fill random --seed gives %s different values at np=%d "
                                       "than at np=%d" % (k, p, run.fill_ranks[0]))
                         return
-            want, mags = dtl.evaluate(prog, values, inputs)
-            for name in written:
-                e = dtl.compare(prog.tensors[name], got[name], want[name], mags[name])
+            outcome = dtl.execute(prog, values, inputs)
+            want, mags = outcome.values, outcome.mags
+            for name in [None] + sorted(written):
+                e = (check_iterations(prog, outcome, out) if name is None
+                     else dtl.compare(prog.tensors[name], got[name], want[name], mags[name]))
                 if e:
                     res.reason = "np=%d: wrong result: %s" % (p, e)
                     res.details.append(tail(out))
@@ -736,67 +746,58 @@ def compare_norm(tensor, got, want, tol):
         want[idx].item())
 
 
-ITERATIONS_RE = re.compile(r"(?:\biterations=|\"iterations\": )(\d+)")
-MONITOR_RE = re.compile(r"^monitor: loop (\d+) iteration (\d+):?((?: [A-Za-z_][A-Za-z0-9_]*=\S+)*)$")
-
-
-def check_loops(run, prog, outcome, out):
-    """The iteration count that a run printed (iterations=K in the summary line, or
-    "iterations": K with --json) against the oracle's; a program without a loop must print
-    none.  With --monitor, its lines must be the oracle's monitor records, in order, each
-    printed once; a value must agree with the oracle's to 1e-5 of the largest value that
-    scalar takes in that loop (the residuals near convergence are rounding noise).
-    Returns a list of messages."""
-    errs = []
-    found = ITERATIONS_RE.findall(out)
+def check_iterations(prog, outcome, out, monitor=None):
+    """A program with loops prints iterations=K in its summary line (rank 0, one line per
+    run; "iterations": K with --json): K must be the oracle's iteration count; a program
+    without loops prints none.  The lines `monitor: loop L iteration K: NAME=VALUE ...` must
+    be the oracle's (those of every repetition of the run), values within the tolerance of
+    the results' comparison, or where the oracle's magnitudes overflow (iterative methods that
+    divide by their own reductions), within 1e-5 of the largest value of that scalar in that
+    loop.  monitor: True when the run passed --monitor (lines are then required), False when
+    it did not (lines are then an error), None: not known.  Returns None or a message."""
+    got = re.findall(r"\biterations[\"=: ]+(\d+)", out)
+    mon = [l for l in program_lines(out) if l.startswith("monitor:")]
     if not prog.has_loops():
-        if found:
-            errs.append("a program without a loop printed iterations=%s" % found[0])
-        return errs
-    if not found:
-        errs.append("no iterations=K in the output of a program with a loop")
-    elif any(int(k) != outcome.iterations for k in found):
-        errs.append("iterations=%s, expected %d (the oracle's iterations of each loop: %s)%s" % (
-            ",".join(found), outcome.iterations,
-            ", ".join("loop %d: %s" % kv for kv in sorted(outcome.loop_iterations.items())),
-            "; borderline decisions: " + "; ".join(outcome.borderline) if outcome.borderline else ""))
-    got = [l for l in program_lines(out) if l.startswith("monitor:")]
-    if not run.monitor:
-        if got:
-            errs.append("monitor lines without --monitor: %r" % got[0])
-        return errs
-    want = outcome.monitor
+        if got or mon:
+            return "a program without loops printed %r" % (got[0] if got else mon[0])
+        return None
+    if not got:
+        return "a program with loops, but the run printed no iterations=K"
+    if any(int(k) != outcome.iterations for k in got):
+        return "iterations=%s, the oracle's loops ran %d iterations (each loop: %s)" % (
+            got[-1], outcome.iterations,
+            ", ".join("loop %d: %s" % kv for kv in sorted(outcome.loop_iterations.items())))
+    if monitor is False and mon:
+        return "monitor lines without --monitor: %r" % mon[0]
+    if not mon and not (monitor and outcome.monitor):
+        return None
+    want = [dtl.monitor_line(r) for r in outcome.monitor]
+    if len(mon) % max(1, len(want)) or (mon and not want) or (want and not mon):
+        return "%d monitor lines, the oracle's loops make %d%s" % (
+            len(mon), len(want), " (first: %r)" % want[0] if want else "")
     scale = {}
-    for number, _, pairs in want:
+    for number, _, pairs in outcome.monitor:
         for name, v in pairs:
             scale[number, name] = max(scale.get((number, name), 0.0), abs(float(v)))
-    for k in range(max(len(got), len(want))):
-        if k >= len(got) or k >= len(want):
-            errs.append("--monitor printed %d lines, expected %d; %s" % (
-                len(got), len(want), "first extra: %r" % got[k] if k < len(got)
-                else "first missing: %r" % dtl.monitor_line(want[k])))
-            break
-        m = MONITOR_RE.match(got[k])
-        number, it, pairs = want[k]
-        names = [n for n, _ in pairs]
-        fields = [f.split("=", 1) for f in m.group(3).split()] if m else []
-        if not m or (int(m.group(1)), int(m.group(2))) != (number, it) or [f[0] for f in fields] != names:
-            errs.append("--monitor line %d is %r, expected %r" % (k + 1, got[k], dtl.monitor_line(want[k])))
-            break
-        bad = None
-        for (name, text), (_, v) in zip(fields, pairs):
-            try:
-                g = float(text)
-            except ValueError:
-                bad = "%s=%s is no number" % (name, text)
-                break
-            if not abs(g - float(v)) <= 1e-5 * scale[number, name] + 1e-300:
-                bad = "%s=%s, expected %.6e" % (name, text, v)
-                break
-        if bad:
-            errs.append("--monitor line %d (%s): %s" % (k + 1, got[k], bad))
-            break
-    return errs
+    for n, line in enumerate(mon):
+        w = want[n % len(want)]
+        if line.split(":")[:2] != w.split(":")[:2] or re.findall(r"(\w+)=", line) != re.findall(r"(\w+)=", w):
+            return "monitor line %r, expected %r" % (line, w)
+        try:
+            gv = [float(x) for x in re.findall(r"=(\S+)", line)]
+        except ValueError:
+            return "monitor line %r: a value is no number" % line
+        rec, rmags = outcome.monitor[n % len(want)], outcome.monitor_mags[n % len(want)]
+        for (name, b), a, m in zip(rec[2], gv, rmags):
+            # %.6e keeps 7 digits; a floating value may differ by the results' tolerance
+            slack = dtl.RTOL[prog.decl(name).type] * m
+            if not math.isfinite(slack) or slack > 1e-5 * scale[rec[0], name]:
+                slack = 1e-5 * scale[rec[0], name]
+            if not abs(a - b) <= 1e-6 * abs(b) + slack + 1e-300:
+                return "monitor line %r: %s=%r, the oracle's %r" % (line, name, a, b)
+    return None
+
+
 
 
 def program_lines(out):
