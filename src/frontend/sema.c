@@ -540,14 +540,14 @@ static void check_cond(checker *c, fe_expr *e, bool want_cond, const bool *writt
   case FE_E_ACCESS: {
     if (resolve_param(c, e))
       return;
-    const fe_tensor *t = check_access(c, &e->acc);
-    if (!t)
-      return;
-    if (t->order != 0) {
+    int k = fe_find_tensor(c->prog, e->acc.tname);
+    if (k >= 0 && c->prog->tensors[k].order != 0) {
       error(c, e->loc, "the condition reads '%s', which is not a scalar (order %d): conditions compare scalar values",
-            t->name, t->order);
+            e->acc.tname, c->prog->tensors[k].order);
       return;
     }
+    if (!check_access(c, &e->acc))
+      return;
     check_temp_reads(c, e, written);
     return;
   }

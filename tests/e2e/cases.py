@@ -273,7 +273,8 @@ _FUNCTION_REJECTED = [
     ("too_many", 6, _FUNCTION_HEAD + "D(i) = sqrt(D(i), 2);\n"),
     ("min_one", 6, _FUNCTION_HEAD + "I(i) = min(I(i));\n"),
     ("no_args", 6, _FUNCTION_HEAD + "D(i) = exp();\n"),
-    ("float_param", 4, "param n = 4;\nparam tol = 1e-8;\ntensor D(n) int64;\nD(i) = D(i) * tol;\n"),
+    ("float_param_shape", 3, "param n = 4;\nparam tol = 1e-8;\ntensor D(tol);\nD(i) = D(i) * 2;\n"),
+    ("float_param_int", 4, "param n = 4;\nparam tol = 1e-8;\ntensor I(n) int32;\nI(i) = I(i) * tol;\n"),
     ("tensor_later", 3, "param n = 4;\ntensor D(n);\nD(i) = exp(i);\ntensor exp(n);\n"),
     ("param_parens", 4, "param n = 4;\nparam k = 2;\ntensor D(n);\nD(i) = D(i) * k();\n"),
 ]
@@ -283,8 +284,8 @@ def function_programs(long=False):
     """tests/e2e/programs/functions*.dtl, minus_assign.dtl, param_values.dtl and
     sparse_functions.dtl: element-wise functions, -= and params as values, on double,
     float, int32 and int64; and programs that distalc must reject (a function that an
-    integer statement does not allow, a wrong argument count, a floating param in an integer
-    statement)."""
+    integer statement does not allow, a wrong argument count, a floating param in a shape
+    or an integer statement)."""
     pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
     runs = []
     for name, sets in _FUNCTION_PROGRAMS:

@@ -59,9 +59,11 @@ Programs (LANGUAGE.md sections 3 and 9):
     (Outcome.borderline): a distributed run may then decide otherwise.
 
 Next to every value the oracle computes a magnitude: the same expression evaluated on
-absolute values with every sign turned into `+`.  Floating-point results are compared
-against the oracle relative to that magnitude (see `compare`), so the tolerance grows
-with the length of the reductions and cancellation does not cause false failures.
+absolute values with every sign turned into `+` (a product's the smaller of that and the
+first-order bound |a| mag(b) + |b| mag(a); a function's from its derivative).
+Floating-point results are compared against the oracle relative to that magnitude (see
+`compare`), so the tolerance grows with the length of the reductions and cancellation
+does not cause false failures.
 """
 
 import math
@@ -1099,12 +1101,16 @@ def _apply(f, args, mags, type_):
             mag = fv + term(m[0], 1 / a[0])
         elif f == "abs":
             mag = m[0]
-        elif f == "erf":
-            mag = fv + term(m[0], 1.13)
+        elif f == "erf":  # the derivative at the argument: 2/sqrt(pi) exp(-x^2)
+            mag = fv + term(m[0], 1.1284 * np.exp(-a[0] * a[0]))
         elif f == "pow":
             mag = fv + term(m[0], a[1] * fv / a[0]) + term(m[1], fv * np.log(np.abs(a[0])))
         else:
-            mag = np.maximum(m[0], m[1])
+            # the selected argument's, or both where rounding could select the other
+            rt = 10 * max(RTOL.get(type_, 0.0), 1e-15)
+            close = np.abs(a[0] - a[1]) <= rt * (m[0] + m[1])
+            first = (a[0] <= a[1]) if f == "min" else (a[0] >= a[1])
+            mag = np.where(close, np.maximum(m[0], m[1]), np.where(first, m[0], m[1]))
     return val, mag
 
 
@@ -1154,7 +1160,13 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
         elif k == "-":
             val, mag = va - vb, ma + mb
         elif k == "*":
-            val, mag = va * vb, ma * mb
+            # the error of a product is |a| err(b) + |b| err(a) to first order: where a
+            # side has cancelled (its value far below its magnitude), that is the smaller
+            # bound, and it keeps loops that multiply computed values from inflating it
+            val = va * vb
+            with np.errstate(over="ignore", invalid="ignore"):
+                fa, fb = np.abs(np.asarray(va, dtype=np.float64)), np.abs(np.asarray(vb, dtype=np.float64))
+                mag = np.minimum(ma * mb, fa * mb + fb * ma)
         else:
             val = _c_div(va, vb)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -1269,7 +1281,7 @@ def _cond_value(e, env, mags, params):
     if k == "-":
         return a - b, ma + mb, r
     if k == "*":
-        return a * b, ma * mb if ma and mb else ma * abs(b) + mb * abs(a), r
+        return a * b, min(ma * mb, ma * abs(b) + mb * abs(a)) if ma and mb else ma * abs(b) + mb * abs(a), r
     if isinstance(a, int) and isinstance(b, int):
         if b == 0:
             raise DtlError("integer division by zero in a condition")

@@ -209,7 +209,7 @@ class Run:
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
                  compile_args=(), source=None, args=(), exact=False, inputs=None, monitor=False,
-                 norm_tol=None):
+                 norm_tol=None, compile_env=None):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
@@ -219,6 +219,7 @@ class Run:
         self.fill_args = tuple(fill_args)
         self.compile_error = compile_error
         self.compile_args = tuple(compile_args)
+        self.compile_env = dict(compile_env or {})  # more environment for distalc --exe
         self.source = source
         self.args = tuple(args)
         self.exact = exact
@@ -287,11 +288,12 @@ class Runner:
         self.passed = self.failed = 0
 
     # -- processes --
-    def execute(self, cmd, cwd, timeout):
+    def execute(self, cmd, cwd, timeout, more_env=None):
         """Run cmd in its own process group; returns (rc or None on timeout, output)."""
         # Each run gets its own TMPDIR: mpiruns started at the same moment otherwise race
         # to create the same Open MPI session directory under /tmp.
         env = dict(os.environ, TMPDIR=cwd)
+        env.update(more_env or {})
         try:
             p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True, env=env)
@@ -315,10 +317,11 @@ class Runner:
                 out = b""
             return None, (out or b"").decode(errors="replace")
 
-    def compile(self, path, extra=()):
-        """The executable of path compiled with distalc --exe and the options extra (once
-        per path and options): (exe or None, message, command)."""
-        key = (path, tuple(extra))
+    def compile(self, path, extra=(), more_env=None):
+        """The executable of path compiled with distalc --exe and the options extra, in
+        the environment with more_env (once per path, options and environment): (exe or
+        None, message, command)."""
+        key = (path, tuple(extra), tuple(sorted((more_env or {}).items())))
         with self.lock:
             lk = self.compile_locks.setdefault(key, threading.Lock())
         with lk:
@@ -334,7 +337,7 @@ class Runner:
             if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
                 res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
             else:
-                rc, out = self.execute(cmd, d, COMPILE_TIMEOUT)
+                rc, out = self.execute(cmd, d, COMPILE_TIMEOUT, more_env)
                 if rc is None:
                     res = (None, "distalc timed out after %d s\n%s" % (COMPILE_TIMEOUT, out), cmd)
                 elif rc != 0:
@@ -343,6 +346,8 @@ class Runner:
                     res = (None, "distalc exited 0 but wrote no executable %s\n%s" % (exe, out), cmd)
                 else:
                     res = (exe, out, cmd)
+            if more_env:  # in the command that reproduces it
+                res = res[:2] + (["env"] + ["%s=%s" % kv for kv in sorted(more_env.items())] + cmd,)
             self.compiled[key] = res
             return res
 
@@ -381,7 +386,7 @@ class Runner:
             return self._compile_fail(run, res)
         path = self.source_path(run)
         prog = dtl.parse_file(path)
-        exe, msg, ccmd = self.compile(path, run.compile_args)
+        exe, msg, ccmd = self.compile(path, run.compile_args, run.compile_env)
         res.details.append("compile: " + shlex.join(ccmd))
         if exe is None:
             lines = msg.strip().splitlines() or ["(no output)"]
