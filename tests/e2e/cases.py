@@ -155,6 +155,11 @@ def solver_examples(long=False):
     # repetitions: x, which += updates, is reset before each one
     runs.append(Run("examples", ex("cg.dtl"), 3, {"n": 10}, inputs=_spd_inputs,
                     args=["--iters", "2", "--warmup", "1"], **kw))
+    # each statement compiled alone (--no-fuse): the same results
+    runs.append(Run("examples", ex("blackscholes.dtl"), 3, {"n": 11}, inputs=_blackscholes_inputs,
+                    compile_args=["--no-fuse"]))
+    runs.append(Run("examples", ex("cg.dtl"), 2, {"n": 9}, inputs=_spd_inputs, compile_args=["--no-fuse"],
+                    monitor=True, **kw))
     return runs
 
 
