@@ -1314,6 +1314,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
             o->prefix, o->source_name, o->prefix);
   emit_plan(c, sp, o);
   for (int i = 0; i < sp->nfuncs; i++) {
+    if (sp->funcs[i].fused_into >= 0) continue; /* it runs inside another statement's function */
     /* the statement function goes after the declarations its kernels need */
     char *body = NULL, *decl = NULL;
     size_t bl = 0, dl = 0;
@@ -1342,7 +1343,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     /* every sparse piece must be this rank's block, in the declared formats (collective) */
     fputs("  {\n    int dtl_bad = 0;\n", c);
     for (int t = 0; t < sp->ntensors; t++) {
-      if (!sp->tensors[t].sparse) continue;
+      if (!sp->tensors[t].sparse || (sp->tensors[t].temp && !sp->tensors[t].written)) continue; /* (an unused temporary) */
       const sp_tensor *ft = &sp->tensors[t];
       const char *n = cg_tensor(sp, t);
       if (ft->written) { /* a result may start as a zeroed dtl_sparse: no entries */

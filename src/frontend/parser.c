@@ -722,6 +722,9 @@ static void loop(parser *p, fe_item *it) {
   it->bound.loc = p->tok->loc;
   if (p->tok->kind == TK_FLOAT)
     fail_here(p, "the bound of a loop must be an integer (a literal or an integer param)");
+  if (p->tok->kind == TK_IDENT && declared_tensor(p, p->tok))
+    fail(p, p->tok->loc, "the bound of a loop must be an integer literal or param, but '%.*s' is a tensor", p->tok->len,
+         p->tok->text);
   size(p, &it->bound, false, "a loop bound");
   if (consume(p, "until")) {
     expect(p, "(", "expected '(' after 'until'");
