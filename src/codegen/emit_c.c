@@ -311,6 +311,10 @@ static void out_elem(FILE *m, cg_st *g, const sp_expr *lhs);
 
 static void access_local(FILE *f, const sp_expr *e, void *vc) {
   cg_st *g = vc;
+  if (e->contracted) { /* a contracted temporary: the iteration's register */
+    fprintf(f, "dtl_k%d", e->tensor);
+    return;
+  }
   if (e->work >= 0) { /* a precompute workspace */
     fprintf(f, "dtl_w_%s[%s]", g->sp->works[e->work].name, vname(g, e->vars[0]));
     return;
@@ -751,7 +755,8 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   }
   bool dev_atomic = g->in_kernel && n->atomic;
   if (dev_atomic) fprintf(m, "dtl_atomic_add_%s(&", cg_typename(n->type));
-  out_elem(m, g, n->lhs);
+  if (n->lhs->contracted) fprintf(m, "dtl_k%d", n->lhs->tensor);
+  else out_elem(m, g, n->lhs);
   fputs(dev_atomic ? ", " : n->store ? " = " : " += ", m);
   cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
   fputs(dev_atomic ? ");" : ";", m);
@@ -901,6 +906,11 @@ void cg_node(cg_st *g, const sp_node *n) {
   case SN_KERNEL: emit_kernel(g, n); return;
   case SN_ASSIGN: emit_assign(g, n); return;
   case SN_DEVICE: cg_emit_device(g, n); return;
+  case SN_REGISTER:
+    line(g, "%s dtl_k%d = 0; /* temporary %s: its element in a register, never stored */", cg_ctype(n->type), n->tensor,
+         g->sp->tensors[n->tensor].name);
+    line(g, "(void)dtl_k%d;", n->tensor);
+    return;
   }
 }
 

@@ -654,6 +654,109 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
   }
 }
 
+/* ---- contraction -------------------------------------------------------------------------
+ * A temporary used only inside one fused loop nest, where each iteration first stores its
+ * element and then reads or updates only that element, is a register of the iteration:
+ *   T(v) = e; ... T(v) ...        =>    register T; T = e; ... T ...   (T never stored)
+ * Precondition: T is a dense temporary of order >= 1; no statement outside the group's nest
+ * accesses it (nor any buffer of another statement); in the nest every access of T is at the
+ * variables of its first access, and that first access (in the order the nest runs) is an
+ * assignment that stores. */
+typedef struct {
+  int tensor;
+  const sp_expr *first;  /* the first access */
+  bool first_store, other_vars;
+} cstate;
+static void c_expr(cstate *c, const sp_expr *e) {
+  if (!e) return;
+  if (e->kind == SE_ACCESS && e->tensor == c->tensor) {
+    if (!c->first) c->first = e, c->first_store = false;
+    else if (!same_vars(e, c->first)) c->other_vars = true;
+  }
+  c_expr(c, e->a), c_expr(c, e->b);
+}
+static void c_node(cstate *c, const sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    c_expr(c, n->rhs); /* the right side is read before the left is written */
+    if (n->lhs->tensor == c->tensor) {
+      if (!c->first) c->first = n->lhs, c->first_store = n->store;
+      else if (!same_vars(n->lhs, c->first)) c->other_vars = true;
+    }
+  }
+  for (int q = 0; q < n->nkids; q++) c_node(c, n->kids[q]);
+}
+static const sp_expr *c_mark(int t, const sp_expr *e) {
+  if (!e) return NULL;
+  sp_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == SE_ACCESS && e->tensor == t) x->contracted = true;
+  x->a = c_mark(t, e->a), x->b = c_mark(t, e->b);
+  return x;
+}
+static void c_apply(int t, sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    n->rhs = c_mark(t, n->rhs);
+    if (n->lhs->tensor == t) n->lhs = c_mark(t, n->lhs);
+  }
+  for (int q = 0; q < n->nkids; q++) c_apply(t, n->kids[q]);
+}
+static bool uses_tensor(const sp_node *n, const void *arg) {
+  int t = *(const int *)arg;
+  if (n->kind == SN_ASSIGN) {
+    acc_list l = {0};
+    acc_add(&l, n->lhs, true);
+    acc_expr(&l, n->rhs);
+    for (int k = 0; k < l.n; k++)
+      if (l.e[k]->tensor == t) return true;
+  }
+  return (n->kind == SN_INIT && n->tensor == t && n->init != SI_DECLARE);
+}
+
+static void contract(sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *A = &sp->funcs[i];
+    bool group = false;
+    for (int j = 0; j < sp->nfuncs; j++) group |= sp->funcs[j].fused_into == i;
+    if (!group || A->fused_into >= 0) continue;
+    sp_node *nest = A->body->kids[A->body->nkids - 1], *in = level(nest), *nx;
+    while ((nx = inner_loop(in))) in = level(nx);
+    for (int t = 0; t < sp->ntensors; t++) {
+      const sp_tensor *T = &sp->tensors[t];
+      cstate c = {t, NULL, false, false};
+      c_node(&c, nest);
+      if (!c.first) continue; /* not used here */
+      char w[96];
+      snprintf(w, sizeof w, "statement %d, %s %s", A->index + 1, T->temp ? "temp" : "tensor", T->name);
+      if (!T->temp) continue; /* only temporaries can disappear */
+      const char *why = NULL;
+      if (T->sparse || T->order == 0) why = "a sparse or scalar temporary";
+      else if (c.other_vars) why = "it is accessed at more than one element per iteration";
+      else if (!c.first_store) why = "an iteration reads it before storing it";
+      for (int j = 0; j < sp->nfuncs && !why; j++) {
+        const sp_func *F = &sp->funcs[j];
+        if (j == i || F->fused_into >= 0) continue;
+        if (find(F->body, uses_tensor, &t)) why = "another statement, outside this loop nest, uses it";
+      }
+      if (why) {
+        sp_logf(sp, "contract", why, "%s", w);
+        continue;
+      }
+      c_apply(t, nest);
+      sp_node *r = sp_new(SN_REGISTER);
+      r->tensor = t, r->type = T->type;
+      sp_node **k = ir_alloc((in->nkids + 2) * sizeof *k);
+      k[0] = r;
+      memcpy(k + 1, in->kids, in->nkids * sizeof *k);
+      in->kids = k, in->nkids++;
+      sp_logf(sp, "contract", NULL, "%s", w);
+    }
+  }
+}
+
 void spmd_fuse(sp_program *sp) {
-  if (sp->fuse) fuse_items(sp, sp->items, sp->nitems);
+  if (!sp->fuse) return;
+  fuse_items(sp, sp->items, sp->nitems);
+  contract(sp);
 }

@@ -1168,6 +1168,10 @@ static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
   }
   switch (e->kind) {
   case SE_ACCESS:
+    if (e->contracted) {
+      fprintf(f, "%s.register", c->sp->tensors[e->tensor].name);
+      break;
+    }
     if (e->work >= 0) fprintf(f, "%s", c->sp->works[e->work].name);
     else pbuf(f, c, e->buf);
     if (e->sparse >= 0) fprintf(f, "{entry sp%d%s}", e->sparse, e->maybe_absent ? "?" : "");
@@ -1374,6 +1378,10 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     pexpr(f, c, n->rhs);
     fputc('\n', f);
+    return;
+  case SN_REGISTER:
+    fprintf(f, "register %s.register (%s): the temporary's element, never stored\n", c->sp->tensors[n->tensor].name,
+            fe_type_name(n->type));
     return;
   case SN_DEVICE:
     fprintf(f, "device kernel %s: threads over", n->kname);

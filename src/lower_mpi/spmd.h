@@ -72,6 +72,7 @@ typedef enum {
   SN_KERNEL,    /* a leaf kernel call over the loops it replaces */
   SN_ASSIGN,    /* the statement's assignment */
   SN_DEVICE,    /* the local loops as one device kernel: kids run in each thread */
+  SN_REGISTER,  /* a contracted temporary's element, a local variable of the iteration (tensor, type) */
 } sn_kind;
 
 typedef enum {
@@ -135,6 +136,7 @@ struct sp_expr {
   int buf, work, sparse;
   int tensor;          /* the tensor of a buffer or sparse access */
   bool maybe_absent;
+  bool contracted;     /* SE_ACCESS of a temporary held in a register of the iteration (SN_REGISTER) */
   int nidx;
   const int *vars;     /* program var ids, one per dim */
   /* SE_NUM */
