@@ -329,6 +329,10 @@ static void dist(parser *p, fe_dist *d) {
   d->machine_name = text_of(p, name);
   d->machine = -1;
   d->loc = name->loc;
+  if (!is(p, "(")) { /* `@ M`: the compiler chooses (sema writes the default mapping) */
+    d->chosen = true;
+    return;
+  }
   expect(p, "(", "expected '(' after machine name in distribution");
   do {
     fe_dist_level *lv = PUSH(p, d->levels, d->nlevels);

@@ -204,6 +204,7 @@ def programs(long=False):
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
     add("owner_default.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}, {"n": 2, "m": 9}])
     add("owner_hier.dtl", [{"n": 10, "m": 6}], [{"n": 5, "m": 13}])
+    add("chosen_layout.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))

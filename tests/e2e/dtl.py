@@ -647,6 +647,15 @@ class _Parser:
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")
+            if len(parts) == 1 and parts[0] in self.prog.machines:
+                # `@ M` with no mapping: at every level the leading dimensions are blocked
+                # over the level's dimensions in order, replicated over the rest
+                xs = ["abcdefgh"[k] for k in range(len(dims))]
+                lvls = []
+                for lvl in self.prog.machines[parts[0]].levels:
+                    ys = [xs[k] if k < len(xs) else "*" for k in range(len(lvl))]
+                    lvls.append("%s -> %s" % (" , ".join(xs), " , ".join(ys)))
+                dist = "%s ( %s )" % (parts[0], " ; ".join(lvls))
         self.expect(";")
         if name in self.prog.decls:
             raise DtlError("%s: tensor %s declared twice" % (self.path, name))
