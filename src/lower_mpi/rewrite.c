@@ -322,12 +322,12 @@ void spmd_rewrite(sp_program *sp) {
  * once each (no summed variable), so that iteration v of B reads or overwrites only what
  * iteration v of A wrote or read.  A statement fused into a group is compared with the
  * group's nest, so chains fuse; B's innermost assignments follow A's. */
-static const char *body_ok(const sp_node *n) {
+static const char *body_ok_in(const sp_node *n, bool sum) {
   if (!n) return NULL;
   switch (n->kind) {
   case SN_SEQ: case SN_GUARD: case SN_IF: case SN_BIND: break;
   case SN_ASSIGN:
-    if (n->to_acc || n->to_entries || n->atomic) return "its loops sum into a register, a sparse result or atomically";
+    if ((n->to_acc && !sum) || n->to_entries || n->atomic) return "its loops sum into a register, a sparse result or atomically";
     break;
   case SN_LOOP:
     if (n->loop == SL_SPARSE) return "its loops walk the stored entries of a sparse operand";
@@ -340,11 +340,12 @@ static const char *body_ok(const sp_node *n) {
   default: return "its loops hold more than assignments";
   }
   for (int q = 0; q < n->nkids; q++) {
-    const char *w = body_ok(n->kids[q]);
+    const char *w = body_ok_in(n->kids[q], sum);
     if (w) return w;
   }
   return NULL;
 }
+static const char *body_ok(const sp_node *n) { return body_ok_in(n, false); }
 
 /* The statement's loop nest when it is fusable (else NULL and why). */
 static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **why) {
@@ -624,6 +625,150 @@ static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_n
   B->fused_into = A->index;
 }
 
+/* A sum after a group: the sum's loop runs the group's iterations too (AXPY, then a dot product
+ * of its result, in one pass):
+ *   A: views; for v in R { a(v) }     B: zero s; views; for w in R { produce s; sum { for ... s += b(w) }; allreduce s; keep s }
+ *     =>  B: zero s; views of A and B; for w in R { produce s; sum { for ... { a(w); s += b(w) } }; allreduce s; keep s }
+ * Precondition: A is fusable (above); B is one such sum: its outer collective loop holds a
+ * produce, one register sum over a nest, then its reduction, and nothing else; the outer loops
+ * and the nests inside the register sum are alike (A's variables renamed to B's), with the same
+ * guards; A does not touch B's result (B zeroes it first); every tensor A writes and B reads is
+ * accessed at A's left-side variables. */
+/* the loop a register sum runs (sequences of one node looked through) */
+static sp_node *acc_loop(const sp_node *acc) {
+  sp_node *l = acc->nkids ? acc->kids[0] : NULL;
+  while (l && l->kind == SN_SEQ && l->nkids == 1) l = l->kids[0];
+  return l && l->kind == SN_LOOP ? l : NULL;
+}
+
+static sp_node *sum_shape(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why) {
+  const sp_node *b = B->body;
+  if (sp->cuda) return *why = "the CUDA target runs each statement as its own kernel", NULL;
+  if (!b || b->kind != SN_SEQ || !b->nkids || b->kids[b->nkids - 1]->kind != SN_LOOP) return *why = "it is not one sum", NULL;
+  for (int q = 0; q + 1 < b->nkids; q++) {
+    const sp_node *k = b->kids[q];
+    if (!((k->kind == SN_INIT && (k->init == SI_DECLARE || k->init == SI_ZERO)) || (k->kind == SN_COMM && k->op == SC_VIEW)))
+      return *why = "it communicates or prepares more than a sum", NULL;
+  }
+  sp_node *loop = b->kids[b->nkids - 1], *lv = level(loop);
+  if (loop->par != PAR_NONE || (loop->loop != SL_COORD && loop->loop != SL_COLL_BLOCK)) return *why = "it is not one sum over a block", NULL;
+  int nacc = 0;
+  for (int q = 0; q < lv->nkids; q++) {
+    const sp_node *k = lv->kids[q];
+    if (k->kind == SN_ACC) nacc++, *acc = lv->kids[q];
+    else if (!(k->kind == SN_COMM && (k->op == SC_PRODUCE || k->op == SC_ALLREDUCE || k->op == SC_REDUCE || k->op == SC_BCAST_RESULT ||
+                                      k->op == SC_KEEP_OWN)))
+      return *why = "its loop does more than one register sum and its reduction", NULL;
+  }
+  if (nacc != 1 || !acc_loop(*acc)) return *why = "it is not one register sum", NULL;
+  if ((*why = body_ok_in(acc_loop(*acc), true))) return NULL;
+  return loop;
+}
+
+static bool guards_equal(const sp_program *sp, const renaming *r, const sp_node *a, const sp_node *b) {
+  for (int pass = 0; pass < 2; pass++) {
+    const sp_node *x = pass ? b : a, *y = pass ? a : b;
+    for (int j = 0; j < x->nkids; j++) {
+      if (x->kids[j]->kind != SN_GUARD) continue;
+      bool found = false;
+      for (int q = 0; q < y->nkids && !found; q++)
+        found = y->kids[q]->kind == SN_GUARD && (pass ? same_conds(sp, r, y->kids[q], x->kids[j]) : same_conds(sp, r, x->kids[j], y->kids[q]));
+      if (!found) return false;
+    }
+  }
+  return true;
+}
+
+static const char *sum_fuse_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r, sp_node **ia, sp_node **ib) {
+  const char *why;
+  static char w[300];
+  sp_node *la, *lb, *acc = NULL;
+  if (!(la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
+  if (!(lb = sum_shape(sp, B, &acc, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
+  /* the outer loops, then the nest inside the register sum (A renamed to B) */
+  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
+  rn_add(r, la->var, lb->var);
+  if (lb->loop == SL_COLL_BLOCK) rn_add(r, la->lvar, lb->lvar);
+  if (!sym_same(lb->lo, rn_sym(sp, r, la->lo)) || !sym_same(lb->hi, rn_sym(sp, r, la->hi)) || !sym_same(lb->value, rn_sym(sp, r, la->value)))
+    return "their loops run over different ranges";
+  sp_node *ai = inner_loop(level(la));
+  if (!ai) return "the sum's loops are deeper than the first statement's";
+  for (int q = 0; q < level(la)->nkids; q++)
+    if (level(la)->kids[q] != ai) return "the first statement binds or guards outside its inner loop";
+  if ((why = match_nests(sp, r, acc_loop(acc), ai, ib, ia))) return why;
+  if (!guards_equal(sp, r, *ib, *ia)) return "they skip different iterations";
+  /* A must not touch B's result; what A writes, B reads at A's element */
+  acc_list x = {0};
+  acc_collect(&x, rn_node(sp, r, la));
+  int na = x.n;
+  acc_collect(&x, acc);
+  const sp_expr *L = first_lhs(rn_node(sp, r, la));
+  int out = sp->bufs[B->bufs[0]].tensor;
+  for (int q = 0; q < B->nbufs; q++)
+    if (sp->bufs[B->bufs[q]].output) out = sp->bufs[B->bufs[q]].tensor;
+  for (int i = 0; i < na; i++) {
+    if (x.e[i]->tensor == out) return "the first statement uses the sum's result";
+    if (!x.write[i]) continue;
+    for (int j = na; j < x.n; j++)
+      if (x.e[j]->tensor == x.e[i]->tensor && !(L && same_vars(x.e[j], L))) {
+        snprintf(w, sizeof w, "'%s' is written by one and read by the other at another element", sp->tensors[x.e[i]->tensor].name);
+        return w;
+      }
+  }
+  return NULL;
+}
+
+static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
+  /* A's prologue joins B's, sharing the buffers B already declares */
+  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
+  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
+  sp_node *body = B->body;
+  int nB = body->nkids - 1;
+  sp_node **pro = ir_alloc((nB + A->body->nkids + 1) * sizeof *pro);
+  memcpy(pro, body->kids, nB * sizeof *pro);
+  int np = nB;
+  for (int q = 0; q + 1 < A->body->nkids; q++) {
+    sp_node *k = A->body->kids[q];
+    const sp_buf *ab = &sp->bufs[k->buf];
+    int same = -1;
+    for (int j = 0; j < nB && same < 0; j++) {
+      const sp_node *kb = body->kids[j];
+      if (kb->kind != k->kind || (k->kind == SN_INIT && (kb->init != SI_DECLARE || k->init != SI_DECLARE))) continue;
+      const sp_buf *bb = &sp->bufs[kb->buf];
+      if (bb->tensor == ab->tensor && bb->snapshot == ab->snapshot) same = bb->id;
+    }
+    if (same >= 0) {
+      bufmap[ab->id] = same;
+      continue;
+    }
+    pro[np++] = k;
+  }
+  r->bufmap = bufmap;
+  /* A's innermost nodes first (its bindings are B's) */
+  sp_node **k = ir_alloc((ib->nkids + ia->nkids + 1) * sizeof *k);
+  int nk = 0;
+  for (int q = 0; q < ia->nkids; q++) {
+    const sp_node *x = ia->kids[q];
+    if (x->kind == SN_BIND || x->kind == SN_GUARD) continue; /* B has them (guards_equal) */
+    k[nk++] = rn_node(sp, r, x);
+  }
+  /* B's bindings and guards before everything */
+  sp_node **all = ir_alloc((ib->nkids + nk + 1) * sizeof *all);
+  int na = 0;
+  for (int q = 0; q < ib->nkids; q++)
+    if (ib->kids[q]->kind == SN_BIND || ib->kids[q]->kind == SN_GUARD || ib->kids[q]->kind == SN_REGISTER) all[na++] = ib->kids[q];
+  for (int q = 0; q < nk; q++) all[na++] = k[q];
+  for (int q = 0; q < ib->nkids; q++)
+    if (!(ib->kids[q]->kind == SN_BIND || ib->kids[q]->kind == SN_GUARD || ib->kids[q]->kind == SN_REGISTER)) all[na++] = ib->kids[q];
+  ib->kids = all, ib->nkids = na;
+  pro[np++] = body->kids[nB];
+  body->kids = pro, body->nkids = np;
+  A->body = sp_new(SN_SEQ);
+  for (int j = 0; j < sp->nfuncs; j++)
+    if (sp->funcs[j].fused_into == A->index) sp->funcs[j].fused_into = B->index;
+  A->fused_into = B->index;
+}
+
 static void fuse_items(sp_program *sp, sp_item *list, int n) {
   int head = -1;
   for (int k = 0; k < n; k++) {
@@ -645,7 +790,17 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
     char w[64];
     snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
     if (why) {
-      sp_logf(sp, "fuse", why, "%s", w);
+      renaming r2 = {0};
+      const char *why2 = sum_fuse_can(sp, A, B, &r2, &ia, &ib);
+      if (!why2) { /* the group runs inside B's sum; B, which communicates after, ends it */
+        sum_fuse_apply(sp, A, B, &r2, ia, ib);
+        sp_logf(sp, "fuse", NULL, "%s (the sum's loop runs the first's iterations)", w);
+        head = -1;
+        continue;
+      }
+      sp_node *acc;
+      const char *w3;
+      sp_logf(sp, "fuse", sum_shape(sp, B, &acc, &w3) ? why2 : w3, "%s", w);
       head = it->func;
       continue;
     }
