@@ -574,7 +574,20 @@ static void emit_comm(cg_st *g, const sp_node *c) {
          dt, n, n);
     return;
   }
-  case SC_ALLREDUCE: line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n); return;
+  case SC_ALLREDUCE:
+    if (c->nmerged) { /* scalars' sums ready together: one call */
+      const char *ct = cg_ctype(T(g, t)->type);
+      line(g, "{ %s dtl__m[%d]; /* one allreduce for %d sums */", ct, c->nmerged + 1, c->nmerged + 1);
+      line(g, "  dtl__m[0] = dtl_%s[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl__m[%d] = dtl_%s[0];", q + 1, cg_bname(g, c->merged[q]));
+      line(g, "  if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl__m, %d)) return 1;", rt(g, "reduce"), c->mask, dt, c->nmerged + 1);
+      line(g, "  dtl_%s[0] = dtl__m[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl_%s[0] = dtl__m[%d];", cg_bname(g, c->merged[q]), q + 1);
+      line(g, "}");
+      return;
+    }
+    line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n);
+    return;
   case SC_KEEP_OWN:
     line(g, "{ dtl_box dtl__r; /* keep the part of the box this rank owns */");
     line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl__r))", n, t);

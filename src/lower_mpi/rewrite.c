@@ -641,7 +641,7 @@ static sp_node *acc_loop(const sp_node *acc) {
   return l && l->kind == SN_LOOP ? l : NULL;
 }
 
-static sp_node *sum_shape(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why) {
+static sp_node *sum_shape_n(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why, bool many) {
   const sp_node *b = B->body;
   if (sp->cuda) return *why = "the CUDA target runs each statement as its own kernel", NULL;
   if (!b || b->kind != SN_SEQ || !b->nkids || b->kids[b->nkids - 1]->kind != SN_LOOP) return *why = "it is not one sum", NULL;
@@ -660,9 +660,16 @@ static sp_node *sum_shape(const sp_program *sp, const sp_func *B, sp_node **acc,
                                       k->op == SC_KEEP_OWN)))
       return *why = "its loop does more than one register sum and its reduction", NULL;
   }
-  if (nacc != 1 || !acc_loop(*acc)) return *why = "it is not one register sum", NULL;
-  if ((*why = body_ok_in(acc_loop(*acc), true))) return NULL;
+  if ((many ? nacc < 1 : nacc != 1) || !acc_loop(*acc)) return *why = "it is not one register sum", NULL;
+  for (int q = 0; q < lv->nkids; q++)
+    if (lv->kids[q]->kind == SN_ACC && (!acc_loop(lv->kids[q]) || (*why = body_ok_in(acc_loop(lv->kids[q]), true)))) {
+      if (!*why) *why = "it is not one register sum";
+      return NULL;
+    }
   return loop;
+}
+static sp_node *sum_shape(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why) {
+  return sum_shape_n(sp, B, acc, why, false);
 }
 
 static bool guards_equal(const sp_program *sp, const renaming *r, const sp_node *a, const sp_node *b) {
@@ -769,6 +776,109 @@ static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, 
   A->fused_into = B->index;
 }
 
+/* Two sums ready together: one allreduce (and one collective loop) for both:
+ *   A: ...; for w { produce a; sum {..}; allreduce a; keep a }   B: ...; for w { produce b; sum {..}; allreduce b; keep b }
+ *     =>  A: ...; for w { produce a; produce b; sum {..}; sum {..}; allreduce a with b; keep a; keep b }
+ * Precondition: both are sums (sum_shape) of scalars of the same type, reduced over the same
+ * grid dims with an allreduce; their outer collective loops are alike; neither touches the
+ * other's result (B zeroes its result before A's loop now, and A's total is final only after
+ * the common allreduce).  B's loop still runs after A's, so what B reads of A's writes, and A
+ * of B's, is as the program order says. */
+static sp_node *find_op(sp_node *lv, sp_comm_op op) {
+  for (int q = 0; q < lv->nkids; q++)
+    if (lv->kids[q]->kind == SN_COMM && lv->kids[q]->op == op) return lv->kids[q];
+  return NULL;
+}
+static int result_of(const sp_program *sp, const sp_func *F) {
+  for (int q = 0; q < F->nbufs; q++)
+    if (sp->bufs[F->bufs[q]].output) return sp->bufs[F->bufs[q]].tensor;
+  return -1;
+}
+static bool touches(const sp_node *n, int t) {
+  acc_list l = {0};
+  acc_collect(&l, n);
+  for (int k = 0; k < l.n; k++)
+    if (l.e[k]->tensor == t) return true;
+  return false;
+}
+static const char *sums_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r) {
+  const char *why;
+  sp_node *acc, *la, *lb;
+  if (!(la = sum_shape_n(sp, A, &acc, &why, true)) || !(lb = sum_shape_n(sp, B, &acc, &why, true))) return "not two sums";
+  int ta = result_of(sp, A), tb = result_of(sp, B);
+  if (ta < 0 || tb < 0 || sp->tensors[ta].order || sp->tensors[tb].order) return "the sums' results are not both scalars";
+  if (sp->tensors[ta].type != sp->tensors[tb].type) return "the sums' results have different types";
+  sp_node *aa = find_op(level(la), SC_ALLREDUCE), *ab = find_op(level(lb), SC_ALLREDUCE);
+  if (!aa || !ab || aa->mask != ab->mask) return "the sums are not allreduced over the same grid dims";
+  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
+  rn_add(r, lb->var, la->var);
+  if (la->loop == SL_COLL_BLOCK) rn_add(r, lb->lvar, la->lvar);
+  if (!sym_same(la->lo, rn_sym(sp, r, lb->lo)) || !sym_same(la->hi, rn_sym(sp, r, lb->hi)) || !sym_same(la->value, rn_sym(sp, r, lb->value)))
+    return "their loops run over different ranges";
+  if (touches(la, tb) || touches(lb, ta)) return "one sum reads the other's result";
+  return NULL;
+}
+
+static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
+  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
+  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
+  sp_node *body = A->body;
+  int nA = body->nkids - 1;
+  sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
+  memcpy(pro, body->kids, nA * sizeof *pro);
+  int np = nA;
+  for (int q = 0; q + 1 < B->body->nkids; q++) {
+    sp_node *k = B->body->kids[q];
+    int same = -1;
+    if (!(k->kind == SN_INIT && k->init == SI_ZERO)) {
+      const sp_buf *bb = &sp->bufs[k->buf];
+      for (int j = 0; j < nA && same < 0; j++) {
+        const sp_node *ka = body->kids[j];
+        if (ka->kind != k->kind || (k->kind == SN_INIT && (ka->init != SI_DECLARE || k->init != SI_DECLARE))) continue;
+        const sp_buf *ab = &sp->bufs[ka->buf];
+        if (ab->tensor == bb->tensor && ab->snapshot == bb->snapshot) same = ab->id;
+      }
+      if (same >= 0) {
+        bufmap[bb->id] = same;
+        continue;
+      }
+    }
+    pro[np++] = k;
+  }
+  r->bufmap = bufmap;
+  sp_node *la = level(body->kids[nA]), *lb = level(B->body->kids[B->body->nkids - 1]);
+  /* produce a, produce b, sums of a, sums of b, allreduce a with b, keep a, keep b */
+  sp_node **k = ir_alloc((la->nkids + lb->nkids + 1) * sizeof *k);
+  int nk = 0;
+  sp_node *ared = find_op(la, SC_ALLREDUCE);
+  for (int phase = 0; phase < 3; phase++) {
+    for (int side = 0; side < 2; side++) {
+      sp_node *lv = side ? lb : la;
+      for (int q = 0; q < lv->nkids; q++) {
+        sp_node *x = lv->kids[q];
+        int ph = x->kind == SN_COMM && x->op == SC_PRODUCE ? 0 : x->kind == SN_COMM && (x->op == SC_ALLREDUCE || x->op == SC_KEEP_OWN) ? 2 : 1;
+        if (ph != phase) continue;
+        if (side && x->kind == SN_COMM && x->op == SC_ALLREDUCE) { /* joins A's */
+          int *m = ir_alloc((ared->nmerged + x->nmerged + 2) * sizeof *m);
+          memcpy(m, ared->merged, ared->nmerged * sizeof *m);
+          m[ared->nmerged] = x->buf;
+          memcpy(m + ared->nmerged + 1, x->merged, x->nmerged * sizeof *m);
+          ared->merged = m, ared->nmerged += 1 + x->nmerged;
+          continue;
+        }
+        k[nk++] = side ? rn_node(sp, r, x) : x;
+      }
+    }
+  }
+  la->kids = k, la->nkids = nk;
+  pro[np++] = body->kids[nA];
+  body->kids = pro, body->nkids = np;
+  B->body = sp_new(SN_SEQ);
+  for (int j = 0; j < sp->nfuncs; j++)
+    if (sp->funcs[j].fused_into == B->index) sp->funcs[j].fused_into = A->index;
+  B->fused_into = A->index;
+}
+
 static void fuse_items(sp_program *sp, sp_item *list, int n) {
   int head = -1;
   for (int k = 0; k < n; k++) {
@@ -790,12 +900,20 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
     char w[64];
     snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
     if (why) {
+      renaming r3 = {0};
+      sp_node *acc0;
+      const char *w0;
+      if (sum_shape_n(sp, A, &acc0, &w0, true) && !sums_can(sp, A, B, &r3)) {
+        sums_apply(sp, A, B, &r3);
+        sp_logf(sp, "fuse", NULL, "%s (two sums, one allreduce)", w);
+        continue; /* A stays the head: more sums may join */
+      }
       renaming r2 = {0};
       const char *why2 = sum_fuse_can(sp, A, B, &r2, &ia, &ib);
       if (!why2) { /* the group runs inside B's sum; B, which communicates after, ends it */
         sum_fuse_apply(sp, A, B, &r2, ia, ib);
         sp_logf(sp, "fuse", NULL, "%s (the sum's loop runs the first's iterations)", w);
-        head = -1;
+        head = it->func; /* more sums may join B's allreduce */
         continue;
       }
       sp_node *acc;

@@ -1304,6 +1304,10 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fputs(" over grid dims ", f);
       pmask(f, n->mask);
     }
+    for (int q = 0; q < n->nmerged; q++) {
+      fputs(q ? ", " : " with ", f);
+      pbuf(f, c, n->merged[q]);
+    }
     if (n->op == SC_SHIFT_BEGIN) fprintf(f, " along grid dim %d", n->shift_dim);
     if (n->op == SC_BCAST_BEGIN || n->op == SC_SHIFT_BEGIN) {
       fputs(" box ", f);

@@ -188,6 +188,8 @@ struct sp_node {
   const sym **box_lo, **box_hi; /* SC_BCAST_BEGIN / SC_SHIFT_BEGIN: the box posted */
   int other_slot;       /* SC_*_BEGIN: 0 posts into slot + cur, 1 into slot + (cur ^ 1) */
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
+  int nmerged;          /* SC_ALLREDUCE of a scalar: more scalars' sums, of the same type and mask, in the same call */
+  const int *merged;    /* ... their buffers */
   /* SN_INIT */
   sp_init_kind init;
   int tensor, work, slot;
