@@ -918,7 +918,7 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
       }
       sp_node *acc;
       const char *w3;
-      sp_logf(sp, "fuse", sum_shape(sp, B, &acc, &w3) ? why2 : w3, "%s", w);
+      sp_logf(sp, "fuse", sum_shape(sp, B, &acc, &w3) ? why2 : why, "%s", w);
       head = it->func;
       continue;
     }

@@ -205,6 +205,7 @@ def programs(long=False):
     add("owner_default.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}, {"n": 2, "m": 9}])
     add("owner_hier.dtl", [{"n": 10, "m": 6}], [{"n": 5, "m": 13}])
     add("chosen_layout.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}])
+    add("fusion_program.dtl", [{"n": 13, "m": 7}], [{"n": 5, "m": 11}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -213,6 +214,7 @@ def programs(long=False):
     for name, line, text in _LITERAL_REJECTED:
         runs.append(Run("programs", "literal_%s.dtl" % name, None, compile_error=[line], source=text))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
+    runs.append(Run("programs", pr("fusion_program.dtl"), 3, {"n": 9, "m": 4}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
     runs.append(Run("programs", pr("matvec.dtl"), 2, {"n": 10, "m": 7}, error="shape"))
