@@ -584,32 +584,40 @@ static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_fun
   return dependences_ok(sp, la, rn_node(sp, r, lb));
 }
 
-static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
-  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
-  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
-  /* a buffer of B whose C name A already declares (the same tensor's own block, read or
-   * written, or the same in-place snapshot) is A's; B's other declarations and views join A's */
-  sp_node *body = A->body;
-  int nA = body->nkids - 1; /* A's prologue */
-  sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
-  memcpy(pro, body->kids, nA * sizeof *pro);
-  int np = nA;
-  for (int q = 0; q + 1 < B->body->nkids; q++) {
-    sp_node *k = B->body->kids[q];
-    const sp_buf *bb = &sp->bufs[k->buf];
+/* The prologue of `into` (its kids before its loop nest) followed by that of `from`, except the
+ * declarations and views of buffers whose C name `into` already has (the same tensor's own
+ * block, read or written, or the same in-place snapshot): those buffers of `from` become
+ * `into`'s (*bufmap, by program buffer id; -1 elsewhere).  Other setup nodes (zeroing a sum's
+ * result) always join.  The array has room for the loop nest after them; *np counts them. */
+static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const sp_node *from, int **bufmap, int *np) {
+  int *map = ir_alloc((sp->nbufs + 1) * sizeof *map);
+  for (int q = 0; q < sp->nbufs; q++) map[q] = -1;
+  int ni = into->nkids - 1;
+  sp_node **pro = ir_alloc((ni + from->nkids + 1) * sizeof *pro);
+  memcpy(pro, into->kids, ni * sizeof *pro);
+  int n = ni;
+  for (int q = 0; q + 1 < from->nkids; q++) {
+    sp_node *k = from->kids[q];
+    bool buffer = k->kind == SN_COMM || (k->kind == SN_INIT && k->init == SI_DECLARE);
     int same = -1;
-    for (int j = 0; j < nA && same < 0; j++) {
-      const sp_node *ka = body->kids[j];
-      if (ka->kind != k->kind || (k->kind == SN_INIT && ka->init != k->init)) continue;
-      const sp_buf *ab = &sp->bufs[ka->buf];
-      if (ab->tensor == bb->tensor && ab->snapshot == bb->snapshot) same = ab->id;
+    for (int j = 0; j < ni && same < 0 && buffer; j++) {
+      const sp_node *ki = into->kids[j];
+      if (ki->kind != k->kind || (k->kind == SN_INIT && ki->init != SI_DECLARE)) continue;
+      const sp_buf *a = &sp->bufs[ki->buf], *b = &sp->bufs[k->buf];
+      if (a->tensor == b->tensor && a->snapshot == b->snapshot) same = a->id;
     }
-    if (same >= 0) {
-      bufmap[bb->id] = same;
-      continue;
-    }
-    pro[np++] = k;
+    if (same >= 0) map[k->buf] = same;
+    else pro[n++] = k;
   }
+  *bufmap = map, *np = n;
+  return pro;
+}
+
+static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
+  int *bufmap, np;
+  sp_node *body = A->body;
+  int nA = body->nkids - 1;
+  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
   r->bufmap = bufmap;
   /* B's innermost level after A's: its bindings are A's (match_nests), its other nodes follow */
   for (int q = 0; q < ib->nkids; q++) {
@@ -727,29 +735,10 @@ static const char *sum_fuse_can(const sp_program *sp, const sp_func *A, const sp
 
 static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
   /* A's prologue joins B's, sharing the buffers B already declares */
-  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
-  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
+  int *bufmap, np;
   sp_node *body = B->body;
   int nB = body->nkids - 1;
-  sp_node **pro = ir_alloc((nB + A->body->nkids + 1) * sizeof *pro);
-  memcpy(pro, body->kids, nB * sizeof *pro);
-  int np = nB;
-  for (int q = 0; q + 1 < A->body->nkids; q++) {
-    sp_node *k = A->body->kids[q];
-    const sp_buf *ab = &sp->bufs[k->buf];
-    int same = -1;
-    for (int j = 0; j < nB && same < 0; j++) {
-      const sp_node *kb = body->kids[j];
-      if (kb->kind != k->kind || (k->kind == SN_INIT && (kb->init != SI_DECLARE || k->init != SI_DECLARE))) continue;
-      const sp_buf *bb = &sp->bufs[kb->buf];
-      if (bb->tensor == ab->tensor && bb->snapshot == ab->snapshot) same = bb->id;
-    }
-    if (same >= 0) {
-      bufmap[ab->id] = same;
-      continue;
-    }
-    pro[np++] = k;
-  }
+  sp_node **pro = merge_prologue(sp, body, A->body, &bufmap, &np);
   r->bufmap = bufmap;
   /* A's innermost nodes first (its bindings are B's) */
   sp_node **k = ir_alloc((ib->nkids + ia->nkids + 1) * sizeof *k);
@@ -820,31 +809,10 @@ static const char *sums_can(const sp_program *sp, const sp_func *A, const sp_fun
 }
 
 static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
-  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
-  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
+  int *bufmap, np;
   sp_node *body = A->body;
   int nA = body->nkids - 1;
-  sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
-  memcpy(pro, body->kids, nA * sizeof *pro);
-  int np = nA;
-  for (int q = 0; q + 1 < B->body->nkids; q++) {
-    sp_node *k = B->body->kids[q];
-    int same = -1;
-    if (!(k->kind == SN_INIT && k->init == SI_ZERO)) {
-      const sp_buf *bb = &sp->bufs[k->buf];
-      for (int j = 0; j < nA && same < 0; j++) {
-        const sp_node *ka = body->kids[j];
-        if (ka->kind != k->kind || (k->kind == SN_INIT && (ka->init != SI_DECLARE || k->init != SI_DECLARE))) continue;
-        const sp_buf *ab = &sp->bufs[ka->buf];
-        if (ab->tensor == bb->tensor && ab->snapshot == bb->snapshot) same = ab->id;
-      }
-      if (same >= 0) {
-        bufmap[bb->id] = same;
-        continue;
-      }
-    }
-    pro[np++] = k;
-  }
+  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
   r->bufmap = bufmap;
   sp_node *la = level(body->kids[nA]), *lb = level(B->body->kids[B->body->nkids - 1]);
   /* produce a, produce b, sums of a, sums of b, allreduce a with b, keep a, keep b */
