@@ -21,14 +21,7 @@ import tempfile
 
 import numpy as np
 
-SRC = """param n;
-machine M = grid(g);
-tensor A(n, n) csr @ M(ij -> i);
-tensor x(n) @ M(i -> i);
-tensor y(n) @ M(i -> i);
-y(i) = A(i, j) * x(j)
-  .distribute({i}, {io}, {ii}, M);
-"""
+SRC = os.path.join(os.environ.get("top_srcdir", "."), "tests", "e2e", "halo", "spmv.dtl")
 
 
 def tridiagonal(n):
@@ -133,9 +126,7 @@ def main():
     cases += [("poisson", 144, g, 12) for g in (2, 3, 4)]
     fails = 0
     with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "spmv.dtl"), "w") as f:
-            f.write(SRC)
-        subprocess.run([distalc, os.path.join(d, "spmv.dtl"), "--exe", "-o", os.path.join(d, "spmv")], check=True)
+        subprocess.run([distalc, SRC, "--exe", "-o", os.path.join(d, "spmv")], check=True)
         rng = np.random.default_rng(7)
         for kind, n, g, k in cases:
             a = tridiagonal(n) if kind == "tridiagonal" else block_diagonal(n, g) if kind == "block-diagonal" else poisson(k)
