@@ -608,6 +608,18 @@ static void emit_comm(cg_st *g, const sp_node *c) {
   case SC_SPARSE_MERGE:
     line(g, "if (dtl_sparse_merge(dtl_ctx, %s, dtl_%s_coo)) return 1; /* this rank's block gains its entries */", n, n);
     return;
+  case SC_HALO: /* the buffer over the whole box; only the entries at the sparse piece's stored coordinates are filled */
+    emit_box(g, b->order, b->lo, b->hi, box, false);
+    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+    {
+      char vol[300];
+      snprintf(vol, sizeof vol, "dtl_%s_vol", nm);
+      reserve(g, nm, b->slot, vol, ty);
+    }
+    set_layout(g, nm, box);
+    line(g, "if (dtl_halo_exchange(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d])) return 1;",
+         __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
+    return;
   }
 }
 
@@ -997,6 +1009,13 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
              " * for %s_error and %s_plan_destroy. */\n", o->prefix, o->prefix);
   fprintf(h, "int %s_plan_create(MPI_Comm comm, const %s_params *p, %s_plan **plan);\n", o->prefix, o->prefix, o->prefix);
   fprintf(h, "int %s_plan_destroy(%s_plan **plan); /* collective */\n", o->prefix, o->prefix);
+  if (sp->any_sparse)
+    fprintf(h, "/* The stored coordinates of a sparse tensor changed while its dtl_sparse arrays stayed where they\n"
+               " * were: the plan forgets what it learnt of the pieces' structure (the entries each rank's halo\n"
+               " * exchanges move) and works it out again at the next compute.  A piece whose arrays, entry\n"
+               " * count or box differ is noticed without this call.  Local: where any rank called it, every\n"
+               " * rank works the lists out again at its next compute. */\n"
+               "int %s_structure_changed(%s_plan *plan);\n", o->prefix, o->prefix);
   fprintf(h, "/* This rank's block of each tensor: global offset and extent per dim; returns its\n"
              " * element count (0: this rank holds none).  Blocks are row-major and contiguous. */\n");
   for (int t = 0; t < sp->ntensors; t++)
@@ -1053,8 +1072,23 @@ static void collect_masks(const sp_node *n, unsigned *masks, int *nmasks) {
   for (int q = 0; q < n->nkids; q++) collect_masks(n->kids[q], masks, nmasks);
 }
 
+/* Does the program exchange halos (SC_HALO: the plan caches their send and receive lists)? */
+static bool halo_in(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_COMM && n->op == SC_HALO) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (halo_in(n->kids[q])) return true;
+  return false;
+}
+static bool has_halo(const sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (halo_in(sp->funcs[i].body)) return true;
+  return false;
+}
+
 static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   const char *P = o->prefix;
+  bool halo = has_halo(sp);
   int nslots = sp->nslots;
   int np1 = sp->nparams ? sp->nparams : 1;
   /* Generated code reads and writes the params struct as an array of its int64_t fields, in
@@ -1068,6 +1102,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             nslots);
   fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
   if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
+  if (halo) fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n", nslots);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
   fputs("};\n\n", c);
@@ -1215,10 +1250,17 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   else
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
-             "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s"
+             "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
           P, P, nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
-          sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "");
+          sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "",
+          halo ? "  for (int i = 0; i < (int)(sizeof (*plan)->halo / sizeof (*plan)->halo[0]); i++) dtl_halo_free(&(*plan)->halo[i]);\n" : "");
+  if (sp->any_sparse) {
+    /* the halo exchanges' lists follow the sparse pieces' structure: forget them */
+    fprintf(c, "int %s_structure_changed(%s_plan *plan) {\n  if (!plan) return 1;\n", P, P);
+    if (halo) fputs("  for (int i = 0; i < (int)(sizeof plan->halo / sizeof plan->halo[0]); i++) dtl_halo_free(&plan->halo[i]);\n", c);
+    fputs("  return 0;\n}\n\n", c);
+  }
   for (int t = 0; t < sp->ntensors; t++) {
     if (sp->tensors[t].temp) continue;
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, sp->tensors[t].name, P);

@@ -19,6 +19,141 @@ static const char *where(const sp_program *sp, const sp_func *fn, const sp_node 
   return b;
 }
 
+/* ---- halo ---------------------------------------------------------------------------------
+ * A vector broadcast whole to the ranks of one grid dim, of which each rank reads only the
+ * entries at the coordinates its piece of a sparse tensor stores (the columns of its rows of a
+ * CSR matrix, in a sparse matrix-vector product), moves only those entries (a halo exchange,
+ * as PETSc's VecScatter):
+ *   bcast B(whole extent) over {D}; for j in stored coordinates of S level k { .. B(j) .. }
+ *     =>  halo B(whole extent) over {D} at the stored coordinates of S level k; for j .. (same)
+ * B keeps its layout over the whole extent, so the loops that read B(j) do not change, but only
+ * the entries at S's stored coordinates (of the rank's own piece, at level k) are filled: the
+ * rank's own from its block, the others received from their owners along D.  The runtime's
+ * inspector finds those coordinates and what each owner sends once and caches it in the plan
+ * (dtl_halo_exchange); the executor moves only the values, every call.
+ * Precondition: a bcast or fetch (not split or pipelined, not the general way of a
+ * grid-dependent choice) over exactly one grid dim D, of a read buffer B (not a snapshot) of a
+ * dense tensor T of order 1, whose box is T's whole extent; T is partitioned in blocks over D
+ * along its only dimension and replicated over every other grid dim; every access of B in the
+ * statement is B(j) inside a loop over the stored coordinates of one sparse access at a
+ * compressed level k whose variable is j itself (not the inner half of a split), and B is read
+ * nowhere else (no kernel, no precompute); that access's tensor S is read as the rank's own
+ * piece (a view) and no statement writes it (its structure only changes between computes, where
+ * the cache notices, or where the application says so); not on the CUDA target.  Candidates are
+ * the bcasts and fetches of statements that read a sparse tensor. */
+static void replace(sp_node *seq, int at, sp_node **by, int nby);
+
+typedef struct {
+  int buf;
+  int nloops;
+  const sp_node *loops[64]; /* the loops over stored coordinates around the node visited */
+  const sp_node *drv;       /* the loop of the first access */
+  const char *why;          /* the first access that does not fit */
+  int naccess;
+} halo_st;
+
+static void halo_expr(halo_st *h, const sp_program *sp, const sp_expr *e) {
+  if (!e || h->why) return;
+  if (e->kind == SE_ACCESS && e->buf == h->buf && e->sparse < 0 && e->work < 0) {
+    h->naccess++;
+    const sp_node *L = NULL;
+    for (int q = h->nloops - 1; q >= 0 && !L && e->nidx == 1; q--)
+      if (h->loops[q]->var == e->vars[0]) L = h->loops[q];
+    int64_t base = -1;
+    if (!L) h->why = "it is read at an index that no loop over the stored coordinates of a sparse operand runs";
+    else if (!(sym_is_const(L->base, &base) && base == 0)) h->why = "its index is the inner half of a split of a sparse loop's variable";
+    else if (!sp->tensors[L->tensor].compressed[L->level]) h->why = "the sparse loop is over a dense level";
+    else if (h->drv && (h->drv->tensor != L->tensor || h->drv->level != L->level || h->drv->sparse != L->sparse))
+      h->why = "it is read inside loops over the stored coordinates of different sparse accesses";
+    else h->drv = L;
+  }
+  halo_expr(h, sp, e->a);
+  halo_expr(h, sp, e->b);
+}
+
+static bool halo_reads(const sp_expr *e, int buf) {
+  if (!e) return false;
+  return (e->kind == SE_ACCESS && e->buf == buf) || halo_reads(e->a, buf) || halo_reads(e->b, buf);
+}
+
+static void halo_node(halo_st *h, const sp_program *sp, const sp_node *n) {
+  if (!n || h->why) return;
+  if (n->kind == SN_KERNEL)
+    for (int q = 0; q < n->nkops; q++)
+      if (halo_reads(n->kops[q], h->buf)) h->why = "a leaf kernel reads it";
+  if (n->kind == SN_PRODUCER && halo_reads(n->rhs, h->buf)) h->why = "a precompute reads it";
+  if (n->kind == SN_ASSIGN || n->kind == SN_ACC) {
+    if (n->lhs && n->lhs->buf == h->buf) h->why = "it is written";
+    halo_expr(h, sp, n->rhs);
+  }
+  bool sparse_loop = n->kind == SN_LOOP && n->loop == SL_SPARSE;
+  if (sparse_loop) {
+    if (h->nloops == (int)(sizeof h->loops / sizeof h->loops[0])) {
+      h->why = "too many nested loops over stored coordinates";
+      return;
+    }
+    h->loops[h->nloops++] = n;
+  }
+  for (int q = 0; q < n->nkids; q++) halo_node(h, sp, n->kids[q]);
+  if (sparse_loop) h->nloops--;
+}
+
+static bool reads_sparse(const sp_program *sp, const sp_func *fn) {
+  for (int q = 0; q < fn->nbufs; q++) {
+    const sp_buf *b = &sp->bufs[fn->bufs[q]];
+    if (!b->output && sp->tensors[b->tensor].sparse) return true;
+  }
+  return false;
+}
+
+static const char *halo_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  if (n->kind != SN_COMM || !(n->op == SC_BCAST || n->op == SC_FETCH)) return not_here;
+  if (!reads_sparse(sp, fn)) return not_here;
+  const sp_buf *B = &sp->bufs[n->buf];
+  const sp_tensor *T = &sp->tensors[B->tensor];
+  if (sp->cuda) return "the CUDA target";
+  if (n->fallback) return "the pattern depends on the grid's shape (two ways, chosen at run time)";
+  if (B->output || B->snapshot) return "the buffer is the statement's output or a snapshot of it";
+  if (T->sparse || T->order != 1) return "the tensor is not a dense vector (order 1)";
+  if (!n->mask || (n->mask & (n->mask - 1))) return "it does not run along exactly one grid dim";
+  int D = __builtin_ctz(n->mask);
+  int64_t lo = -1;
+  if (!(sym_is_const(B->lo[0], &lo) && lo == 0 && sym_equal(B->hi[0], T->ext[0]))) return "the box is not the tensor's whole extent";
+  const lw_owner *o = T->owner;
+  bool blocked = o && !o->everywhere && o->kind[D] == OWN_PART && o->tdim[D] == 0;
+  for (int d = 0; d < sp->ndims && blocked; d++)
+    if (d != D && o->kind[d] != OWN_STAR) blocked = false;
+  if (!blocked) return "the tensor is not partitioned in blocks along that grid dim alone (replicated over the others)";
+  halo_st h = {.buf = B->id};
+  halo_node(&h, sp, fn->body);
+  if (h.why) return h.why;
+  if (!h.naccess || !h.drv) return "the statement does not read it";
+  const sp_tensor *S = &sp->tensors[h.drv->tensor];
+  bool view = false;
+  for (int q = 0; q < fn->body->nkids; q++) {
+    const sp_node *k = fn->body->kids[q];
+    view |= k->kind == SN_COMM && k->op == SC_VIEW && !sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == h.drv->tensor;
+  }
+  if (!view) return "the sparse operand is not read as the rank's own piece";
+  if (S->written) return "a statement writes the sparse operand (its stored coordinates change)";
+  return NULL;
+}
+
+static void halo_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  halo_st h = {.buf = n->buf};
+  halo_node(&h, sp, fn->body);
+  sp_node *x = sp_new(SN_COMM);
+  *x = *n;
+  x->op = SC_HALO;
+  x->halo_tensor = h.drv->tensor, x->halo_level = h.drv->level;
+  x->comment = "only the entries at the stored coordinates of the rank's piece, from their owners";
+  x->nargs = 0, x->arg_vars = NULL;
+  sp_node *by[1] = {x};
+  replace(seq, at, by, 1);
+}
+
 /* ---- pipeline ----------------------------------------------------------------------------
  * A broadcast, or the exchange that starts a shift, at the top of an iteration of a sequential
  * collective loop v in [0, E) goes out one iteration ahead into the second of two slots, so
@@ -267,6 +402,8 @@ static void inplace_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
 
 const sp_rewrite sp_rewrites[] = {
     {"allreduce", allreduce_can, allreduce_apply, "reduce followed by a broadcast of the result becomes one allreduce"},
+    {"halo", halo_can, halo_apply,
+     "a vector read only at the stored coordinates of a sparse operand moves only those entries, from their owners"},
     {"pipeline", pipeline_can, pipeline_apply,
      "a broadcast or shift at the top of a sequential loop goes out one iteration ahead, double-buffered"},
     {"store", store_can, store_apply, "an '=' that writes each element of the rank's block once stores instead of zeroing and adding"},

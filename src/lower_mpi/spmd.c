@@ -51,7 +51,7 @@ void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *f
 const char *sp_comm_name(sp_comm_op op) {
   static const char *n[] = {"view", "fetch", "bcast", "bcast.begin", "shift.begin", "wait", "produce", "reduce",
                             "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.reset",
-                            "sparse.accumulate", "sparse.merge"};
+                            "sparse.accumulate", "sparse.merge", "halo"};
   return n[op];
 }
 
@@ -1300,7 +1300,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     fprintf(f, "%s ", sp_comm_name(n->op));
     pbuf(f, c, n->buf);
     if (n->op == SC_BCAST || n->op == SC_BCAST_BEGIN || n->op == SC_REDUCE || n->op == SC_BCAST_RESULT ||
-        n->op == SC_ALLREDUCE) {
+        n->op == SC_ALLREDUCE || n->op == SC_HALO) {
       fputs(" over grid dims ", f);
       pmask(f, n->mask);
     }
@@ -1320,6 +1320,8 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
       fputs(" (point to point: every rank evaluates the others' boxes)", f);
+    if (n->op == SC_HALO)
+      fprintf(f, " (inspector: the stored coordinates of %s at level %d)", c->sp->tensors[n->halo_tensor].name, n->halo_level);
     fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
     return;
   case SN_INIT:

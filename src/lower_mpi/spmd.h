@@ -101,6 +101,7 @@ typedef enum {
   SC_SPARSE_RESET,  /* a sparse result's entries start empty for this iteration */
   SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
   SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */
+  SC_HALO,          /* the box's entries at the stored coordinates of a sparse piece, from their owners along mask */
 } sp_comm_op;
 
 typedef enum {
@@ -190,6 +191,8 @@ struct sp_node {
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
   int nmerged;          /* SC_ALLREDUCE of a scalar: more scalars' sums, of the same type and mask, in the same call */
   const int *merged;    /* ... their buffers */
+  int halo_tensor;      /* SC_HALO: the sparse tensor (read as the rank's own piece) whose stored coordinates */
+  int halo_level;       /* ... at this level are the entries filled */
   /* SN_INIT */
   sp_init_kind init;
   int tensor, work, slot;

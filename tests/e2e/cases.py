@@ -581,6 +581,12 @@ def sparse_programs(long=False):
         [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])
     add("sparse_results.dtl", [{"n": 13, "m": 10, "p": 7, "r": 2, "chunk": 4}])
     add("sparse_temp.dtl", [{"n": 11, "m": 9}], [{"n": 7, "m": 13}])
+    # halo exchanges (SpMV over CSR row blocks): 1 to 4 ranks along the rows, uneven sizes,
+    # some ranks with one row or none; and a 2 x 2 grid (the exchange along gx, replicas along gy)
+    rows = {p: {"gx": p, "gy": 1} for p in (1, 2, 3, 4)}
+    runs.extend(_expand("programs", pr("sparse_halo.dtl"), [{"n": 13}, {"n": 10}, {"n": 3}], [1, 2, 3, 4],
+                        grids=rows))
+    runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
     # repetitions: the tensors that += updates are reset before each one
     runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
                     args=["--iters", "3", "--warmup", "1"]))

@@ -1119,6 +1119,54 @@ static void test_spmd_allreduce(void **state) {
   finish(&r);
 }
 
+/* SpMV over CSR row blocks: the broadcast of the whole vector becomes a halo exchange at the
+ * stored coordinates of A's level 1; where x is read at a dense j (A not a factor of the whole
+ * right side) or at the inner half of a split of j, the broadcast stays and the log says why. */
+static void test_spmd_halo(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "tensor b(n) @ M(i -> i);\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = b(i) - A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M).split(j, jo, ji, 3);\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *h = find_node(sp->funcs[0].body, SN_COMM, SC_HALO);
+  assert_non_null(h);
+  assert_int_equal(count_nodes(sp->funcs[0].body, SN_COMM, SC_BCAST), 0);
+  assert_int_equal(h->mask, 1u);
+  assert_string_equal(sp->tensors[h->halo_tensor].name, "A");
+  assert_int_equal(h->halo_level, 1);
+  assert_string_equal(sp->tensors[sp->bufs[h->buf].tensor].name, "x");
+  const sp_log *l = log_of(sp, "halo", 0);
+  assert_non_null(l);
+  assert_null(l->why);
+  for (int f = 1; f < 3; f++) {
+    assert_int_equal(count_nodes(sp->funcs[f].body, SN_COMM, SC_HALO), 0);
+    assert_int_equal(count_nodes(sp->funcs[f].body, SN_COMM, SC_BCAST), 1);
+  }
+  assert_non_null(strstr(log_of(sp, "halo", 1)->why, "no loop over the stored coordinates"));
+  assert_non_null(log_of(sp, "halo", 2)->why);
+  finish(&r);
+  /* a sparse operand that a statement writes: its stored coordinates change */
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor B(n, n) csr @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "B(i, j) = A(i, j) * 2.distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = B(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n");
+  sp = spmd_build(r.lp);
+  assert_int_equal(count_nodes(sp->funcs[1].body, SN_COMM, SC_HALO), 0);
+  assert_non_null(strstr(log_of(sp, "halo", 0)->why, "writes the sparse operand"));
+  finish(&r);
+}
+
 /* Ids are program-wide: two statements' variables and buffers do not share ids, and every
  * variable a node names belongs to that node's statement. */
 static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
@@ -1258,6 +1306,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_pipeline),
       cmocka_unit_test(test_spmd_pipeline_refused),
       cmocka_unit_test(test_spmd_allreduce),
+      cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_cannon_square),
