@@ -10,6 +10,7 @@
 /* User names as C identifiers, prefixed by kind (emit_c.c says why): param i -> p_NAME,
  * index variable -> v_NAME, tensor t -> tT_NAME. */
 const char *cg_param(const sp_program *sp, int i);
+const char *cg_param_ctype(const sp_program *sp, int i); /* int64_t, or double for a floating param */
 const char *cg_var(const char *name);
 const char *cg_tensor(const sp_program *sp, int t);
 const char *cg_ctype(fe_type t);    /* double, float, int32_t, int64_t */

@@ -38,6 +38,7 @@ static const char *prefixed(const char *prefix, const char *name) {
   return r;
 }
 const char *cg_param(const sp_program *sp, int i) { return prefixed("p_", sp->params[i].name); }
+const char *cg_param_ctype(const sp_program *sp, int i) { return sp->params[i].is_float ? "double" : "int64_t"; }
 const char *cg_var(const char *name) { return prefixed("v_", name); }
 const char *cg_tensor(const sp_program *sp, int t) {
   char pre[32];
@@ -194,11 +195,27 @@ static void pexpr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg
     fputs("-", f);
     pexpr(f, sp, e->a, t, acc, ctx, e->a->kind == SE_NEG && !e->a->nguards ? 4 : 3); /* never "--" */
     break;
-  case SE_PARAM: /* an int64_t local of every generated function and kernel */
-    if (t != FE_INT64) fprintf(f, "(%s)", cg_ctype(t));
+  case SE_PARAM: /* an int64_t (a floating param: double) local of every generated function and kernel */
+    if (t != (sp->params[e->param].is_float ? FE_DOUBLE : FE_INT64)) fprintf(f, "(%s)", cg_ctype(t));
     fputs(cg_param(sp, e->param), f);
     break;
   case SE_CALL: pcall(f, sp, e, t, acc, ctx); break;
+  case SE_LT: case SE_LE: case SE_GT: case SE_GE: case SE_EQ: case SE_NE: case SE_AND: case SE_OR: {
+    /* a loop's condition: every comparison and connective parenthesized */
+    static const char *const ops[] = {[SE_LT] = " < ",   [SE_LE] = " <= ", [SE_GT] = " > ",  [SE_GE] = " >= ",
+                                      [SE_EQ] = " == ",  [SE_NE] = " != ", [SE_AND] = " && ", [SE_OR] = " || "};
+    fputc('(', f);
+    pexpr(f, sp, e->a, t, acc, ctx, 0);
+    fputs(ops[e->kind], f);
+    pexpr(f, sp, e->b, t, acc, ctx, 0);
+    fputc(')', f);
+    break;
+  }
+  case SE_NOT:
+    fputs("!(", f);
+    pexpr(f, sp, e->a, t, acc, ctx, 0);
+    fputc(')', f);
+    break;
   default: {
     const char *op = e->kind == SE_ADD ? " + " : e->kind == SE_SUB ? " - " : e->kind == SE_MUL ? " * " : " / ";
     pexpr(f, sp, e->a, t, acc, ctx, my);
@@ -229,7 +246,11 @@ void cg_print_flops(FILE *f, const sp_program *sp) {
 /* params as local constants of a generated function, from the array `from` */
 static void declare_params(FILE *f, const sp_program *sp, const char *from, int ind) {
   for (int i = 0; i < sp->nparams; i++)
-    fprintf(f, "%*sconst int64_t %s = %s[%d];\n%*s(void)%s;\n", ind, "", cg_param(sp, i), from, i, ind, "", cg_param(sp, i));
+    if (sp->params[i].is_float) /* its bits travel in the int64 slot */
+      fprintf(f, "%*sconst double %s = dtl_as_double(%s[%d]);\n%*s(void)%s;\n", ind, "", cg_param(sp, i), from, i, ind, "",
+              cg_param(sp, i));
+    else
+      fprintf(f, "%*sconst int64_t %s = %s[%d];\n%*s(void)%s;\n", ind, "", cg_param(sp, i), from, i, ind, "", cg_param(sp, i));
 }
 
 /* ---- the statement printer --------------------------------------------------------------- */
@@ -941,9 +962,9 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   for (int i = 0; i < sp->nparams; i++)
     fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", sp->params[i].name, sp->params[i].name);
   fputs("typedef struct {", h);
-  for (int i = 0; i < sp->nparams; i++) fprintf(h, "%s%s", i ? ", " : " int64_t ", sp->params[i].name);
-  if (!sp->nparams) fputs(" int64_t unused_", h);
-  fprintf(h, "; } %s_params; /* one field per param */\n", o->prefix);
+  for (int i = 0; i < sp->nparams; i++) fprintf(h, " %s %s;", cg_param_ctype(sp, i), sp->params[i].name);
+  if (!sp->nparams) fputs(" int64_t unused_;", h);
+  fprintf(h, " } %s_params; /* one field per param (int64_t; a floating param: double) */\n", o->prefix);
   for (int i = sp->nparams - 1; i >= 0; i--) fprintf(h, "#pragma pop_macro(\"%s\")\n", sp->params[i].name);
   fputs("\n", h);
   fprintf(h, "/* declared defaults; -1 where none (grid params: derived from the communicator) */\n");
@@ -955,12 +976,14 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   fprintf(h, "/* This rank's block of each tensor: global offset and extent per dim; returns its\n"
              " * element count (0: this rank holds none).  Blocks are row-major and contiguous. */\n");
   for (int t = 0; t < sp->ntensors; t++)
-    fprintf(h, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]);\n", o->prefix,
-            sp->tensors[t].name, o->prefix);
+    if (!sp->tensors[t].temp)
+      fprintf(h, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]);\n", o->prefix,
+              sp->tensors[t].name, o->prefix);
   fprintf(h, "/* Collective.  Move a tensor between the application's layout, where this rank holds\n"
              " * the box [lo, hi) (row-major; boxes of different ranks do not overlap, e.g. row\n"
              " * blocks), and this rank's block of the kernel's distribution. */\n");
   for (int t = 0; t < sp->ntensors; t++) {
+    if (sp->tensors[t].temp) continue;
     if (sp->tensors[t].sparse) {
       const char *ct = cg_ctype(sp->tensors[t].type), *n = sp->tensors[t].name;
       fprintf(h, "/* Sparse %s: every rank passes any n entries (global coordinates, n x %d, and values);\n"
@@ -985,8 +1008,11 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
             sp->any_sparse ? "  A sparse tensor is\n * a dtl_sparse piece whose box is exactly this rank's block (its _block query), built\n * with dtl_sparse_from_coo; compute fails on every rank when one passes another box" : "");
   fprintf(h, "int %s_compute(%s_plan *plan", o->prefix, o->prefix);
   for (int t = 0; t < sp->ntensors; t++)
-    cg_tensor_param(h, sp, t);
+    if (!sp->tensors[t].temp) cg_tensor_param(h, sp, t);
   fputs(");\n", h);
+  if (sp->nloops)
+    fprintf(h, "/* The iterations of the program's top-level loops that the last compute ran, summed. */\n"
+               "int64_t %s_iterations(const %s_plan *plan);\n", o->prefix, o->prefix);
   fprintf(h, "const char *%s_error(const %s_plan *plan); /* message of the last failure */\n", o->prefix, o->prefix);
   fputs("\n#ifdef __cplusplus\n}\n#endif\n#endif\n", h);
 }
@@ -1016,6 +1042,10 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   if (sp->any_sparse)
     fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n  dtl_coo co[%d]; /* entries of sparse results */\n", nslots,
             nslots);
+  fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
+  if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
+  fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
+        "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
   fputs("};\n\n", c);
   if (sp->cuda)
     fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
@@ -1043,7 +1073,11 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int i = 0; i < sp->nparams; i++)
     fprintf(c, "%s%lld", i ? ", " : "", (long long)(sp->params[i].has_default ? sp->params[i].value : -1));
   if (!sp->nparams) fputs("0", c);
-  fputs("};\n  memcpy(p, dtl_d, sizeof dtl_d);\n}\n\n", c);
+  fputs("};\n  memcpy(p, dtl_d, sizeof dtl_d);\n", c);
+  for (int i = 0; i < sp->nparams; i++)
+    if (sp->params[i].is_float) /* a double field: its bits */
+      fprintf(c, "  {\n    const double d = %.17g;\n    memcpy((char *)p + %d * sizeof(int64_t), &d, sizeof d);\n  }\n", sp->params[i].fvalue, i);
+  fputs("}\n\n", c);
   /* plan_create */
   fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
   fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
@@ -1051,7 +1085,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
   fputs("  int dtl_size;\n  if (MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
   for (int i = 0; i < sp->nparams; i++) {
-    if (sp->params[i].is_grid) continue;
+    if (sp->params[i].is_grid || sp->params[i].is_float) continue;
     fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
             i, sp->params[i].name,
             sp->params[i].has_default ? "must be positive" : "has no value and no default");
@@ -1122,6 +1156,16 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  if (dtl_dist_validate(dtl_plan->ctx, &dtl_plan->dist[%d], \"%s\")) {\n"
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", t, ft->name);
     fprintf(c, "  dtl_dist_block(dtl_plan->ctx, &dtl_plan->dist[%d], dtl_plan->ctx->coords, &dtl_plan->own[%d]);\n", t, t);
+    if (ft->temp && !ft->sparse) { /* the plan holds a temporary's block (a sparse one starts with no entries) */
+      const char *ct = cg_ctype(ft->type);
+      fprintf(c, "  {\n    int64_t vol = dtl_box_volume(&dtl_plan->own[%d]);\n    size_t bytes = (size_t)(vol > 0 ? vol : 1) * sizeof(%s);\n", t, ct);
+      if (sp->cuda)
+        fprintf(c, "    dtl_plan->tmp[%d] = dtl_cu_malloc(bytes);\n", t);
+      else
+        fprintf(c, "    dtl_plan->tmp[%d] = calloc(1, bytes);\n", t);
+      fprintf(c, "    if (!dtl_plan->tmp[%d]) {\n      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory for temporary %s\");\n"
+                 "      return 1;\n    }\n  }\n", t, ft->name);
+    }
   }
   if (sp->cuda) {
     /* NCCL communicators for the sub-communicators that broadcasts and reductions use */
@@ -1141,14 +1185,18 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
                "  if ((*plan)->ctx && (*plan)->ctx->dev) dtl_cu_sync((*plan)->ctx);\n"
                "  for (int i = 0; i < %d; i++) dtl_cu_free((*plan)->buf[i]);\n"
+               "  for (int i = 0; i < %d; i++) dtl_cu_free((*plan)->tmp[i]);\n"
                "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-            P, P, nslots);
+            P, P, nslots, sp->ntensors + 1);
   else
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
-             "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n%s"
+             "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
+             "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-          P, P, nslots, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "");
+          P, P, nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
+          sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "");
   for (int t = 0; t < sp->ntensors; t++) {
+    if (sp->tensors[t].temp) continue;
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, sp->tensors[t].name, P);
     fprintf(c, "  if (!plan || !plan->ctx) return 0;\n  const dtl_box *b = &plan->own[%d];\n"
                "  for (int d = 0; d < b->nd; d++) {\n"
@@ -1157,6 +1205,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                "  return dtl_box_volume(b);\n}\n\n", t);
   }
   for (int t = 0; t < sp->ntensors; t++) {
+    if (sp->tensors[t].temp) continue;
     if (sp->tensors[t].sparse) {
       const sp_tensor *ft = &sp->tensors[t];
       fprintf(c, "int %s_%s_import(%s_plan *plan, int64_t n, const int64_t *coords, const %s *vals, dtl_sparse *block) {\n"
@@ -1180,6 +1229,60 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   }
   fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
              "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);
+}
+
+/* ---- the program: statement calls and loops ----------------------------------------------- */
+/* a scalar of a loop's condition: its value on this rank, as a double (read before the test) */
+static void cond_access(FILE *f, const sp_expr *e, void *vc) {
+  (void)vc;
+  fprintf(f, "dtl_c%d", e->tensor);
+}
+
+static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const sp_item *list, int n, int ind, bool top) {
+  for (int k = 0; k < n; k++) {
+    const sp_item *it = &list[k];
+    if (it->kind == SP_CALL) {
+      fprintf(c, "%*sif (%s_s%d(dtl_plan", ind, "", o->prefix, sp->funcs[it->func].index);
+      for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s", cg_tensor(sp, t));
+      fputs(")) return 1;\n", c);
+      continue;
+    }
+    int L = it->number;
+    fprintf(c, "%*s/* loop %d (line %d)%s%s */\n", ind, "", L, it->src_line, it->cond_text ? ": until " : "",
+            it->cond_text ? it->cond_text : "");
+    fprintf(c, "%*sfor (int64_t dtl_it%d = 0, dtl_n%d = ", ind, "", L, L);
+    cg_sym(c, sp, it->bound, false);
+    fprintf(c, "; dtl_it%d < dtl_n%d; dtl_it%d++) {\n", L, L, L);
+    if (top) fprintf(c, "%*sdtl_plan->iters++;\n", ind + 2, "");
+    emit_items(c, sp, o, it->items, it->nitems, ind + 2, false);
+    int in = ind + 2;
+    /* the condition's scalars on this rank, as doubles */
+    for (int r = 0; r < it->nreads; r++) {
+      int t = it->reads[r];
+      const char *ct = cg_ctype(sp->tensors[t].type);
+      if (sp->cuda) {
+        fprintf(c, "%*s%s dtl_h%d;\n%*sif (dtl_cu_to_host(dtl_plan->ctx, &dtl_h%d, %s, sizeof dtl_h%d)) return 1;\n", in, "", ct, t, in, "",
+                t, cg_tensor(sp, t), t);
+        fprintf(c, "%*sconst double dtl_c%d = (double)dtl_h%d;\n", in, "", t, t);
+      } else {
+        fprintf(c, "%*sconst double dtl_c%d = (double)%s[0];\n", in, "", t, cg_tensor(sp, t));
+      }
+    }
+    if (it->cond) {
+      fprintf(c, "%*s/* every rank takes rank 0's decision (replicated values may differ in the last bit) */\n", in, "");
+      fprintf(c, "%*sint dtl_stop%d = ", in, "", L);
+      cg_print_expr(c, sp, it->cond, FE_DOUBLE, cond_access, NULL);
+      fprintf(c, ";\n%*sif (dtl_agree(dtl_plan->ctx, &dtl_stop%d)) return 1;\n", in, "", L);
+    }
+    fprintf(c, "%*sif (dtl_plan->monitor && dtl_is_root(dtl_plan->ctx)) {\n", in, "");
+    fprintf(c, "%*sprintf(\"monitor: loop %d iteration %%lld%s", in + 2, "", L, it->nreads ? ":" : "");
+    for (int r = 0; r < it->nreads; r++) fprintf(c, " %s=%%.6e", sp->tensors[it->reads[r]].name);
+    fprintf(c, "\\n\", (long long)(dtl_it%d + 1)", L);
+    for (int r = 0; r < it->nreads; r++) fprintf(c, ", dtl_c%d", it->reads[r]);
+    fprintf(c, ");\n%*sfflush(stdout);\n%*s}\n", in + 2, "", in, "");
+    if (it->cond) fprintf(c, "%*sif (dtl_stop%d) break;\n", in, "", L);
+    fprintf(c, "%*s}\n", ind, "");
+  }
 }
 
 int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *o) {
@@ -1221,8 +1324,15 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
   }
   fprintf(c, "int %s_compute(%s_plan *dtl_plan", o->prefix, o->prefix);
   for (int t = 0; t < sp->ntensors; t++)
-    cg_tensor_param(c, sp, t);
-  fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n", c);
+    if (!sp->tensors[t].temp) cg_tensor_param(c, sp, t);
+  fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n  dtl_plan->iters = 0;\n", c);
+  for (int t = 0; t < sp->ntensors; t++) {
+    const sp_tensor *x = &sp->tensors[t];
+    if (!x->temp) continue;
+    if (x->sparse) fprintf(c, "  dtl_sparse *%s = &dtl_plan->tsp[%d]; /* temporary */\n", cg_tensor(sp, t), t);
+    else fprintf(c, "  %s *%s = dtl_plan->tmp[%d]; /* temporary */\n", cg_ctype(x->type), cg_tensor(sp, t), t);
+  }
+  if (sp->nloops) declare_params(c, sp, "dtl_plan->p", 2);
   if (sp->any_sparse) {
     /* every sparse piece must be this rank's block, in the declared formats (collective) */
     fputs("  {\n    int dtl_bad = 0;\n", c);
@@ -1247,13 +1357,11 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     }
     fputs("    if (dtl_any_error(dtl_plan->ctx, dtl_bad)) return 1;\n  }\n", c);
   }
-  for (int i = 0; i < sp->nfuncs; i++) {
-    fprintf(c, "  if (%s_s%d(dtl_plan", o->prefix, sp->funcs[i].index);
-    for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s", cg_tensor(sp, t));
-    fputs(")) return 1;\n", c);
-  }
+  emit_items(c, sp, o, sp->items, sp->nitems, 2, true);
   if (sp->cuda) fputs("  /* the blocks are final when compute returns */\n  if (dtl_cu_sync(dtl_plan->ctx)) return 1;\n", c);
   fputs("  return 0;\n}\n", c);
+  if (sp->nloops)
+    fprintf(c, "\nint64_t %s_iterations(const %s_plan *plan) { return plan ? plan->iters : 0; }\n", o->prefix, o->prefix);
   if (o->main) cg_emit_driver(c, sp, o);
   int bad = ferror(c) || ferror(h) || ferror(cu);
   if (nul) fclose(nul);

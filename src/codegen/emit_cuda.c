@@ -25,7 +25,7 @@ void cg_emit_device(cg_st *g, const sp_node *n) {
   fprintf(t, "/* arguments of kernel %s (statement %d) */\ntypedef struct {\n", kn, fn->index + 1);
   fprintf(t, "  int64_t dtl__total, dtl__mlo[%d], dtl__mn[%d];\n", nm + 1, nm + 1);
   fprintf(t, "  int64_t dtl_coords[%d];\n", sp->ndims);
-  for (int i = 0; i < sp->nparams; i++) fprintf(t, "  int64_t %s;\n", cg_param(sp, i));
+  for (int i = 0; i < sp->nparams; i++) fprintf(t, "  %s %s;\n", cg_param_ctype(sp, i), cg_param(sp, i));
   for (int q = 0; q < n->ncaptured; q++) fprintf(t, "  int64_t %s;\n", cg_vname(sp, n->captured[q]));
   for (int q = 0; q < n->nbufs; q++) {
     const sp_buf *b = &sp->bufs[n->bufs[q]];
@@ -84,7 +84,7 @@ void cg_emit_device(cg_st *g, const sp_node *n) {
   g->ind = 2;
   for (int i = 0; i < sp->nparams; i++) {
     const char *pn = cg_param(sp, i);
-    line(g, "const int64_t %s = dtl__ka.%s;", pn, pn);
+    line(g, "const %s %s = dtl__ka.%s;", cg_param_ctype(sp, i), pn, pn);
     line(g, "(void)%s;", pn);
   }
   line(g, "const int64_t *dtl_coords = dtl__ka.dtl_coords;");

@@ -71,6 +71,18 @@ int dtl_mpi_fail(dtl_ctx *ctx, int rc, const char *what) {
 
 /* Agreement on failure: the lowest failing rank's message is broadcast so that every rank
  * reports the same text (rank 0 prints it in drivers). */
+int dtl_agree(dtl_ctx *ctx, int *flag) {
+  if (MPI_Bcast(flag, 1, MPI_INT, 0, ctx->comm) != MPI_SUCCESS)
+    return dtl_fail(ctx, "MPI_Bcast failed while agreeing on a loop's condition");
+  return 0;
+}
+
+bool dtl_is_root(const dtl_ctx *ctx) {
+  int r = 0;
+  MPI_Comm_rank(ctx->comm, &r);
+  return r == 0;
+}
+
 int dtl_any_error(dtl_ctx *ctx, int err) {
   int mine = err ? ctx->rank : ctx->size, first = ctx->size;
   if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->cart) != MPI_SUCCESS) {

@@ -2,6 +2,7 @@
  * text, and its summary line. */
 #include "distal/runtime.h"
 
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -65,8 +66,8 @@ static int parse_file_opt(const char *flag, const char *v, int ntensors,
 }
 
 int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_names,
-                   int64_t *values, int ntensors, const char *const *tensor_names, dtl_options *opt,
-                   char *err, size_t errlen) {
+                   const bool *param_float, int64_t *values, int ntensors, const char *const *tensor_names,
+                   dtl_options *opt, char *err, size_t errlen) {
   memset(opt, 0, sizeof *opt);
   opt->fill = DTL_FILL_RANDOM;
   opt->seed = 1;
@@ -88,6 +89,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
               : IS("json")            ? &opt->json
               : IS("stats")           ? &opt->stats
               : IS("verbose")         ? &opt->verbose
+              : IS("monitor")         ? &opt->monitor
               : IS("help") || IS("h") ? &opt->help
                                       : NULL;
     if (b) {
@@ -143,6 +145,13 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
                          load ? opt->load_tensor : opt->save_tensor,
                          load ? opt->load_path : opt->save_path, err, errlen))
         return 1;
+    } else if (param_float && param_float[p]) { /* a floating param: its bits in the slot */
+      char *end;
+      errno = 0;
+      double dv = strtod(v, &end);
+      if (end == v || *end || errno == ERANGE || !isfinite(dv))
+        return failf(err, errlen, "invalid value '%s' for %s: expected a finite number", v, flag);
+      values[p] = dtl_double_bits(dv);
     } else {
       if (!parse_int(v, 1, &n))
         return failf(err, errlen, "invalid value '%s' for %s: expected a positive integer", v,
@@ -192,14 +201,17 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
 }
 
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
-                     const int64_t *defaults, int ntensors, const char *const *tensor_names) {
+                     const bool *param_float, const int64_t *defaults, int ntensors,
+                     const char *const *tensor_names) {
   fprintf(out, "usage: mpirun -np P %s [params] [options]\n", prog);
   if (nparams)
-    fprintf(out, "params (-NAME V, --NAME V or --NAME=V, positive integers):\n");
+    fprintf(out, "params (-NAME V, --NAME V or --NAME=V, positive integers; floating params: numbers):\n");
   for (int i = 0; i < nparams; i++) {
     char lhs[96];
     snprintf(lhs, sizeof lhs, "-%s V", param_names[i]);
-    if (defaults && defaults[i] > 0)
+    if (param_float && param_float[i] && defaults)
+      fprintf(out, "  %-26s default %g (floating)\n", lhs, dtl_as_double(defaults[i]));
+    else if (defaults && defaults[i] > 0)
       fprintf(out, "  %-26s default %lld\n", lhs, (long long)defaults[i]);
     else
       fprintf(out, "  %-26s no default (grid params follow from the rank count)\n", lhs);
@@ -221,6 +233,8 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
                "  --json                     print the summary as JSON\n"
                "  --stats                    bytes and messages per rank and operation\n"
                "  --verbose                  say what happens\n"
+               "  --monitor                  rank 0 prints each loop iteration and the scalars\n"
+               "                             its condition reads\n"
                "  --help, -h                 this text\n");
   if (ntensors) {
     fprintf(out, "tensors:");
@@ -251,8 +265,8 @@ static void json_string(FILE *out, const char *s) {
 
 /* Rates come from the minimum time, the usual convention of benchmarks. */
 void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
-                const char *const *param_names, const int64_t *values, const double *times, int n,
-                double flops, double bytes, bool json) {
+                const char *const *param_names, const bool *param_float, const int64_t *values,
+                const double *times, int n, double flops, double bytes, int64_t iterations, bool json) {
   if (ctx->rank != 0)
     return;
   double tmin = 0, tmed = 0;
@@ -270,7 +284,12 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
     for (int d = 0; d < ctx->ndims; d++)
       fprintf(out, "%s%lld", d ? "x" : "", (long long)ctx->dims[d]);
     for (int i = 0; i < nparams; i++)
-      fprintf(out, " %s=%lld", param_names[i], (long long)values[i]);
+      if (param_float && param_float[i])
+        fprintf(out, " %s=%.17g", param_names[i], dtl_as_double(values[i]));
+      else
+        fprintf(out, " %s=%lld", param_names[i], (long long)values[i]);
+    if (iterations >= 0)
+      fprintf(out, " iterations=%lld", (long long)iterations);
     fprintf(out, " iters=%d min=%.6f s median=%.6f s %.2f GFLOP/s %.2f GB/s\n", n, tmin, tmed,
             gflops, gbs);
   } else {
@@ -283,9 +302,15 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
     for (int i = 0; i < nparams; i++) {
       fprintf(out, "%s", i ? ", " : "");
       json_string(out, param_names[i]);
-      fprintf(out, ": %lld", (long long)values[i]);
+      if (param_float && param_float[i])
+        fprintf(out, ": %.17g", dtl_as_double(values[i]));
+      else
+        fprintf(out, ": %lld", (long long)values[i]);
     }
-    fprintf(out, "}, \"iters\": %d, \"times_s\": [", n);
+    fprintf(out, "}, ");
+    if (iterations >= 0)
+      fprintf(out, "\"iterations\": %lld, ", (long long)iterations);
+    fprintf(out, "\"iters\": %d, \"times_s\": [", n);
     for (int i = 0; i < n; i++)
       fprintf(out, "%s%.9g", i ? ", " : "", times[i]);
     fprintf(out,

@@ -88,7 +88,10 @@ typedef struct {
 typedef struct {
   char *name;
   bool has_default;
-  int64_t value;   /* default when has_default */
+  int64_t value;   /* default when has_default (an integer param) */
+  bool is_float;   /* declared with a floating default: a double, only in expressions and conditions */
+  double fvalue;   /* its default */
+  char *ftext;     /* ... as written */
   bool is_grid;    /* used as a dimension of some machine level */
   bool implicit;   /* declared by its use in grid(...) */
   fe_loc loc;
@@ -151,6 +154,7 @@ typedef struct {
   bool has_format;
   bool has_dist;
   fe_dist dist;
+  bool is_temp;     /* declared with `temp`: lives inside the program only */
   fe_loc loc;
 } fe_tensor;
 
@@ -167,7 +171,9 @@ typedef struct {
 typedef enum {
   FE_E_ACCESS, FE_E_NUM, FE_E_ADD, FE_E_SUB, FE_E_MUL, FE_E_DIV, FE_E_NEG,
   FE_E_CALL, /* an element-wise function of one or two arguments (a, b) */
-  FE_E_PARAM /* a param's value (sema turns a bare name that is a param into one) */
+  FE_E_PARAM, /* a param's value (sema turns a bare name that is a param into one) */
+  /* only in a loop's condition: comparisons (a op b) and logic */
+  FE_E_LT, FE_E_LE, FE_E_GT, FE_E_GE, FE_E_EQ, FE_E_NE, FE_E_AND, FE_E_OR, FE_E_NOT
 } fe_expr_kind;
 
 /* The element-wise functions of LANGUAGE.md section 4.  Their names are not reserved: a name
@@ -234,6 +240,22 @@ typedef struct {
   fe_loc loc;
 } fe_stmt;
 
+/* The program's control structure (LANGUAGE.md section 9): statements and loops in order.
+ * Statements are also numbered in fe_program.stmts, in source order; items refer to them. */
+typedef enum { FE_ITEM_STMT, FE_ITEM_LOOP } fe_item_kind;
+typedef struct fe_item fe_item;
+struct fe_item {
+  fe_item_kind kind;
+  int stmt;        /* FE_ITEM_STMT: index into fe_program.stmts */
+  /* FE_ITEM_LOOP: repeat bound [until (cond)] { items } */
+  fe_size bound;   /* at most this many iterations */
+  fe_expr *cond;   /* NULL: no until */
+  int nitems;
+  fe_item *items;
+  int number;      /* 1-based, in source order */
+  fe_loc loc;
+};
+
 typedef struct fe_program {
   fe_source *src;
   int nparams, nmachines, ntensors, nstmts;
@@ -241,6 +263,9 @@ typedef struct fe_program {
   fe_machine *machines;
   fe_tensor *tensors;
   fe_stmt *stmts;
+  int nitems;      /* the top level */
+  fe_item *items;
+  int nloops;
 } fe_program;
 
 /* Parse a whole program.  On syntax errors reports them through fe_error and returns

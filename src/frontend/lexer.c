@@ -9,12 +9,13 @@
 
 static const char *const keywords[] = {
     "param", "machine", "tensor",     "grid", "Grid", "double", "float", "int32",
-    "int64", "dense",   "compressed", "csr",  "csf",  "cpu",    "gpu",
+    "int64", "dense",   "compressed", "csr",  "csf",  "cpu",    "gpu",   "temp",
+    "repeat", "until",
 };
 
 /* Two-character punctuation first, so that "+=" is not read as "+" "=". */
 static const char *const puncts[] = {
-    "+=", "-=", "->", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "=", "+", "-", "*", "/", "@",
+    "+=", "-=", "->", "<=", ">=", "==", "!=", "&&", "||", "<", ">", "!", "(", ")", "{", "}", "[", "]", ",", ";", ":", ".", "=", "+", "-", "*", "/", "@",
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof *(a)))

@@ -25,6 +25,7 @@ typedef struct {
   fe_token *first;
   fe_program *prog;
   int nesting;
+  bool in_cond; /* parsing a loop's condition: "(" may open a condition */
   jmp_buf fail;
 } parser;
 
@@ -134,7 +135,7 @@ static int find_param_tok(const parser *p, const fe_token *t) {
 
 /* ---- declarations ------------------------------------------------------------------- */
 
-// param = "param" IDENT ("=" "-"? INT)? ";"
+// param = "param" IDENT ("=" "-"? (INT | FLOAT))? ";"
 static void param_decl(parser *p) {
   next(p);
   fe_token *name = expect_ident(p, "expected param name");
@@ -143,13 +144,20 @@ static void param_decl(parser *p) {
   prm->loc = name->loc;
   if (consume(p, "=")) {
     bool neg = consume(p, "-");
-    if (p->tok->kind == TK_FLOAT)
-      fail(p, p->tok->loc, "floating params are not supported: the default of param '%s' must be an integer",
-           prm->name);
-    if (p->tok->kind != TK_INT)
-      fail_here(p, "expected an integer default value for param");
-    prm->has_default = true;
-    prm->value = int_value(p, next(p), neg);
+    if (p->tok->kind == TK_FLOAT) { /* a floating param (a double) */
+      prm->has_default = prm->is_float = true;
+      prm->fvalue = neg ? -p->tok->fval : p->tok->fval;
+      fe_token *v = next(p);
+      char *t = text_of(p, v);
+      prm->ftext = zalloc(p, strlen(t) + 2);
+      snprintf(prm->ftext, strlen(t) + 2, "%s%s", neg ? "-" : "", t);
+      free(t);
+    } else {
+      if (p->tok->kind != TK_INT)
+        fail_here(p, "expected an integer or floating default value for param");
+      prm->has_default = true;
+      prm->value = int_value(p, next(p), neg);
+    }
   }
   expect(p, ";", "expected ';' after param declaration");
 }
@@ -383,12 +391,13 @@ static bool is_format(const parser *p) {
   return is(p, "dense") || is(p, "compressed") || is(p, "csr") || is(p, "csf") || is(p, "{");
 }
 
-// tensor = "tensor" IDENT ("(" (size ("," size)*)? ")")? (type | format)* ("@" dist)? ";"
+// tensor = ("tensor" | "temp") IDENT ("(" (size ("," size)*)? ")")? (type | format)* ("@" dist)? ";"
 // type = "double" | "float" | "int32" | "int64"
 static void tensor_decl(parser *p) {
-  next(p);
-  fe_token *name = expect_ident(p, "expected tensor name");
+  bool temp = fe_tok_is(next(p), "temp");
+  fe_token *name = expect_ident(p, temp ? "expected temporary name" : "expected tensor name");
   fe_tensor *t = PUSH(p, p->prog->tensors, p->prog->ntensors);
+  t->is_temp = temp;
   t->name = text_of(p, name);
   t->loc = name->loc;
   t->dist.machine = -1;
@@ -419,7 +428,7 @@ static void tensor_decl(parser *p) {
     t->has_dist = true;
     dist(p, &t->dist);
   }
-  expect(p, ";", "expected ';' after tensor declaration");
+  expect(p, ";", temp ? "expected ';' after temporary declaration" : "expected ';' after tensor declaration");
 }
 
 /* ---- statements and expressions ----------------------------------------------------- */
@@ -508,9 +517,10 @@ static int call(parser *p, fe_expr **slot, fe_func f) {
 
 // primary = "(" expr ")" | INT | FLOAT | call | access
 // Each expression function builds its tree in *slot and returns the tree's height.
+static int cond_or(parser *p, fe_expr **slot);
 static int primary(parser *p, fe_expr **slot) {
   if (consume(p, "(")) {
-    int h = expr(p, slot);
+    int h = p->in_cond ? cond_or(p, slot) : expr(p, slot);
     expect(p, ")", "expected ')'");
     return h;
   }
@@ -577,6 +587,57 @@ static int expr(parser *p, fe_expr **slot) {
     fe_token *op = next(p);
     fe_expr *e = new_expr(p, slot, fe_tok_is(op, "+") ? FE_E_ADD : FE_E_SUB, op->loc);
     h = check_depth(p, max(h, mul(p, &e->b)) + 1, op->loc);
+  }
+  return h;
+}
+
+// A loop's condition (LANGUAGE.md section 9); sema checks which operands are conditions and
+// which are values.
+// cmp = expr (("<" | "<=" | ">" | ">=" | "==" | "!=") expr)?
+static int cond_cmp(parser *p, fe_expr **slot) {
+  int h = expr(p, slot);
+  static const char *const ops[] = {"<", "<=", ">", ">=", "==", "!="};
+  static const fe_expr_kind kinds[] = {FE_E_LT, FE_E_LE, FE_E_GT, FE_E_GE, FE_E_EQ, FE_E_NE};
+  for (int k = 0; k < 6; k++)
+    if (is(p, ops[k])) {
+      fe_expr *e = new_expr(p, slot, kinds[k], next(p)->loc);
+      h = check_depth(p, max(h, expr(p, &e->b)) + 1, e->loc);
+      break;
+    }
+  return h;
+}
+
+// not = "!" not | cmp
+static int cond_not(parser *p, fe_expr **slot) {
+  if (++p->nesting > MAX_NESTING)
+    fail(p, p->tok->loc, "condition is too deeply nested (more than %d levels)", MAX_NESTING);
+  int h;
+  if (is(p, "!")) {
+    fe_expr *e = new_expr(p, slot, FE_E_NOT, next(p)->loc);
+    h = check_depth(p, cond_not(p, &e->a) + 1, e->loc);
+  } else {
+    h = cond_cmp(p, slot);
+  }
+  p->nesting--;
+  return h;
+}
+
+// and = not ("&&" not)*
+static int cond_and(parser *p, fe_expr **slot) {
+  int h = cond_not(p, slot);
+  while (is(p, "&&")) {
+    fe_expr *e = new_expr(p, slot, FE_E_AND, next(p)->loc);
+    h = check_depth(p, max(h, cond_not(p, &e->b)) + 1, e->loc);
+  }
+  return h;
+}
+
+// or = and ("||" and)*
+static int cond_or(parser *p, fe_expr **slot) {
+  int h = cond_and(p, slot);
+  while (is(p, "||")) {
+    fe_expr *e = new_expr(p, slot, FE_E_OR, next(p)->loc);
+    h = check_depth(p, max(h, cond_and(p, &e->b)) + 1, e->loc);
   }
   return h;
 }
@@ -651,19 +712,55 @@ static void stmt(parser *p) {
   expect(p, ";", "expected ';' after statement");
 }
 
-// program = (param | machine | tensor | stmt)* EOF
-static void program(parser *p) {
-  while (p->tok->kind != TK_EOF) {
-    if (is(p, "param"))
-      param_decl(p);
-    else if (is(p, "machine"))
-      machine_decl(p);
-    else if (is(p, "tensor"))
-      tensor_decl(p);
-    else
+static void items(parser *p, fe_item **list, int *n, bool in_loop);
+
+// loop = "repeat" ("-"? INT | FLOAT | IDENT) ("until" "(" or ")")? "{" item* "}"
+static void loop(parser *p, fe_item *it) {
+  it->kind = FE_ITEM_LOOP;
+  it->loc = next(p)->loc;
+  it->number = ++p->prog->nloops;
+  it->bound.loc = p->tok->loc;
+  if (p->tok->kind == TK_FLOAT)
+    fail_here(p, "the bound of a loop must be an integer (a literal or an integer param)");
+  size(p, &it->bound, false, "a loop bound");
+  if (consume(p, "until")) {
+    expect(p, "(", "expected '(' after 'until'");
+    p->in_cond = true;
+    cond_or(p, &it->cond);
+    p->in_cond = false;
+    expect(p, ")", "expected ')' after the loop's condition");
+  }
+  expect(p, "{", "expected '{' to open the loop's body");
+  items(p, &it->items, &it->nitems, true);
+  expect(p, "}", "expected '}' to close the loop's body");
+}
+
+// item = param | machine | tensor | temp | loop | stmt   (declarations only at the top level)
+static void items(parser *p, fe_item **list, int *n, bool in_loop) {
+  while (p->tok->kind != TK_EOF && !(in_loop && is(p, "}"))) {
+    if (is(p, "param") || is(p, "machine") || is(p, "tensor") || is(p, "temp")) {
+      if (in_loop)
+        fail(p, p->tok->loc, "declarations belong at the top level of the program, not inside a loop");
+      if (is(p, "param"))
+        param_decl(p);
+      else if (is(p, "machine"))
+        machine_decl(p);
+      else
+        tensor_decl(p);
+    } else if (is(p, "repeat")) {
+      loop(p, PUSH(p, *list, *n));
+    } else {
+      fe_item *it = PUSH(p, *list, *n);
+      it->kind = FE_ITEM_STMT;
+      it->stmt = p->prog->nstmts;
+      it->loc = p->tok->loc;
       stmt(p);
+    }
   }
 }
+
+// program = item* EOF
+static void program(parser *p) { items(p, &p->prog->items, &p->prog->nitems, false); }
 
 fe_program *fe_parse(fe_source *src) {
   int ntokens, nerrors = src->nerrors;
@@ -734,11 +831,20 @@ static void free_dist(fe_dist *d) {
   free(d->levels);
 }
 
+static void free_items(fe_item *list, int n) {
+  for (int k = 0; k < n; k++) {
+    free_expr(list[k].cond);
+    free_items(list[k].items, list[k].nitems);
+  }
+  free(list);
+}
+
 void fe_program_free(fe_program *prog) {
   if (!prog)
     return;
+  free_items(prog->items, prog->nitems);
   for (int k = 0; k < prog->nparams; k++)
-    free(prog->params[k].name);
+    free(prog->params[k].name), free(prog->params[k].ftext);
   for (int k = 0; k < prog->nmachines; k++) {
     fe_machine *m = &prog->machines[k];
     for (int l = 0; l < m->nlevels; l++)

@@ -27,9 +27,23 @@ void fe_print_size(FILE *f, const fe_program *prog, const fe_size *s) {
     fputs("?", f);
 }
 
-/* Binding strength: sums bind loosest, then products, then unary minus, then atoms. */
+/* Binding strength: in conditions || binds loosest, then &&, !, the comparisons; then sums,
+ * products, unary minus, and atoms. */
 static int precedence(const fe_expr *e) {
   switch (e->kind) {
+  case FE_E_OR:
+    return -3;
+  case FE_E_AND:
+    return -2;
+  case FE_E_NOT:
+    return -1;
+  case FE_E_LT:
+  case FE_E_LE:
+  case FE_E_GT:
+  case FE_E_GE:
+  case FE_E_EQ:
+  case FE_E_NE:
+    return 0;
   case FE_E_ADD:
   case FE_E_SUB:
     return 1;
@@ -94,16 +108,31 @@ void fe_print_expr(FILE *f, const fe_expr *e) {
     }
     fputc(')', f);
     return;
+  case FE_E_NOT:
+    fputc('!', f);
+    print_operand(f, e->a, precedence(e->a) < precedence(e));
+    return;
   case FE_E_ADD:
   case FE_E_SUB:
   case FE_E_MUL:
   case FE_E_DIV:
+  case FE_E_LT:
+  case FE_E_LE:
+  case FE_E_GT:
+  case FE_E_GE:
+  case FE_E_EQ:
+  case FE_E_NE:
+  case FE_E_AND:
+  case FE_E_OR:
     break;
   }
-  static const char ops[] = {
-      [FE_E_ADD] = '+', [FE_E_SUB] = '-', [FE_E_MUL] = '*', [FE_E_DIV] = '/'};
-  print_operand(f, e->a, precedence(e->a) < precedence(e));
-  fprintf(f, " %c ", ops[e->kind]);
+  static const char *const ops[] = {[FE_E_ADD] = "+", [FE_E_SUB] = "-", [FE_E_MUL] = "*", [FE_E_DIV] = "/",
+                                    [FE_E_LT] = "<",  [FE_E_LE] = "<=", [FE_E_GT] = ">",  [FE_E_GE] = ">=",
+                                    [FE_E_EQ] = "==", [FE_E_NE] = "!=", [FE_E_AND] = "&&", [FE_E_OR] = "||"};
+  /* comparisons do not chain: an operand that is one keeps its parentheses */
+  bool cmp = precedence(e) == 0;
+  print_operand(f, e->a, cmp ? precedence(e->a) <= 0 : precedence(e->a) < precedence(e));
+  fprintf(f, " %s ", ops[e->kind]);
   print_operand(f, e->b, precedence(e->b) <= precedence(e));
 }
 

@@ -56,6 +56,11 @@ static const char *size_text(const fe_program *prog, const fe_size *s, char buf[
 static void check_positive(checker *c, const fe_size *s, const char *what) {
   if (!s->is_param && s->value <= 0)
     error(c, s->loc, "%s dimension must be positive", what);
+  if (s->is_param && s->param >= 0 && s->param < c->prog->nparams && c->prog->params[s->param].is_float)
+    error(c, s->loc,
+          "'%s' is a floating param: it cannot be a %s dimension (floating params appear only in expressions and "
+          "loop conditions)",
+          c->prog->params[s->param].name, what);
 }
 
 /* ---- declarations ------------------------------------------------------------------- */
@@ -148,7 +153,7 @@ static void check_params_and_machines(checker *c) {
             "param '%s' cannot have this name: '%s' %s, and a param is a field of the params struct of the generated "
             "C/C++ API under its own name; rename it",
             prm->name, prm->name, why);
-    if (prm->has_default && prm->value <= 0)
+    if (prm->has_default && !prm->is_float && prm->value <= 0)
       error(c, prm->loc, "param '%s' must be positive, but its default is %" PRId64, prm->name,
             prm->value);
   }
@@ -424,6 +429,10 @@ static void check_denominators(checker *c, vars *vs, const fe_expr *e, bool in_d
 static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
   if (!e)
     return;
+  if (e->kind == FE_E_PARAM && (lhs->type == FE_INT32 || lhs->type == FE_INT64) && e->param >= 0 &&
+      c->prog->params[e->param].is_float)
+    error(c, e->loc, "'%s' is a floating param and '%s' is %s: an integer statement takes only integer params",
+          c->prog->params[e->param].name, lhs->name, fe_type_name(lhs->type));
   if (e->kind == FE_E_CALL && (lhs->type == FE_INT32 || lhs->type == FE_INT64) && !fe_func_integer(e->func))
     error(c, e->loc,
           "%s is not defined on integers: '%s' is %s, and an integer statement allows only the functions abs, min "
@@ -481,6 +490,101 @@ static void check_stmt(checker *c, fe_stmt *s) {
     }
 }
 
+/* ---- the program: loops, conditions, temporaries (LANGUAGE.md sections 3 and 9) ------- */
+
+/* A temporary's reads must follow a write in program order (the first iteration of a loop
+ * runs its body in source order, so the order of the text is the order of execution).
+ * written[t] is set by each statement that writes t. */
+static void check_temp_reads(checker *c, const fe_expr *e, const bool *written) {
+  if (!e)
+    return;
+  if (e->kind == FE_E_ACCESS && e->acc.tensor >= 0 && e->acc.tensor < c->prog->ntensors) {
+    const fe_tensor *t = &c->prog->tensors[e->acc.tensor];
+    if (t->is_temp && !written[e->acc.tensor]) {
+      error(c, e->loc, "temporary '%s' is read before any statement writes it", t->name);
+      fe_note(c->src, t->loc, "'%s' is declared here", t->name);
+    }
+  }
+  check_temp_reads(c, e->a, written);
+  check_temp_reads(c, e->b, written);
+}
+
+static bool is_condition(const fe_expr *e) { return e->kind >= FE_E_LT && e->kind <= FE_E_NOT; }
+
+/* A loop's condition: comparisons of scalar values combined with && || !.  want_cond: e must
+ * be a condition (else a value). */
+static void check_cond(checker *c, fe_expr *e, bool want_cond, const bool *written) {
+  if (!e)
+    return;
+  if (want_cond && !is_condition(e)) {
+    error(c, e->loc, "expected a condition (a comparison such as 'r < tol'), but this is a value");
+    return;
+  }
+  if (!want_cond && is_condition(e)) {
+    error(c, e->loc, "a condition cannot be a value here (compare values, combine conditions with && || !)");
+    return;
+  }
+  switch (e->kind) {
+  case FE_E_AND:
+  case FE_E_OR:
+    check_cond(c, e->a, true, written);
+    check_cond(c, e->b, true, written);
+    return;
+  case FE_E_NOT:
+    check_cond(c, e->a, true, written);
+    return;
+  case FE_E_LT: case FE_E_LE: case FE_E_GT: case FE_E_GE: case FE_E_EQ: case FE_E_NE:
+    check_cond(c, e->a, false, written);
+    check_cond(c, e->b, false, written);
+    return;
+  case FE_E_ACCESS: {
+    if (resolve_param(c, e))
+      return;
+    const fe_tensor *t = check_access(c, &e->acc);
+    if (!t)
+      return;
+    if (t->order != 0) {
+      error(c, e->loc, "the condition reads '%s', which is not a scalar (order %d): conditions compare scalar values",
+            t->name, t->order);
+      return;
+    }
+    check_temp_reads(c, e, written);
+    return;
+  }
+  default:
+    check_cond(c, e->a, false, written);
+    check_cond(c, e->b, false, written);
+  }
+}
+
+static void check_items(checker *c, fe_item *list, int n, bool *written) {
+  for (int k = 0; k < n; k++) {
+    fe_item *it = &list[k];
+    if (it->kind == FE_ITEM_STMT) {
+      fe_stmt *s = &c->prog->stmts[it->stmt];
+      check_temp_reads(c, s->rhs, written);
+      if (s->lhs.tensor >= 0 && s->lhs.tensor < c->prog->ntensors) {
+        const fe_tensor *t = &c->prog->tensors[s->lhs.tensor];
+        if (s->accumulate && t->is_temp && !written[s->lhs.tensor]) {
+          error(c, s->lhs.loc, "temporary '%s' is read before any statement writes it ('%s' adds to its values)",
+                t->name, s->subtract ? "-=" : "+=");
+          fe_note(c->src, t->loc, "'%s' is declared here", t->name);
+        }
+        written[s->lhs.tensor] = true;
+      }
+      continue;
+    }
+    const fe_size *b = &it->bound;
+    if (b->is_param && b->param >= 0 && c->prog->params[b->param].is_float)
+      error(c, b->loc, "the bound of a loop must be an integer, but '%s' is a floating param",
+            c->prog->params[b->param].name);
+    else if (!b->is_param && b->value < 0)
+      error(c, b->loc, "the bound of a loop cannot be negative");
+    check_items(c, it->items, it->nitems, written);
+    check_cond(c, it->cond, true, written);
+  }
+}
+
 int fe_check(fe_program *prog) {
   checker c = {prog, prog->src};
   int before_errors = c.src->nerrors;
@@ -490,5 +594,12 @@ int fe_check(fe_program *prog) {
     check_tensor(&c, &prog->tensors[k]);
   for (int k = 0; k < prog->nstmts; k++)
     check_stmt(&c, &prog->stmts[k]);
+  bool *written = calloc((size_t)prog->ntensors + 1, sizeof *written);
+  if (!written) {
+    error(&c, (fe_loc){0, 0}, "out of memory");
+  } else {
+    check_items(&c, prog->items, prog->nitems, written);
+    free(written);
+  }
   return c.src->nerrors - before_errors;
 }

@@ -126,6 +126,9 @@ static bool arg_factor(sctx *c, const fe_arg *a, const sym **out) {
   if (a->kind == FE_ARG_IDENT) {
     int p = fe_find_param(c->ir->ast, a->name);
     if (p < 0) FAIL(a->loc, "%s: '%s' is not a param", cname(c), a->name);
+    if (c->ir->ast->params[p].is_float)
+      FAIL(a->loc, "%s: '%s' is a floating param; a factor must be an integer (a literal or an integer param)", cname(c),
+           a->name);
     *out = sym_param(p);
     return true;
   }

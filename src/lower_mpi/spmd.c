@@ -997,6 +997,72 @@ static const char *dist_text(const fe_program *p, const fe_tensor *ft) {
   return r;
 }
 
+/* ---- the program's control structure ------------------------------------------------------ */
+/* A loop's condition as an expression of the SPMD program; reads collects the scalars. */
+static sp_expr *cond_expr(const fe_expr *e, int *reads, int *nreads) {
+  sp_expr *x = ir_alloc(sizeof *x);
+  x->buf = x->work = x->sparse = x->tensor = -1;
+  static const sp_expr_kind kinds[] = {[FE_E_ADD] = SE_ADD, [FE_E_SUB] = SE_SUB, [FE_E_MUL] = SE_MUL, [FE_E_DIV] = SE_DIV,
+                                       [FE_E_NEG] = SE_NEG, [FE_E_CALL] = SE_CALL, [FE_E_PARAM] = SE_PARAM,
+                                       [FE_E_LT] = SE_LT,   [FE_E_LE] = SE_LE,     [FE_E_GT] = SE_GT,
+                                       [FE_E_GE] = SE_GE,   [FE_E_EQ] = SE_EQ,     [FE_E_NE] = SE_NE,
+                                       [FE_E_AND] = SE_AND, [FE_E_OR] = SE_OR,     [FE_E_NOT] = SE_NOT};
+  switch (e->kind) {
+  case FE_E_ACCESS: {
+    x->kind = SE_ACCESS, x->tensor = e->acc.tensor;
+    bool seen = false;
+    for (int k = 0; k < *nreads; k++) seen |= reads[k] == e->acc.tensor;
+    if (!seen) reads[(*nreads)++] = e->acc.tensor;
+    return x;
+  }
+  case FE_E_NUM:
+    x->kind = SE_NUM, x->num = e->num, x->is_int = e->is_int, x->ival = e->ival, x->text = e->text;
+    return x;
+  default:
+    x->kind = kinds[e->kind];
+    x->param = e->param, x->func = e->func;
+    if (e->a) x->a = cond_expr(e->a, reads, nreads);
+    if (e->b) x->b = cond_expr(e->b, reads, nreads);
+    return x;
+  }
+}
+
+static int count_accesses(const fe_expr *e) {
+  return !e ? 0 : (e->kind == FE_E_ACCESS) + count_accesses(e->a) + count_accesses(e->b);
+}
+
+static sp_item *build_items(sp_program *sp, const fe_program *p, const fe_item *list, int n, int *nout) {
+  sp_item *out = ir_alloc((n + 1) * sizeof *out);
+  *nout = n;
+  for (int k = 0; k < n; k++) {
+    const fe_item *it = &list[k];
+    sp_item *x = &out[k];
+    if (it->kind == FE_ITEM_STMT) {
+      x->kind = SP_CALL, x->func = it->stmt;
+      continue;
+    }
+    x->kind = SP_REPEAT;
+    x->bound = sym_from_size(&it->bound);
+    x->number = it->number, x->src_line = it->loc.line;
+    if (it->cond) {
+      int *reads = ir_alloc((count_accesses(it->cond) + 1) * sizeof *reads);
+      x->cond = cond_expr(it->cond, reads, &x->nreads);
+      x->reads = reads;
+      char *b = NULL;
+      size_t bl = 0;
+      FILE *m = open_memstream(&b, &bl);
+      if (m) {
+        fe_print_expr(m, it->cond);
+        fclose(m);
+        x->cond_text = ir_strdup(b);
+      }
+      free(b);
+    }
+    x->items = build_items(sp, p, it->items, it->nitems, &x->nitems);
+  }
+  return out;
+}
+
 sp_program *spmd_build(const lw_program *lp) {
   const fe_program *p = lp->ir->ast;
   sp_program *sp = ir_alloc(sizeof *sp);
@@ -1005,7 +1071,8 @@ sp_program *spmd_build(const lw_program *lp) {
   sp->ntensors = p->ntensors, sp->nparams = p->nparams;
   sp->params = ir_alloc((p->nparams + 1) * sizeof *sp->params);
   for (int i = 0; i < p->nparams; i++)
-    sp->params[i] = (sp_param){p->params[i].name, p->params[i].has_default, p->params[i].is_grid, p->params[i].value};
+    sp->params[i] = (sp_param){p->params[i].name, p->params[i].has_default, p->params[i].is_grid, p->params[i].value,
+                               p->params[i].is_float, p->params[i].fvalue};
   sp->ndims = lp->ndims, sp->nlevels = lp->nlevels, sp->level_off = lp->level_off, sp->dims = lp->dims;
   sp->has_machine = lp->ir->machine >= 0;
   sp->facts = (sym_facts){.ndims = lp->ndims, .dims = lp->dims};
@@ -1021,12 +1088,15 @@ sp_program *spmd_build(const lw_program *lp) {
     for (int d = 0; d < ft->order && d < LW_MAX_DIMS; d++) x->compressed[d] = ft->formats[d] == FE_COMPRESSED;
     x->owner = &lp->owner[t];
     x->dist_text = dist_text(p, ft);
+    x->temp = ft->is_temp;
   }
   sp->nfuncs = lp->nstmts;
   sp->funcs = ir_alloc((lp->nstmts + 1) * sizeof *sp->funcs);
   int slot = 0;
   for (int i = 0; i < lp->nstmts; i++) build_stmt(sp, lp, i, &slot);
   sp->nslots = slot + 1;
+  sp->nloops = p->nloops;
+  sp->items = build_items(sp, p, p->items, p->nitems, &sp->nitems);
   spmd_rewrite(sp);
   return sp;
 }
@@ -1310,6 +1380,22 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
   }
 }
 
+static void pitems(FILE *f, const pctx *c, const sp_item *list, int n, int ind) {
+  for (int k = 0; k < n; k++) {
+    const sp_item *it = &list[k];
+    if (it->kind == SP_CALL) {
+      fprintf(f, "%*sstatement %d\n", ind, "", it->func + 1);
+      continue;
+    }
+    fprintf(f, "%*sloop %d (line %d): at most ", ind, "", it->number, it->src_line);
+    ps(f, c, it->bound);
+    fputs(" iterations", f);
+    if (it->cond) fprintf(f, ", until %s (rank 0 decides, broadcast)", it->cond_text ? it->cond_text : "?");
+    fputc('\n', f);
+    pitems(f, c, it->items, it->nitems, ind + 2);
+  }
+}
+
 void spmd_print(FILE *f, const sp_program *sp) {
   pctx c = {sp};
   fprintf(f, "# SPMD program: every rank runs it on its own blocks (%s target)\n", sp->cuda ? "cuda" : "cpu");
@@ -1322,7 +1408,12 @@ void spmd_print(FILE *f, const sp_program *sp) {
   fputc('\n', f);
   for (int t = 0; t < sp->ntensors; t++) {
     const sp_tensor *x = &sp->tensors[t];
-    fprintf(f, "tensor %s: %s%s\n", x->name, x->dist_text ? x->dist_text : "replicated on every rank", x->sparse ? ", sparse" : "");
+    fprintf(f, "%s %s: %s%s\n", x->temp ? "temp" : "tensor", x->name, x->dist_text ? x->dist_text : "replicated on every rank",
+            x->sparse ? ", sparse" : "");
+  }
+  if (sp->nloops) {
+    fputs("program:\n", f);
+    pitems(f, &c, sp->items, sp->nitems, 2);
   }
   for (int i = 0; i < sp->nfuncs; i++) {
     const sp_func *fn = &sp->funcs[i];

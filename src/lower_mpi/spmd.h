@@ -24,12 +24,15 @@ typedef struct {
   bool compressed[LW_MAX_DIMS]; /* per level */
   const lw_owner *owner;
   const char *dist_text; /* "M(i,j -> i,j)" or NULL: replicated on every rank */
+  bool temp;          /* a temporary: the plan holds it; not an argument of compute */
 } sp_tensor;
 
 typedef struct {
   const char *name;
   bool has_default, is_grid; /* is_grid: a size of the machine's grid, solved from the ranks */
   int64_t value;             /* the default */
+  bool is_float;             /* a double (its bits travel in the int64 slot of the params array) */
+  double fvalue;             /* ... its default */
 } sp_param;
 
 typedef enum { SV_INDEX, SV_LOCAL } sp_var_kind;
@@ -118,7 +121,9 @@ typedef struct {
 typedef enum {
   SE_ACCESS, SE_NUM, SE_ADD, SE_SUB, SE_MUL, SE_DIV, SE_NEG,
   SE_CALL, /* an element-wise function of a (and b), computed in the statement's type */
-  SE_PARAM /* a param's value, converted to the statement's type */
+  SE_PARAM, /* a param's value, converted to the statement's type */
+  /* a loop's condition (computed in double): comparisons of a and b, and logic */
+  SE_LT, SE_LE, SE_GT, SE_GE, SE_EQ, SE_NE, SE_AND, SE_OR, SE_NOT
 } sp_expr_kind;
 typedef struct sp_expr sp_expr;
 struct sp_expr {
@@ -242,6 +247,25 @@ typedef struct {
   const sym **red_ext;  /* extents of the summed index variables (a tolerance's length) */
 } sp_func;
 
+/* The program's control structure (LANGUAGE.md section 9): statement calls and loops. */
+typedef enum { SP_CALL, SP_REPEAT } sp_item_kind;
+typedef struct sp_item sp_item;
+struct sp_item {
+  sp_item_kind kind;
+  int func;             /* SP_CALL: the statement function */
+  /* SP_REPEAT: at most `bound` iterations; after each, the loop ends when cond holds (NULL:
+   * no condition).  The condition reads scalar tensors (SE_ACCESS with buf -1 and no indices),
+   * params and literals, and every rank takes rank 0's decision. */
+  const sym *bound;
+  const sp_expr *cond;
+  const char *cond_text;
+  int nreads;
+  const int *reads;     /* the scalar tensors the condition reads, in order of first appearance */
+  int number, src_line; /* the loop's number (1-based, source order) and line */
+  int nitems;
+  sp_item *items;
+};
+
 /* One applied (or refused) rewrite, for --emit spmd. */
 typedef struct {
   const char *rewrite;
@@ -273,6 +297,9 @@ typedef struct {
   struct { const char *name; int func; fe_type type; } *works; /* precompute workspaces */
   int nlog, caplog;
   sp_log *log;
+  int nitems;           /* the program: statement calls and loops, in order */
+  sp_item *items;
+  int nloops;
 } sp_program;
 
 /* Build the SPMD program of a lowered program (every statement) and apply the rewrites. */

@@ -1650,7 +1650,7 @@ static int parse(int64_t *v, dtl_options *o, char *err, ...) {
   va_end(ap);
   v[0] = 4096, v[1] = 256, v[2] = -1;
   err[0] = '\0';
-  return dtl_parse_args(argc, argv, 3, pnames, v, 3, tnames, o, err, 256);
+  return dtl_parse_args(argc, argv, 3, pnames, NULL, v, 3, tnames, o, err, 256);
 }
 
 #define PARSE_ERR(want, ...)                                                                       \
@@ -1717,7 +1717,7 @@ static void test_parse_args(void **state) {
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   int64_t defs[] = {4096, 256, -1};
-  dtl_print_usage(out, "./summa", 3, pnames, defs, 3, tnames);
+  dtl_print_usage(out, "./summa", 3, pnames, NULL, defs, 3, tnames);
   fclose(out);
   CHECKF(strstr(text, "usage: mpirun -np P ./summa") && strstr(text, "-n V") &&
              strstr(text, "default 4096") && strstr(text, "-gx V") &&
@@ -1741,7 +1741,7 @@ static void test_report(void **state) {
   char *text = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
-  dtl_report(ctx, out, "summa", 2, names, vals, times, 3, 2e9, 1e9, false);
+  dtl_report(ctx, out, "summa", 2, names, NULL, vals, times, 3, 2e9, 1e9, -1, false);
   fclose(out);
   if (g_rank == 0) {
     char want[256];
@@ -1756,7 +1756,7 @@ static void test_report(void **state) {
   free(text);
   double t4[] = {4, 1, 3, 2};
   out = open_memstream(&text, &len);
-  dtl_report(ctx, out, "x", 0, NULL, NULL, t4, 4, 0, 0, true);
+  dtl_report(ctx, out, "x", 0, NULL, NULL, NULL, t4, 4, 0, 0, -1, true);
   fclose(out);
   if (g_rank == 0) {
     char want[256];

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h> /* memcpy of dtl_as_double */
 
 #include "grid.h" /* DTL_MAX_DIMS, dtl_solve_grid */
 
@@ -284,6 +285,7 @@ typedef struct {
   double density; /* --density: sparse fills (default 0.1) */
   int iters, warmup;
   bool validate, json, stats, verbose, help;
+  bool monitor; /* rank 0 prints each loop iteration (programs with loops) */
   int nload, nsave;
   int load_tensor[DTL_MAX_FILES];
   const char *load_path[DTL_MAX_FILES];
@@ -292,12 +294,13 @@ typedef struct {
 } dtl_options;
 
 /* Parse argv (not collective; every rank parses the same argv).  Params are set as -NAME V,
- * --NAME V or --NAME=V into values[] (int64; must be > 0).  --load/--save take T=FILE with T
+ * --NAME V or --NAME=V into values[] (int64; must be > 0; where param_float[i], a finite number
+ * whose double's bits go into values[i]: dtl_as_double reads it; param_float may be NULL).  --load/--save take T=FILE with T
  * one of tensor_names.  Unknown flags, missing or malformed values: returns nonzero with a
  * message in err.  --help sets opt->help. */
 int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_names,
-                   int64_t *values, int ntensors, const char *const *tensor_names,
-                   dtl_options *opt, char *err, size_t errlen);
+                   const bool *param_float, int64_t *values, int ntensors,
+                   const char *const *tensor_names, dtl_options *opt, char *err, size_t errlen);
 /* The --save options against the tensors (not collective): the format follows the
  * extension, .npy for any tensor, .mtx for a sparse matrix (order 2), .tns for a sparse
  * tensor of order 1 or more; anything else returns nonzero with a message in err.  orders
@@ -306,13 +309,33 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
                     const int *orders, const bool *sparse, char *err, size_t errlen);
 /* Print the usage text of a generated executable. */
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
-                     const int64_t *defaults, int ntensors, const char *const *tensor_names);
+                     const bool *param_float, const int64_t *defaults, int ntensors,
+                     const char *const *tensor_names);
 
 /* Rank 0 prints the summary line (or JSON with json): program name, ranks, grid dims,
- * params, min and median of times[0..n), GFLOP/s from flops and GB/s from bytes (per run).*/
+ * params (floating ones where param_float[i]; it may be NULL), iterations=K of a program's
+ * loops (iterations < 0: the program has none), min and median of times[0..n), GFLOP/s from
+ * flops and GB/s from bytes (per run). */
 void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
-                const char *const *param_names, const int64_t *values, const double *times,
-                int n, double flops, double bytes, bool json);
+                const char *const *param_names, const bool *param_float, const int64_t *values,
+                const double *times, int n, double flops, double bytes, int64_t iterations, bool json);
+
+/* ---- programs (LANGUAGE.md section 9) ----------------------------------------------------- */
+/* A floating param travels as the bits of a double in its int64 slot of the params array. */
+static inline double dtl_as_double(int64_t bits) {
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+static inline int64_t dtl_double_bits(double d) {
+  int64_t b;
+  memcpy(&b, &d, sizeof b);
+  return b;
+}
+/* Collective: every rank takes rank 0's value of *flag (a loop's decision to stop). */
+int dtl_agree(dtl_ctx *ctx, int *flag);
+/* Is this rank 0 of the context's communicator? */
+bool dtl_is_root(const dtl_ctx *ctx);
 
 /* Compare two global arrays of count elements: returns the max relative error
  * |a-b| / max(1, |b|). */
