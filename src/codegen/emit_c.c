@@ -311,6 +311,10 @@ static void out_elem(FILE *m, cg_st *g, const sp_expr *lhs);
 
 static void access_local(FILE *f, const sp_expr *e, void *vc) {
   cg_st *g = vc;
+  if (e->contracted) { /* a contracted temporary: the iteration's register */
+    fprintf(f, "dtl_k%d", e->tensor);
+    return;
+  }
   if (e->work >= 0) { /* a precompute workspace */
     fprintf(f, "dtl_w_%s[%s]", g->sp->works[e->work].name, vname(g, e->vars[0]));
     return;
@@ -479,7 +483,8 @@ static void emit_view(cg_st *g, const sp_node *c) {
     else sp_bind(g, t, n);
     return;
   }
-  if (b->snapshot) line(g, "dtl_in_%s = dtl_snap;", n);
+  if (b->snapshot && b->in_place) line(g, "dtl_in_%s = %s; /* read in place: each iteration reads only what it writes */", n, n);
+  else if (b->snapshot) line(g, "dtl_in_%s = dtl_snap;", n);
   else if (b->output) line(g, "dtl_%s = %s;", n, n);
   else line(g, "dtl_%s = (%s *)%s; /* only read */", n, cg_ctype(T(g, t)->type), n);
   char bx[64];
@@ -569,7 +574,20 @@ static void emit_comm(cg_st *g, const sp_node *c) {
          dt, n, n);
     return;
   }
-  case SC_ALLREDUCE: line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n); return;
+  case SC_ALLREDUCE:
+    if (c->nmerged) { /* scalars' sums ready together: one call */
+      const char *ct = cg_ctype(T(g, t)->type);
+      line(g, "{ %s dtl__m[%d]; /* one allreduce for %d sums */", ct, c->nmerged + 1, c->nmerged + 1);
+      line(g, "  dtl__m[0] = dtl_%s[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl__m[%d] = dtl_%s[0];", q + 1, cg_bname(g, c->merged[q]));
+      line(g, "  if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl__m, %d)) return 1;", rt(g, "reduce"), c->mask, dt, c->nmerged + 1);
+      line(g, "  dtl_%s[0] = dtl__m[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl_%s[0] = dtl__m[%d];", cg_bname(g, c->merged[q]), q + 1);
+      line(g, "}");
+      return;
+    }
+    line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n);
+    return;
   case SC_KEEP_OWN:
     line(g, "{ dtl_box dtl__r; /* keep the part of the box this rank owns */");
     line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl__r))", n, t);
@@ -750,7 +768,8 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   }
   bool dev_atomic = g->in_kernel && n->atomic;
   if (dev_atomic) fprintf(m, "dtl_atomic_add_%s(&", cg_typename(n->type));
-  out_elem(m, g, n->lhs);
+  if (n->lhs->contracted) fprintf(m, "dtl_k%d", n->lhs->tensor);
+  else out_elem(m, g, n->lhs);
   fputs(dev_atomic ? ", " : n->store ? " = " : " += ", m);
   cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
   fputs(dev_atomic ? ");" : ";", m);
@@ -900,6 +919,11 @@ void cg_node(cg_st *g, const sp_node *n) {
   case SN_KERNEL: emit_kernel(g, n); return;
   case SN_ASSIGN: emit_assign(g, n); return;
   case SN_DEVICE: cg_emit_device(g, n); return;
+  case SN_REGISTER:
+    line(g, "%s dtl_k%d = 0; /* temporary %s: its element in a register, never stored */", cg_ctype(n->type), n->tensor,
+         g->sp->tensors[n->tensor].name);
+    line(g, "(void)dtl_k%d;", n->tensor);
+    return;
   }
 }
 
@@ -1241,6 +1265,10 @@ static void cond_access(FILE *f, const sp_expr *e, void *vc) {
 static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const sp_item *list, int n, int ind, bool top) {
   for (int k = 0; k < n; k++) {
     const sp_item *it = &list[k];
+    if (it->kind == SP_CALL && sp->funcs[it->func].fused_into >= 0) {
+      fprintf(c, "%*s/* statement %d runs inside statement %d (fused) */\n", ind, "", it->func + 1, sp->funcs[it->func].fused_into + 1);
+      continue;
+    }
     if (it->kind == SP_CALL) {
       fprintf(c, "%*sif (%s_s%d(dtl_plan", ind, "", o->prefix, sp->funcs[it->func].index);
       for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s", cg_tensor(sp, t));
@@ -1309,6 +1337,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
             o->prefix, o->source_name, o->prefix);
   emit_plan(c, sp, o);
   for (int i = 0; i < sp->nfuncs; i++) {
+    if (sp->funcs[i].fused_into >= 0) continue; /* it runs inside another statement's function */
     /* the statement function goes after the declarations its kernels need */
     char *body = NULL, *decl = NULL;
     size_t bl = 0, dl = 0;
@@ -1337,7 +1366,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     /* every sparse piece must be this rank's block, in the declared formats (collective) */
     fputs("  {\n    int dtl_bad = 0;\n", c);
     for (int t = 0; t < sp->ntensors; t++) {
-      if (!sp->tensors[t].sparse) continue;
+      if (!sp->tensors[t].sparse || (sp->tensors[t].temp && !sp->tensors[t].written)) continue; /* (an unused temporary) */
       const sp_tensor *ft = &sp->tensors[t];
       const char *n = cg_tensor(sp, t);
       if (ft->written) { /* a result may start as a zeroed dtl_sparse: no entries */

@@ -1063,10 +1063,13 @@ static sp_item *build_items(sp_program *sp, const fe_program *p, const fe_item *
   return out;
 }
 
-sp_program *spmd_build(const lw_program *lp) {
+sp_program *spmd_build(const lw_program *lp) { return spmd_build_ex(lp, true); }
+
+sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   const fe_program *p = lp->ir->ast;
   sp_program *sp = ir_alloc(sizeof *sp);
   sp->lp = lp;
+  sp->fuse = fuse;
   sp->cuda = lp->cuda;
   sp->ntensors = p->ntensors, sp->nparams = p->nparams;
   sp->params = ir_alloc((p->nparams + 1) * sizeof *sp->params);
@@ -1095,9 +1098,11 @@ sp_program *spmd_build(const lw_program *lp) {
   int slot = 0;
   for (int i = 0; i < lp->nstmts; i++) build_stmt(sp, lp, i, &slot);
   sp->nslots = slot + 1;
+  for (int i = 0; i < sp->nfuncs; i++) sp->funcs[i].fused_into = -1;
   sp->nloops = p->nloops;
   sp->items = build_items(sp, p, p->items, p->nitems, &sp->nitems);
   spmd_rewrite(sp);
+  spmd_fuse(sp);
   return sp;
 }
 
@@ -1163,6 +1168,10 @@ static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
   }
   switch (e->kind) {
   case SE_ACCESS:
+    if (e->contracted) {
+      fprintf(f, "%s.register", c->sp->tensors[e->tensor].name);
+      break;
+    }
     if (e->work >= 0) fprintf(f, "%s", c->sp->works[e->work].name);
     else pbuf(f, c, e->buf);
     if (e->sparse >= 0) fprintf(f, "{entry sp%d%s}", e->sparse, e->maybe_absent ? "?" : "");
@@ -1295,6 +1304,10 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fputs(" over grid dims ", f);
       pmask(f, n->mask);
     }
+    for (int q = 0; q < n->nmerged; q++) {
+      fputs(q ? ", " : " with ", f);
+      pbuf(f, c, n->merged[q]);
+    }
     if (n->op == SC_SHIFT_BEGIN) fprintf(f, " along grid dim %d", n->shift_dim);
     if (n->op == SC_BCAST_BEGIN || n->op == SC_SHIFT_BEGIN) {
       fputs(" box ", f);
@@ -1370,6 +1383,10 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     pexpr(f, c, n->rhs);
     fputc('\n', f);
     return;
+  case SN_REGISTER:
+    fprintf(f, "register %s.register (%s): the temporary's element, never stored\n", c->sp->tensors[n->tensor].name,
+            fe_type_name(n->type));
+    return;
   case SN_DEVICE:
     fprintf(f, "device kernel %s: threads over", n->kname);
     for (int q = 0; q < n->nmapped; q++) fprintf(f, " %s", vn(c, n->mapped_vars[q]));
@@ -1418,6 +1435,19 @@ void spmd_print(FILE *f, const sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++) {
     const sp_func *fn = &sp->funcs[i];
     fprintf(f, "\nstatement %d (line %d): %s\n", fn->index + 1, fn->src_line, fn->text);
+    if (fn->fused_into >= 0) {
+      fprintf(f, "  fused: runs inside the loop nest of statement %d\n", fn->fused_into + 1);
+      continue;
+    }
+    bool group = false;
+    for (int j = 0; j < sp->nfuncs; j++) group |= sp->funcs[j].fused_into == i;
+    if (group) {
+      fputs("  fused group: statements", f);
+      fprintf(f, " %d", fn->index + 1);
+      for (int j = 0; j < sp->nfuncs; j++)
+        if (sp->funcs[j].fused_into == i) fprintf(f, ", %d", j + 1);
+      fputs(" in one loop nest\n", f);
+    }
     pnode(f, &c, fn->body, 2);
   }
   fputs("\nrewrites:\n", f);

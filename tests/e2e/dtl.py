@@ -35,10 +35,35 @@ Semantics (those that the compiler implements):
     that), `=` from zeros, `+=` from the dense meaning of its initial values; but no
     statement may read the sparse tensor it writes (distalc rejects it).
 
+Programs (LANGUAGE.md sections 3 and 9):
+  - `temp` declares a temporary: a tensor (or scalar) of the program that is no argument of
+    compute, never loaded or saved (Program.temps; Program.tensors holds only the others).
+    Reading a temporary before a statement earlier in the source wrote it is an error (a
+    `+=`/`-=` into it reads it, so does its own statement's right side); a loop's condition
+    reads after the loop's body.  Temporaries start as zeros (never observed).
+  - `param NAME = FLOAT;` declares a floating param (a double): only in expressions and
+    conditions; in a shape, grid, schedule or `repeat` bound, and in a statement whose
+    result is an integer type, it is an error.  In a float statement its value is rounded
+    to float, as C converts a double.
+  - `repeat E [until (COND)] { ... }`: E an integer literal or integer param; the body runs,
+    then COND is evaluated; the loop ends when it holds or after E iterations.  Loops nest
+    and are numbered in source order from 1 (the numbers of --monitor).  The iteration
+    count of a run is the sum of the iterations of the top-level loops (what executables
+    print as `iterations=K`).
+  - COND: comparisons `< <= > >= == !=` of scalar values combined with `&& || !`.  Its
+    arithmetic is C's on the scalars' values: integer scalars, integer params and integer
+    literals are int64 (`/` truncates), everything else double (a float scalar converted
+    exactly); the functions compute in double.  Only scalars (order 0 tensors and
+    temporaries), params and literals may appear in it.  A comparison whose sides are
+    closer than the rounding error their magnitudes allow is recorded as borderline
+    (Outcome.borderline): a distributed run may then decide otherwise.
+
 Next to every value the oracle computes a magnitude: the same expression evaluated on
-absolute values with every sign turned into `+`.  Floating-point results are compared
-against the oracle relative to that magnitude (see `compare`), so the tolerance grows
-with the length of the reductions and cancellation does not cause false failures.
+absolute values with every sign turned into `+` (a product's the smaller of that and the
+first-order bound |a| mag(b) + |b| mag(a); a function's from its derivative).
+Floating-point results are compared against the oracle relative to that magnitude (see
+`compare`), so the tolerance grows with the length of the reductions and cancellation
+does not cause false failures.
 """
 
 import math
@@ -54,7 +79,7 @@ DTYPES = {
     "int64": np.dtype("int64"),
 }
 FORMAT_WORDS = ("dense", "compressed", "csr", "csf")
-KEYWORDS = {"param", "machine", "tensor", "grid", "Grid"}
+KEYWORDS = {"param", "machine", "tensor", "temp", "grid", "Grid", "repeat", "until"}
 # The element-wise functions: name -> number of arguments; INT_FUNCS are those that integer
 # statements allow.
 FUNCS = {"sqrt": 1, "exp": 1, "log": 1, "abs": 1, "erf": 1, "pow": 2, "min": 2, "max": 2}
@@ -79,7 +104,7 @@ _TOKEN_RE = re.compile(
   | (?P<comment>(?:\#|//)[^\n]*)
   | (?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>->|\+=|-=|[-+*/()\[\]{},;=.@:])
+  | (?P<op>->|\+=|-=|&&|\|\||<=|>=|==|!=|[-+*/()\[\]{},;=.@:<>!])
     """,
     re.VERBOSE,
 )
@@ -123,11 +148,14 @@ def tokenize(text, path="<string>"):
 # A literal's value is a Python int (exact) or float (the nearest double); text is the
 # literal as written, from which a float statement rounds it once to float32.
 #   ("+" | "-" | "*" | "/", a, b)
+# Conditions of `until` are tuples too:
+#   ("cmp", op, a, b) with op one of < <= > >= == != and a, b expressions
+#   ("&&" | "||", c, d)   ("!", c)
 
 
 class Param:
-    def __init__(self, name, default=None, is_grid=False):
-        self.name, self.default, self.is_grid = name, default, is_grid
+    def __init__(self, name, default=None, is_grid=False, is_float=False):
+        self.name, self.default, self.is_grid, self.is_float = name, default, is_grid, is_float
 
 
 class Machine:
@@ -141,9 +169,10 @@ class Machine:
 
 
 class Tensor:
-    def __init__(self, name, dims, type_, dist_text, fmt):
+    def __init__(self, name, dims, type_, dist_text, fmt, temp=False):
         self.name, self.dims, self.type, self.dist_text = name, dims, type_, dist_text
         self.format = fmt  # None (dense) or the level format of every dimension
+        self.temp = temp  # declared with `temp`: never loaded or saved
 
     @property
     def order(self):
@@ -165,6 +194,7 @@ class Stmt:
         self.lhs, self.lhs_vars, self.accumulate, self.rhs = lhs, tuple(lhs_vars), accumulate, rhs
         self.schedule_text, self.line = schedule_text, line
         self.subtract = subtract  # -=: accumulate is set too
+        self.loop = None  # the innermost loop around the statement
 
     @property
     def commands(self):
@@ -177,44 +207,97 @@ class Stmt:
         return "%s %s %s" % (lhs, op, expr_str(self.rhs))
 
 
+class Loop:
+    """`repeat bound [until (cond)] { body }`: bound an int or an integer param's name,
+    cond None or a condition, body a list of Stmt and Loop; number: its place in source
+    order, from 1."""
+
+    def __init__(self, bound, cond, line, number, parent=None):
+        self.bound, self.cond, self.line, self.number = bound, cond, line, number
+        self.body = []
+        self.parent = parent
+
+    def statements(self):
+        """The statements inside the loop, nested ones included, in source order."""
+        out = []
+        for item in self.body:
+            out += item.statements() if isinstance(item, Loop) else [item]
+        return out
+
+    def cond_scalars(self):
+        """The scalars (tensors and temporaries) the condition reads, in order of first
+        appearance: the values --monitor prints."""
+        return list(dict.fromkeys(a[1] for a in cond_accesses(self.cond))) if self.cond else []
+
+
 class Program:
     def __init__(self, path):
         self.path = path
         self.params = {}  # name -> Param, in declaration order
         self.machines = {}
-        self.tensors = {}
-        self.stmts = []
+        self.tensors = {}  # the tensors of compute's arguments (no temporaries)
+        self.temps = {}  # the temporaries
+        self.decls = {}  # both, in declaration order
+        self.stmts = []  # every statement, in source order (loop bodies included)
+        self.body = []  # the top level: Stmt and Loop, in order
+        self.loops = []  # every loop, in source order (its number - 1)
 
-    # Names of tensors that some statement writes / reads.
-    def written(self):
+    def decl(self, name):
+        """The declaration of a tensor or a temporary."""
+        return self.decls[name]
+
+    def has_loops(self):
+        return bool(self.loops)
+
+    # Names of tensors (not temporaries) that some statement writes / reads.
+    def written(self, temps=False):
         out = []
         for s in self.stmts:
-            if s.lhs not in out:
+            if s.lhs not in out and (temps or s.lhs not in self.temps):
                 out.append(s.lhs)
         return out
 
     def read(self):
-        """Tensors whose values before the program matter: read before being assigned
-        with `=`, or updated with `+=` before that."""
-        assigned, out = set(), []
-        for s in self.stmts:
-            used = [a[1] for a in accesses(s.rhs)]
-            if s.accumulate:
-                used.append(s.lhs)
-            for t in used:
-                if t not in assigned and t not in out:
+        """Tensors (not temporaries) whose values before the program matter: read before
+        being assigned with `=`, or updated with `+=` before that.  An assignment inside
+        a loop counts after the loop only where the loop runs at least once."""
+        out = []
+
+        def walk(items, assigned):
+            for item in items:
+                if isinstance(item, Loop):
+                    inner = set(assigned)
+                    walk(item.body, inner)
+                    if item.cond:
+                        used(cond_accesses(item.cond), inner)
+                    if isinstance(item.bound, int) and item.bound >= 1:
+                        assigned |= inner
+                    continue
+                names = [a[1] for a in accesses(item.rhs)] + ([item.lhs] if item.accumulate else [])
+                used([("acc", n, ()) for n in names], assigned)
+                if not item.accumulate:
+                    assigned.add(item.lhs)
+
+        def used(accs, assigned):
+            for a in accs:
+                t = a[1]
+                if t not in assigned and t not in out and t not in self.temps:
                     out.append(t)
-            if not s.accumulate:
-                assigned.add(s.lhs)
+
+        walk(self.body, set())
         return out
 
     def grid_params(self):
         return [p.name for p in self.params.values() if p.is_grid]
 
+    def float_params(self):
+        """Name -> default value of every floating param."""
+        return {p.name: p.default for p in self.params.values() if p.is_float}
+
     def cpu_only(self):
         """Whether the program uses what only the CPU target compiles: sparse tensors or
         precompute (distalc --target cuda rejects it)."""
-        return (any(t.sparse for t in self.tensors.values())
+        return (any(t.sparse for t in self.decls.values())
                 or any("precompute" in s.commands for s in self.stmts))
 
     def size(self, s, params):
@@ -225,18 +308,46 @@ class Program:
         return int(params[s])
 
     def shape(self, tname, params):
-        return tuple(self.size(d, params) for d in self.tensors[tname].dims)
+        return tuple(self.size(d, params) for d in self.decls[tname].dims)
 
     def param_values(self, overrides=None, grid=None):
-        """Defaults, then overrides, then grid values.  Params left without a value map
-        to None."""
+        """Defaults, then overrides, then grid values: int for integer params, float for
+        floating ones.  Params left without a value map to None."""
         vals = {n: p.default for n, p in self.params.items()}
         for src in (overrides or {}), (grid or {}):
             for k, v in src.items():
                 if k not in vals:
                     raise DtlError("%s: no param named %s" % (self.path, k))
-                vals[k] = int(v)
+                vals[k] = float(v) if self.params[k].is_float else int(v)
         return vals
+
+
+def cond_accesses(c):
+    """All access nodes of a condition, left to right."""
+    if c[0] == "cmp":
+        return accesses(c[2]) + accesses(c[3])
+    if c[0] == "!":
+        return cond_accesses(c[1])
+    return cond_accesses(c[1]) + cond_accesses(c[2])
+
+
+def cond_params(c):
+    """The names of the params a condition reads, left to right."""
+    if c[0] == "cmp":
+        return params_used(c[2]) + params_used(c[3])
+    if c[0] == "!":
+        return cond_params(c[1])
+    return cond_params(c[1]) + cond_params(c[2])
+
+
+def cond_str(c, prec=0):
+    if c[0] == "cmp":
+        return "%s %s %s" % (expr_str(c[2]), c[1], expr_str(c[3]))
+    if c[0] == "!":
+        return "!(%s)" % cond_str(c[1])
+    p = 1 if c[0] == "||" else 2
+    s = "%s %s %s" % (cond_str(c[1], p), c[0], cond_str(c[2], p + 1))
+    return "(%s)" % s if p < prec else s
 
 
 def accesses(e):
@@ -349,35 +460,118 @@ class _Parser:
         self.error(t, "expected an integer or a param")
 
     def parse(self):
+        self.block = self.prog.body  # where statements and loops go
+        self.loop = None  # the loop being parsed
         while self.peek().kind != "eof":
             t = self.peek()
             if t.kind == "id" and t.text == "param":
                 self.param_decl()
             elif t.kind == "id" and t.text == "machine":
                 self.machine_decl()
-            elif t.kind == "id" and t.text == "tensor":
+            elif t.kind == "id" and t.text in ("tensor", "temp") and self.peek(1).kind == "id":
                 self.tensor_decl()
+            elif t.kind == "id" and t.text == "repeat" and self.peek(1).text not in ("(", "=", "+=", "-="):
+                self.repeat()
             else:
                 self.statement()
         self.check()
         return self.prog
 
-    # param NAME [= INT] ;
+    # param NAME [= INT | = FLOAT] ;
     def param_decl(self):
         self.expect("param")
+        tok = self.peek()
         name = self.ident()
-        default = None
+        default, is_float = None, False
         if self.accept("="):
-            if self.peek().kind == "num" and not self.peek().text.isdigit():
-                self.error(self.peek(), "floating params are not supported")
-            default = self.integer()
+            t = self.peek()
+            if t.kind == "num" and not t.text.isdigit():
+                self.next()
+                default, is_float = float(t.text), True
+                if math.isinf(default):
+                    self.error(t, "floating literal %s is out of range" % t.text)
+            else:
+                default = self.integer()
         self.expect(";")
         if name in self.prog.params and not self.prog.params[name].is_grid:
             raise DtlError("%s: param %s declared twice" % (self.path, name))
         if name in self.prog.params:
+            if is_float:
+                self.error(tok, "grid param %s cannot be floating" % name)
             self.prog.params[name].default = default
         else:
-            self.prog.params[name] = Param(name, default)
+            self.prog.params[name] = Param(name, default, is_float=is_float)
+
+    # repeat E [until ( COND )] { (statement | repeat) ... }
+    def repeat(self):
+        start = self.expect("repeat")
+        t = self.next()
+        if t.kind == "num" and t.text.isdigit():
+            bound = self.int64(t)
+        elif t.kind == "id" and t.text in self.prog.params:
+            if self.prog.params[t.text].is_float:
+                self.error(t, "the bound of a loop must be an integer, %s is a floating param" % t.text)
+            bound = t.text
+        elif t.kind == "num":
+            self.error(t, "the bound of a loop must be an integer literal or an integer param")
+        else:
+            self.error(t, "expected the most iterations of the loop (an integer or an integer param)")
+        loop = Loop(bound, None, start.line, len(self.prog.loops) + 1, self.loop)
+        self.prog.loops.append(loop)
+        if self.accept("until"):
+            self.expect("(")
+            loop.cond = self.condition()
+            self.expect(")")
+        self.expect("{")
+        self.block.append(loop)
+        outer_block, outer_loop = self.block, self.loop
+        self.block, self.loop = loop.body, loop
+        while not self.accept("}"):
+            t = self.peek()
+            if t.kind == "eof":
+                self.error(t, "missing '}' of the loop on line %d" % start.line)
+            if t.kind == "id" and t.text in ("param", "machine", "tensor", "temp") and self.peek(1).kind == "id":
+                self.error(t, "declarations are not allowed inside a loop")
+            if t.kind == "id" and t.text == "repeat" and self.peek(1).text not in ("(", "=", "+=", "-="):
+                self.repeat()
+            else:
+                self.statement()
+        self.block, self.loop = outer_block, outer_loop
+
+    # cond = and { || and };  and = not { && not };  not = ! not | ( cond ) | expr CMP expr
+    def condition(self):
+        c = self.cond_and()
+        while self.accept("||"):
+            c = ("||", c, self.cond_and())
+        return c
+
+    def cond_and(self):
+        c = self.cond_not()
+        while self.accept("&&"):
+            c = ("&&", c, self.cond_not())
+        return c
+
+    CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+    def cond_not(self):
+        if self.accept("!"):
+            return ("!", self.cond_not())
+        if self.peek().text == "(" and self.peek().kind == "op":
+            save = self.i
+            try:  # a parenthesized condition, unless an arithmetic operand starts here
+                self.next()
+                c = self.condition()
+                self.expect(")")
+                if self.peek().text not in self.CMP + ("+", "-", "*", "/"):
+                    return c
+            except DtlError:
+                pass
+            self.i = save
+        a = self.expr()
+        t = self.next()
+        if t.text not in self.CMP:
+            self.error(t, "expected a comparison (< <= > >= == !=)")
+        return ("cmp", t.text, a, self.expr())
 
     # grid = (grid|Grid) ( SIZE, ... ) [: KIND]
     def grid(self):
@@ -385,14 +579,18 @@ class _Parser:
         if t.text not in ("grid", "Grid"):
             self.error(t, "expected grid(...)")
         self.expect("(")
+        toks = [self.peek()]
         dims = [self.size()]
         while self.accept(","):
+            toks.append(self.peek())
             dims.append(self.size())
         self.expect(")")
         if self.accept(":"):
             self.ident()
-        for d in dims:
+        for d, tok in zip(dims, toks):
             if isinstance(d, str):
+                if d in self.prog.params and self.prog.params[d].is_float:
+                    self.error(tok, "floating param %s in a grid" % d)
                 if d not in self.prog.params:
                     self.prog.params[d] = Param(d, None, True)
                 else:
@@ -414,9 +612,9 @@ class _Parser:
         self.expect(";")
         self.prog.machines[name] = Machine(name, levels)
 
-    # tensor NAME [( SIZE, ... )] [TYPE] [FORMAT] [@ DIST] ;
+    # (tensor | temp) NAME [( SIZE, ... )] [TYPE] [FORMAT] [@ DIST] ;
     def tensor_decl(self):
-        self.expect("tensor")
+        temp = self.next().text == "temp"
         name = self.ident()
         dims = []
         if self.accept("("):
@@ -441,16 +639,29 @@ class _Parser:
         dist = None
         if self.accept("@"):
             start = self.peek()
-            parts = []
-            while self.peek().text != ";" and self.peek().kind != "eof":
-                parts.append(self.next().text)
+            parts, depth = [], 0
+            while (self.peek().text != ";" or depth) and self.peek().kind != "eof":
+                t = self.next()
+                depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "op" else 0
+                parts.append(t.text)
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")
+            if len(parts) == 1 and parts[0] in self.prog.machines:
+                # `@ M` with no mapping: at every level the leading dimensions are blocked
+                # over the level's dimensions in order, replicated over the rest
+                xs = ["abcdefgh"[k] for k in range(len(dims))]
+                lvls = []
+                for lvl in self.prog.machines[parts[0]].levels:
+                    ys = [xs[k] if k < len(xs) else "*" for k in range(len(lvl))]
+                    lvls.append("%s -> %s" % (" , ".join(xs), " , ".join(ys)))
+                dist = "%s ( %s )" % (parts[0], " ; ".join(lvls))
         self.expect(";")
-        if name in self.prog.tensors:
+        if name in self.prog.decls:
             raise DtlError("%s: tensor %s declared twice" % (self.path, name))
-        self.prog.tensors[name] = Tensor(name, dims, type_, dist, fmt)
+        t = Tensor(name, dims, type_, dist, fmt, temp)
+        self.prog.decls[name] = t
+        (self.prog.temps if temp else self.prog.tensors)[name] = t
 
     # format = dense | compressed | csr | csf | { (dense|compressed), ... }
     def level_formats(self, name, order):
@@ -494,7 +705,7 @@ class _Parser:
         if t.text not in ("=", "+=", "-="):
             self.error(t, "expected '=', '+=' or '-='")
         rhs = self.expr()
-        sched = []
+        sched, sched_ids = [], []
         while self.peek().text == ".":
             self.next()
             cmd = self.ident()
@@ -507,10 +718,15 @@ class _Parser:
                 depth += {"(": 1, ")": -1}.get(a.text, 0) if a.kind == "op" else 0
                 if depth:
                     args.append(a.text)
+                    if a.kind == "id":
+                        sched_ids.append(a)
             sched.append("%s(%s)" % (cmd, " ".join(args)))
         self.expect(";")
-        self.prog.stmts.append(Stmt(lhs, lhs_vars, t.text in ("+=", "-="), rhs, ".".join(sched), line,
-                                    subtract=t.text == "-="))
+        st = Stmt(lhs, lhs_vars, t.text in ("+=", "-="), rhs, ".".join(sched), line, subtract=t.text == "-=")
+        st.schedule_tokens = sched_ids
+        st.loop = self.loop
+        self.prog.stmts.append(st)
+        self.block.append(st)
 
     # expr = term { (+|-) term }
     def expr(self):
@@ -556,10 +772,10 @@ class _Parser:
             self.expect(")")
             return e
         if t.kind == "id" and t.text in FUNCS and self.peek(1).text == "(" \
-                and t.text not in self.prog.tensors:
+                and t.text not in self.prog.decls:
             return self.call()
         if t.kind == "id" and self.peek(1).text != "(" and t.text in self.prog.params \
-                and t.text not in self.prog.tensors:
+                and t.text not in self.prog.decls:
             self.next()
             return ("param", t.text)
         if t.kind == "id":
@@ -583,27 +799,64 @@ class _Parser:
 
     def check(self):
         prog = self.prog
-        for t in prog.tensors.values():
+        for t in prog.decls.values():
             for d in t.dims:
                 if isinstance(d, str) and d not in prog.params:
                     raise DtlError("%s: tensor %s: unknown param %s" % (self.path, t.name, d))
+                if isinstance(d, str) and prog.params[d].is_float:
+                    raise DtlError("%s: tensor %s: floating param %s in a shape" % (self.path, t.name, d))
         for s in prog.stmts:
             for name, vars_ in [(s.lhs, s.lhs_vars)] + [(a[1], a[2]) for a in accesses(s.rhs)]:
-                if name not in prog.tensors:
+                if name not in prog.decls:
                     raise DtlError("%s:%d: unknown tensor %s" % (self.path, s.line, name))
-                if len(vars_) != prog.tensors[name].order:
+                if len(vars_) != prog.decls[name].order:
                     raise DtlError("%s:%d: %s has order %d, accessed with %d indices"
-                                   % (self.path, s.line, name, prog.tensors[name].order, len(vars_)))
+                                   % (self.path, s.line, name, prog.decls[name].order, len(vars_)))
             if len(set(s.lhs_vars)) != len(s.lhs_vars):
                 raise DtlError("%s:%d: repeated index variable on the left" % (self.path, s.line))
-            if prog.tensors[s.lhs].type in INT_RANGE:
+            out = prog.decls[s.lhs]
+            if out.type in INT_RANGE:
                 bad = [f for f in calls(s.rhs) if f not in INT_FUNCS]
                 if bad:
                     raise DtlError("%s:%d: %s is not defined on integers (%s is %s)"
-                                   % (self.path, s.line, bad[0], s.lhs, prog.tensors[s.lhs].type))
-            if prog.tensors[s.lhs].sparse and any(a[1] == s.lhs for a in accesses(s.rhs)):
+                                   % (self.path, s.line, bad[0], s.lhs, out.type))
+                fl = [p for p in params_used(s.rhs) if prog.params[p].is_float]
+                if fl:
+                    raise DtlError("%s:%d: floating param %s in a statement of type %s"
+                                   % (self.path, s.line, fl[0], out.type))
+            if out.sparse and any(a[1] == s.lhs for a in accesses(s.rhs)):
                 raise DtlError("%s:%d: %s is sparse; a statement may not read the sparse "
                                "tensor it writes" % (self.path, s.line, s.lhs))
+            for tok in getattr(s, "schedule_tokens", ()):
+                if tok.text in prog.params and prog.params[tok.text].is_float:
+                    self.error(tok, "floating param %s in a schedule" % tok.text)
+        for loop in prog.loops:
+            for a in cond_accesses(loop.cond) if loop.cond else []:
+                if a[1] not in prog.decls:
+                    raise DtlError("%s:%d: unknown scalar %s in the condition" % (self.path, loop.line, a[1]))
+                if a[2] or prog.decls[a[1]].order:
+                    raise DtlError("%s:%d: the condition reads %s, which is not a scalar"
+                                   % (self.path, loop.line, a[1]))
+        self.check_temps(prog.body, set())
+
+    def check_temps(self, items, written):
+        """A temporary must be written (by an earlier statement in source order) before it
+        is read; a loop's condition is read after its body."""
+        prog = self.prog
+        for item in items:
+            if isinstance(item, Loop):
+                self.check_temps(item.body, written)
+                for a in cond_accesses(item.cond) if item.cond else []:
+                    if a[1] in prog.temps and a[1] not in written:
+                        raise DtlError("%s:%d: temporary %s is read before it is written"
+                                       % (self.path, item.line, a[1]))
+                continue
+            reads = [a[1] for a in accesses(item.rhs)] + ([item.lhs] if item.accumulate else [])
+            for name in reads:
+                if name in prog.temps and name not in written:
+                    raise DtlError("%s:%d: temporary %s is read before it is written"
+                                   % (self.path, item.line, name))
+            written.add(item.lhs)
 
 
 def parse(text, path="<string>"):
@@ -656,7 +909,7 @@ def dist_levels(tensor):
 
 def check_distributions(prog, params=None):
     """The rules of LANGUAGE.md section 3 for every distribution; raises DtlError."""
-    for t in prog.tensors.values():
+    for t in prog.decls.values():
         d = dist_levels(t)
         if d is None:
             continue
@@ -750,7 +1003,12 @@ def literal_value(e, type_):
 
 
 def param_value(value, type_):
-    """A param's value (an int64) in a statement of type_: as C converts int64_t."""
+    """A param's value (an int64, or a double for a floating param) in a statement of
+    type_: as C converts int64_t or double."""
+    if isinstance(value, float):
+        if type_ in INT_RANGE:
+            raise DtlError("floating param in a statement of type %s" % type_)
+        return np.float64(value).astype(DTYPES[type_])
     return np.array(value, dtype=np.int64).astype(DTYPES[type_])[()]
 
 
@@ -852,12 +1110,16 @@ def _apply(f, args, mags, type_):
             mag = fv + term(m[0], 1 / a[0])
         elif f == "abs":
             mag = m[0]
-        elif f == "erf":
-            mag = fv + term(m[0], 1.13)
+        elif f == "erf":  # the derivative at the argument: 2/sqrt(pi) exp(-x^2)
+            mag = fv + term(m[0], 1.1284 * np.exp(-a[0] * a[0]))
         elif f == "pow":
             mag = fv + term(m[0], a[1] * fv / a[0]) + term(m[1], fv * np.log(np.abs(a[0])))
         else:
-            mag = np.maximum(m[0], m[1])
+            # the selected argument's, or both where rounding could select the other
+            rt = 10 * max(RTOL.get(type_, 0.0), 1e-15)
+            close = np.abs(a[0] - a[1]) <= rt * (m[0] + m[1])
+            first = (a[0] <= a[1]) if f == "min" else (a[0] >= a[1])
+            mag = np.where(close, np.maximum(m[0], m[1]), np.where(first, m[0], m[1]))
     return val, mag
 
 
@@ -907,7 +1169,13 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
         elif k == "-":
             val, mag = va - vb, ma + mb
         elif k == "*":
-            val, mag = va * vb, ma * mb
+            # the error of a product is |a| err(b) + |b| err(a) to first order: where a
+            # side has cancelled (its value far below its magnitude), that is the smaller
+            # bound, and it keeps loops that multiply computed values from inflating it
+            val = va * vb
+            with np.errstate(over="ignore", invalid="ignore"):
+                fa, fb = np.abs(np.asarray(va, dtype=np.float64)), np.abs(np.asarray(vb, dtype=np.float64))
+                mag = np.minimum(ma * mb, fa * mb + fb * ma)
         else:
             val = _c_div(va, vb)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -933,7 +1201,7 @@ def run_stmt(prog, stmt, params, env, mags):
     extents = var_extents(prog, stmt, params)
     summed = summed_vars(stmt)
     totals = _count(stmt.rhs, {})
-    t = prog.tensors[stmt.lhs]
+    t = prog.decls[stmt.lhs]
     rhs = typed_literals(("neg", stmt.rhs) if stmt.subtract else stmt.rhs, t.type, params)
     val, mag, vars_ = eval_expr(rhs, env, mags, extents, summed, totals, t.type)
     shape = tuple(extents[v] for v in stmt.lhs_vars)
@@ -948,14 +1216,164 @@ def run_stmt(prog, stmt, params, env, mags):
         mags[t.name] = np.array(mag, dtype=np.float64)
 
 
-def evaluate(prog, params, inputs):
+class Outcome:
+    """What the oracle computed for a program: values and magnitudes (name -> array, for
+    every tensor and temporary), the iteration count (the top-level loops' iterations,
+    summed: what executables print as iterations=K), the iterations of every execution
+    of every loop (loop number -> list), the monitor records (loop number, iteration,
+    [(scalar, value)]) in the order --monitor prints them (and their values' magnitudes),
+    and the borderline condition
+    evaluations (messages)."""
+
+    def __init__(self, values, mags):
+        self.values, self.mags = values, mags
+        self.iterations = 0
+        self.loop_iterations = {}
+        self.monitor = []
+        self.monitor_mags = []  # the magnitudes of the monitor records' values
+        self.borderline = []
+
+
+def _cond_value(e, env, mags, params):
+    """(value, magnitude, rtol) of a condition's arithmetic, with C's arithmetic: Python
+    ints for integer values (int64), floats (doubles) for the rest."""
+    k = e[0]
+    if k == "acc":
+        v = np.asarray(env[e[1]])[()]
+        t = np.asarray(env[e[1]]).dtype
+        if np.issubdtype(t, np.integer):
+            return int(v), 0.0, 0.0
+        rt = RTOL["float" if t == np.float32 else "double"]
+        return float(v), float(np.asarray(mags[e[1]])[()]), rt
+    if k == "num":
+        return (e[1] if e[2] else float(e[1])), 0.0, 0.0
+    if k == "param":
+        v = params.get(e[1])
+        if v is None:
+            raise DtlError("param %s has no value" % e[1])
+        return v, 0.0, 0.0
+    if k == "neg":
+        v, m, r = _cond_value(e[1], env, mags, params)
+        return -v, m, r
+    if k == "call":
+        parts = [_cond_value(x, env, mags, params) for x in e[2]]
+        x = [float(p[0]) for p in parts]
+        r = max(p[2] for p in parts)
+        f = e[1]
+        try:
+            if f == "sqrt":
+                v = math.sqrt(x[0]) if x[0] >= 0 else math.nan
+            elif f == "exp":
+                v = math.exp(x[0]) if x[0] < 709 else math.inf
+            elif f == "log":
+                v = math.log(x[0]) if x[0] > 0 else (-math.inf if x[0] == 0 else math.nan)
+            elif f == "abs":
+                v = abs(x[0])
+            elif f == "erf":
+                v = math.erf(x[0])
+            elif f == "pow":
+                v = math.pow(x[0], x[1])
+            elif f == "min":
+                v = min(x)
+            else:
+                v = max(x)
+        except (OverflowError, ValueError):
+            v = math.nan
+        # the same first-order bound as the statements' (see _apply)
+        val, mag = _apply(f, [np.float64(q) for q in x], [np.float64(p[1]) for p in parts], "double")
+        return v, float(mag), r
+    a, ma, ra = _cond_value(e[1], env, mags, params)
+    b, mb, rb = _cond_value(e[2], env, mags, params)
+    r = max(ra, rb)
+    if k == "+":
+        return a + b, ma + mb, r
+    if k == "-":
+        return a - b, ma + mb, r
+    if k == "*":
+        return a * b, min(ma * mb, ma * abs(b) + mb * abs(a)) if ma and mb else ma * abs(b) + mb * abs(a), r
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            raise DtlError("integer division by zero in a condition")
+        q = abs(a) // abs(b)
+        return (-q if (a < 0) != (b < 0) else q), 0.0, r
+    if b == 0:
+        v = math.nan if a == 0 else math.copysign(math.inf, a) * math.copysign(1, b)
+        return v, math.inf, r
+    v = a / b
+    return v, (ma + abs(v) * mb) / abs(b), r
+
+
+_CMP = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def eval_cond(c, env, mags, params, borderline=None):
+    """The truth of a condition.  borderline (a list): gets a message for every
+    comparison whose sides differ by less than their rounding error may."""
+    if c[0] == "cmp":
+        a, ma, ra = _cond_value(c[2], env, mags, params)
+        b, mb, rb = _cond_value(c[3], env, mags, params)
+        # the sides' own magnitudes, and ten times the tolerance of the results: a value
+        # that the distributed run computes in another order may differ by that much
+        tol = 10 * max(ra, rb) * (ma + mb)
+        if borderline is not None and ((tol > 0 and abs(a - b) <= tol)
+                                       or not (math.isfinite(a) and math.isfinite(b))):
+            borderline.append("%s: %r against %r (tolerance %.3g)" % (cond_str(c), a, b, tol))
+        return _CMP[c[1]](a, b)
+    if c[0] == "!":
+        return not eval_cond(c[1], env, mags, params, borderline)
+    x = eval_cond(c[1], env, mags, params, borderline)
+    if c[0] == "&&":
+        return x and eval_cond(c[2], env, mags, params, borderline)
+    return x or eval_cond(c[2], env, mags, params, borderline)
+
+
+def loop_bound(prog, loop, params):
+    if isinstance(loop.bound, int):
+        return loop.bound
+    v = params.get(loop.bound)
+    if v is None:
+        raise DtlError("%s: param %s has no value" % (prog.path, loop.bound))
+    return max(0, int(v))
+
+
+def _run_items(prog, items, params, env, mags, out):
+    """Run statements and loops; returns the iterations of the loops among items."""
+    total = 0
+    for item in items:
+        if isinstance(item, Stmt):
+            run_stmt(prog, item, params, env, mags)
+            continue
+        n = 0
+        limit = loop_bound(prog, item, params)
+        while n < limit:
+            _run_items(prog, item.body, params, env, mags, out)
+            n += 1
+            if item.cond is not None:
+                border = []
+                done = eval_cond(item.cond, env, mags, params, border)
+                out.borderline += ["loop %d iteration %d: %s" % (item.number, n, b) for b in border]
+                out.monitor.append((item.number, n, [(name, np.asarray(env[name]).item())
+                                                     for name in item.cond_scalars()]))
+                out.monitor_mags.append([float(np.asarray(mags[name]).item()) for name in item.cond_scalars()])
+                if done:
+                    break
+            else:
+                out.monitor.append((item.number, n, []))
+                out.monitor_mags.append([])
+        out.loop_iterations.setdefault(item.number, []).append(n)
+        total += n
+    return total
+
+
+def execute(prog, params, inputs):
     """Run the program.  params: param values (see Program.param_values); inputs:
-    tensor name -> array (tensors not given start as zeros).  Returns (values,
-    magnitudes), dicts of arrays for every tensor."""
+    tensor name -> array (tensors not given, and temporaries, start as zeros).  Returns
+    an Outcome."""
     env, mags = {}, {}
-    for name, t in prog.tensors.items():
+    for name, t in prog.decls.items():
         shape = prog.shape(name, params)
-        if name in inputs:
+        if name in inputs and name not in prog.temps:
             a = np.asarray(inputs[name])
             if a.shape != shape:
                 raise DtlError("input %s has shape %s, expected %s" % (name, a.shape, shape))
@@ -963,9 +1381,23 @@ def evaluate(prog, params, inputs):
         else:
             env[name] = np.zeros(shape, t.dtype)
         mags[name] = np.abs(env[name].astype(np.float64))
-    for s in prog.stmts:
-        run_stmt(prog, s, params, env, mags)
-    return env, mags
+    out = Outcome(env, mags)
+    out.iterations = _run_items(prog, prog.body, params, env, mags, out)
+    return out
+
+
+def evaluate(prog, params, inputs):
+    """Run the program (see execute).  Returns (values, magnitudes), dicts of arrays for
+    every tensor and temporary."""
+    out = execute(prog, params, inputs)
+    return out.values, out.mags
+
+
+def monitor_line(record):
+    """The line --monitor prints for a monitor record of an Outcome."""
+    number, k, values = record
+    return "monitor: loop %d iteration %d:%s" % (number, k, "".join(
+        " %s=%.6e" % (name, v) for name, v in values))
 
 
 def random_inputs(prog, params, rng, names=None):

@@ -558,6 +558,372 @@ def gen_program(seed, max_ranks=6, target="cpu"):
     return "\n".join(lines) + "\n", overrides, nranks
 
 
+# ---- programs: several statements, temporaries, loops ----------------------------------------
+
+# The names of a program of several statements: the index variable and extent param of
+# every kind of vector; the matrix A(i, j) relates them.
+MULTI_KINDS = {"n": "i", "m": "j"}
+
+
+def random_distribution(rng, order, gdims):
+    """A random distribution of a tensor of this order (or "" for none), as gen_program
+    draws them: compact or comma form, names partitioned, fixed or replicated."""
+    if not order or rng.random() >= 0.8:
+        return ""
+    long_names = order >= 2 and len(gdims) >= 2 and rng.random() < 0.3
+    xnames = ["d%d" % q for q in range(order)] if long_names else ["a", "b", "c", "d"][:order]
+    free = list(xnames)
+    y = []
+    for g in gdims:
+        c = rng.random()
+        if c < 0.55 and free:
+            y.append(free.pop(rng.randrange(len(free))))
+        elif c < 0.75:
+            y.append(str(rng.randrange(int(g))) if g.isdigit() else "0")
+        else:
+            y.append("*")
+    sep = "" if all(len(x) == 1 for x in xnames) and rng.random() < 0.8 else ","
+    return " @ M(%s -> %s)" % (sep.join(xnames), sep.join(y))
+
+
+def random_schedule(rng, stmt, ext, ndims, gsize, text_dims, params_decl, names):
+    """The commands of a random valid schedule of one statement (no precompute, rotate or
+    threads): none at all (the default distribution) for about a third, else divide/split/
+    reorder/fuse, a plain or compound distribute and communicate, as gen_program draws."""
+    order = loop_order(stmt)
+    if not order or rng.random() < 0.35:
+        return []
+    nest = Nest(order, {v: ext[v] for v in order})
+    structural(rng, nest, 0, rng.choice([0, 0, 1]), params_decl)
+    if rng.random() < 0.5:
+        k = rng.randint(1, min(ndims, len(nest.loops)))
+        group = rng.sample(nest.loops, k)
+        pos = max(nest.loops.index(v) for v in group)
+        window = nest.loops[:pos + 1]
+        new = group + [v for v in window if v not in group]
+        if new != window:
+            nest.reorder(0, [window.index(v) for v in new])
+        nest.distribute(group)
+    else:
+        k = min(len(nest.loops), ndims if rng.random() < 0.7 else rng.randint(1, ndims))
+        targets = rng.sample(nest.loops, k)
+        mtext = "M" if rng.random() < 0.7 else "%s(%s)" % (rng.choice(["grid", "Grid"]), text_dims)
+        nest.distribute_compound(targets, gsize[:k], mtext)
+    structural(rng, nest, nest.below_group(), rng.choice([0, 1]), params_decl)
+    comm_loops = nest.loops[nest.loops.index(nest.dist[0]):] if nest.dist else []
+    pending = [n for n in names if rng.random() < 0.4]
+    while pending and comm_loops:
+        grp = pending[:rng.randint(1, len(pending))]
+        pending = pending[len(grp):]
+        nest.communicate(grp, rng.choice(comm_loops))
+    return nest.cmds
+
+
+class MultiProgram:
+    """The state of a program of several statements while it is drawn: the declared
+    tensors and temporaries (name -> kind: "n", "m", "A" or "s" for a scalar), which of
+    them hold a value at this point of the source (tensors always; a temporary once a
+    statement before has written it), and the lines written so far."""
+
+    def __init__(self, rng, type_):
+        self.rng, self.type = rng, type_
+        self.is_int = type_.startswith("int")
+        self.kind = {}
+        self.temp = set()
+        self.defined = set()
+        self.lines = []
+        self.loop_depth = 0
+
+    def names(self, kind, defined=True):
+        return [n for n, k in self.kind.items() if k == kind and (n in self.defined or not defined)]
+
+    def acc(self, name):
+        k = self.kind[name]
+        return {"n": "%s(i)", "m": "%s(j)", "A": "%s(i, j)", "s": "%s"}[k] % name
+
+    def lit(self, small=False):
+        rng = self.rng
+        if self.is_int or rng.random() < 0.4:
+            return str(rng.randint(1, 3))
+        return rng.choice(["0.5", "0.25", "1.5", "2.0", "1e-1"] if not small else ["0.5", "0.25", "1e-1"])
+
+    def func(self, x):
+        """x inside a random function, kept in its domain (values here are bounded)."""
+        rng = self.rng
+        f = rng.choice(["abs", "min", "max"] if self.is_int else sorted(dtl.FUNCS))
+        if f in ("min", "max"):
+            other = self.lit()
+            if rng.random() < 0.4:
+                other = "-" + other
+            return "%s(%s, %s)" % (f, x, other) if rng.random() < 0.5 else "%s(%s, %s)" % (f, other, x)
+        return {"sqrt": "sqrt(abs(%s))", "log": "log(1 + abs(%s))", "exp": "exp(min(%s, 1))",
+                "pow": "pow(0.5 + abs(%s), " + rng.choice(["2", "0.5", "1.5"]) + ")",
+                "abs": "abs(%s)", "erf": "erf(%s)"}[f] % x
+
+    def atom(self, kind):
+        """An operand of an element-wise expression over kind ("n" or "m")."""
+        rng = self.rng
+        r = rng.random()
+        vecs = self.names(kind)
+        scal = self.names("s")
+        if r < 0.55 and vecs:
+            return self.acc(rng.choice(vecs))
+        if r < 0.75 and scal:
+            return rng.choice(scal)
+        if r < 0.85 and kind == "n" and self.names("A") and self.names("m"):
+            # a matrix-vector product, scaled so that a loop does not make it grow
+            return "(A(i, j) * %s / m)" % self.acc(rng.choice(self.names("m")))
+        if r < 0.9:
+            return rng.choice(["n", "m"] + ([] if self.is_int else ["alpha"]))
+        return self.lit()
+
+    def expr(self, kind, depth):
+        rng = self.rng
+        if depth <= 0 or rng.random() < 0.3:
+            e = self.atom(kind)
+        else:
+            a, b = self.expr(kind, depth - 1), self.expr(kind, depth - 1)
+            op = rng.choice(["*", "*", "+", "+", "-"])
+            e = "(%s %s %s)" % (a, op, b)
+        if rng.random() < 0.25:
+            e = self.func(e)
+        return e
+
+    def bounded(self, e):
+        """e in a form whose value stays bounded however often a loop repeats it."""
+        rng = self.rng
+        if self.is_int:
+            return "min(max(%s, -8), 8)" % e
+        r = rng.random()
+        if r < 0.5:
+            return "erf(%s)" % e
+        if r < 0.8:
+            return "min(max(%s, -2), 2)" % e if rng.random() < 0.5 else "max(-2, min(2, %s))" % e
+        return "%s / (1 + abs(%s))" % (e, e) if len(e) < 40 else "erf(%s)" % e
+
+    def reduction(self):
+        """The right side of a scalar statement: a sum over i and/or j, or arithmetic of
+        scalars; bounded when its operands are."""
+        rng = self.rng
+        ns, ms, ss = self.names("n"), self.names("m"), self.names("s")
+        forms = []
+        if ns:
+            a, b = self.acc(rng.choice(ns)), self.acc(rng.choice(ns))
+            forms += ["%s * %s" % (a, b), self.func(a), "%s * %s / n" % (a, a)]
+        if ms and ns and self.names("A"):
+            forms.append("A(i, j) * %s * %s" % (self.acc(rng.choice(ns)), self.acc(rng.choice(ms))))
+        if ms:
+            forms.append("%s * %s" % (self.acc(rng.choice(ms)), self.lit()))
+        if ss:
+            s = rng.choice(ss)
+            forms += ["%s * %s + %s" % (s, self.lit(True), self.lit()), self.func(s)]
+        return rng.choice(forms) if forms else self.lit()
+
+    def write(self, name, op, rhs, sched_args):
+        self.lines.append((self.loop_depth, name, op, rhs, sched_args))
+        self.defined.add(name)
+
+    def statement(self, in_loop):
+        """One random statement (with the scalars it computes used by the next, sometimes)."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.3:  # a scalar: a reduction, then used at once
+            out = rng.choice([n for n, k in self.kind.items() if k == "s" and n not in ("k",)])
+            rhs = self.reduction()
+            if in_loop:
+                rhs = self.bounded(rhs)
+            self.write(out, "=", rhs, None)
+            if rng.random() < 0.7:
+                self.vector_statement(in_loop, out)
+            return
+        self.vector_statement(in_loop)
+
+    def vector_statement(self, in_loop, use=None):
+        """A statement that writes a vector; use: a scalar that it reads."""
+        rng = self.rng
+        kind = "n" if rng.random() < 0.7 else "m"
+        cands = [n for n, k in self.kind.items() if k == kind]
+        out = rng.choice(cands)
+        rhs = self.expr(kind, rng.randint(1, 3))
+        if use:
+            rhs = rng.choice(["%s * %s", "(%s + %s)", "%s - %s"]) % ((use, rhs) if rng.random() < 0.5 else (rhs, use))
+        op = "="
+        if out in self.defined and rng.random() < 0.3:
+            op = rng.choice(["+=", "-="])
+            rhs = self.bounded(rhs) if in_loop else rhs
+        elif in_loop:
+            rhs = self.bounded(rhs)
+        self.write(out, op, rhs, None)
+
+
+def gen_multi(seed, max_ranks=6, target="cpu"):
+    """(text, runtime param overrides, rank count) of a random program of several
+    statements: tensors and temporaries (vectors over i and j, a matrix A(i, j), scalars),
+    element-wise functions, `+=`/`-=`, integer and floating params, scalars computed by a
+    reduction and used by the next statements, and `repeat` loops (nested, with and
+    without `until`).  Values stay bounded: inside a loop every statement is bounded
+    (erf, min/max clamps, x/(1+|x|)) or adds a bounded value; loops run few iterations.
+    The conditions do not sit on a boundary: they count iterations (an int64 counter, a
+    floating counter that holds integers exactly), or compare a scalar with a threshold
+    that its random value meets with probability zero."""
+    rng = random.Random("multi %d" % seed)
+    type_ = rng.choice(TYPES)
+    is_int = type_.startswith("int")
+    ext = {"i": rng.randint(1, 9), "j": rng.randint(1, 9)}
+    params_decl = []  # (name, default text)
+    overrides = {}
+    for p, v in (("n", "i"), ("m", "j")):
+        default = ext[v] if rng.random() < 0.6 else rng.randint(1, 9)
+        params_decl.append((p, str(default)))
+        if default != ext[v]:
+            overrides[p] = ext[v]
+    maxit = rng.randint(1, 4)
+    params_decl.append(("maxit", str(maxit if rng.random() < 0.7 else 3)))
+    if params_decl[-1][1] != str(maxit):
+        overrides["maxit"] = maxit
+    params_decl.append(("alpha", rng.choice(["0.5", "0.25", "1.5", "2.5e-1"])))
+    if rng.random() < 0.3:
+        overrides["alpha"] = rng.choice([0.75, 0.125])
+    params_decl.append(("tol", rng.choice(["1e-3", "0.5", "2.0"])))
+
+    # the machine
+    ndims = rng.choice([1, 1, 2])
+    while True:
+        gdims = [str(rng.randint(1, 3)) if rng.random() < 0.2 else "g%d" % d for d in range(ndims)]
+        text_dims = ", ".join(gdims)
+        probe = dtl.parse("machine M = grid(%s);" % text_dims)
+        fits = [p for p in range(1, max_ranks + 1) if grid_fit(probe, p, probe.param_values())]
+        if fits:
+            break
+    nranks = rng.choice(fits)
+    _, gvals = grid_fit(probe, nranks, probe.param_values())
+    gsize = [int(d) if d.isdigit() else gvals[d] for d in gdims]
+
+    # declarations: every tensor is loaded and saved, every temporary lives in the program
+    g = MultiProgram(rng, type_)
+    decl_lines = []
+    tensors = [("A", "A"), ("u", "n"), ("x", "n"), ("w", "m"), ("s", "s")]
+    temps = [("p", "n"), ("r", "n"), ("q", "m"), ("a", "s"), ("b", "s")]
+    for name, kind in tensors + temps:
+        temp = (name, kind) in temps
+        g.kind[name] = kind
+        if temp:
+            g.temp.add(name)
+        else:
+            g.defined.add(name)
+        dims = {"n": "(n)", "m": "(m)", "A": "(n, m)", "s": ""}[kind]
+        order = {"n": 1, "m": 1, "A": 2, "s": 0}[kind]
+        type_text = "" if type_ == "double" and rng.random() < 0.5 else " " + type_
+        decl_lines.append("%s %s%s%s%s;" % ("temp" if temp else "tensor", name, dims, type_text,
+                                            random_distribution(rng, order, gdims)))
+    decl_lines.append("temp k int64;  # an iteration counter")
+    g.kind["k"] = "counter"
+
+    body = []  # (depth, text) of statements and loop lines
+
+    def emit_statements(count, in_loop):
+        for _ in range(count):
+            before = len(g.lines)
+            g.statement(in_loop)
+            for depth, name, op, rhs, _ in g.lines[before:]:
+                body.append(("stmt", depth, name, op, rhs))
+
+    def condition(scalars_in_body, counter):
+        """A condition that no rounding decides."""
+        forms = []
+        if counter:
+            forms += ["k >= %d" % rng.randint(1, 4), "k == %d" % rng.randint(1, 3), "!(k < %d)" % rng.randint(1, 4),
+                      "k * k > %d" % rng.randint(1, 9)]
+        for s in scalars_in_body:
+            if is_int:
+                forms += ["%s > %d" % (s, rng.randint(-5, 5)), "abs(%s) >= %d" % (s, rng.randint(0, 6))]
+            else:
+                forms += ["%s > %s" % (s, rng.choice(["0.3", "-0.7", "tol", "1e6", "-1e6"])),
+                          "abs(%s) < %s" % (s, rng.choice(["0.6", "tol", "alpha"])),
+                          "%s * %s <= %s" % (s, s, rng.choice(["0.2", "1e-1"])),
+                          "sqrt(abs(%s)) + %s >= %s" % (s, s, rng.choice(["0.4", "1.1"]))]
+        if not forms:
+            forms = ["n > %d" % rng.randint(0, 9), "maxit <= %d" % rng.randint(0, 5)]
+        c = rng.choice(forms)
+        r = rng.random()
+        if r < 0.3:
+            c = "%s %s %s" % (c, rng.choice(["&&", "||"]), rng.choice(forms))
+        elif r < 0.4:
+            c = "!(%s)" % c
+        elif r < 0.5:
+            c = "(%s) || (%s && n >= 1)" % (c, rng.choice(forms))
+        return c
+
+    def loop(depth):
+        bound = rng.choice(["1", "2", "3", "4", "maxit", "maxit"])
+        counter = rng.random() < 0.6
+        if counter:
+            body.append(("stmt", depth, "k", "=", "0"))
+        opening = ["open", depth, bound, None]
+        body.append(opening)
+        g.loop_depth = depth + 1
+        emit_statements(rng.randint(1, 3), True)
+        if depth < 2 and rng.random() < 0.35:
+            loop(depth + 1)
+            g.loop_depth = depth + 1
+        if rng.random() < 0.5:
+            emit_statements(1, True)
+        if counter:
+            body.append(("stmt", depth + 1, "k", "+=", "1"))
+        written = [n for _, d, n, _, _ in [b for b in body if b[0] == "stmt"] if d > depth]
+        scalars = sorted({n for n in written if g.kind.get(n) == "s"} | (
+            {"s"} if rng.random() < 0.2 else set()))
+        cond = condition(scalars, counter) if rng.random() < 0.75 else None
+        opening[3] = cond
+        body.append(("close", depth))
+        g.loop_depth = depth
+
+    emit_statements(rng.randint(1, 2), False)
+    for _ in range(rng.choice([1, 1, 1, 2])):
+        loop(0)
+        if rng.random() < 0.5:
+            emit_statements(1, False)
+
+    # the text, with a schedule for some statements
+    tvars = {n: {"n": ["i"], "m": ["j"], "A": ["i", "j"], "s": [], "counter": []}[k] for n, k in g.kind.items()}
+    lines = ["# random program of several statements: gen_random.py --seed %d --count 1" % seed]
+    stmt_lines = []
+    pnames = [p for p, _ in params_decl]
+    for item in body:
+        if item[0] == "stmt":
+            _, depth, name, op, rhs = item
+            acc = g.acc(name) if name != "k" else "k"
+            text = "%s %s %s" % (acc, op, rhs)
+            cmds = []
+            if name != "k":
+                st = _parse_stmt(list(tvars), tvars, text, pnames)
+                names = list(dict.fromkeys([name] + [a[1] for a in dtl.accesses(st.rhs)]))
+                cmds = random_schedule(rng, st, ext, ndims, gsize, text_dims, params_decl, names)
+            pad = "  " * depth
+            stmt_lines.append(pad + text + "".join("\n%s  .%s" % (pad, c) for c in cmds) + ";")
+        elif item[0] == "open":
+            _, depth, bound, cond = item
+            stmt_lines.append("  " * depth + "repeat %s%s {" % (bound, " until (%s)" % cond if cond else ""))
+        else:
+            stmt_lines.append("  " * item[1] + "}")
+    for name, default in params_decl:
+        lines.append("param %s = %s;" % (name, default))
+    lines.append("machine M = grid(%s);" % text_dims)
+    lines += decl_lines
+    lines += stmt_lines
+    return "\n".join(lines) + "\n", overrides, nranks
+
+
+def distalc_has(option):
+    """Whether distalc --help lists the option."""
+    import subprocess
+    try:
+        out = subprocess.run([run_e2e.DISTALC, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return option in out.stdout + out.stderr
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument("--count", type=int, default=None, help="programs (default 200, --long 3000)")
@@ -578,7 +944,8 @@ def main(argv=None):
     seed0 = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
     programs = []
     for s in range(seed0, seed0 + count):
-        text, overrides, nranks = gen_program(s, max_ranks, args.target or "cpu")
+        gen = gen_multi if s % 2 else gen_program  # odd seeds: programs of several statements
+        text, overrides, nranks = gen(s, max_ranks, args.target or "cpu")
         programs.append((s, text, overrides, nranks))
     if args.print:
         for s, text, overrides, nranks in programs:
@@ -591,6 +958,7 @@ def main(argv=None):
         print("FAIL  all %d random programs: %s" % (count, missing))
         print("0 passed, %d failed" % count)
         return 1
+    no_fuse = distalc_has("--no-fuse")
     workdir = run_e2e.make_workdir(args.keep)
     runs = []
     t0 = time.time()
@@ -607,17 +975,31 @@ def main(argv=None):
             for st in prog.stmts:
                 dtl.var_extents(prog, st, values)
             r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s)
-            r.seed_value = s
-            r.text = text
-            runs.append(r)
+            legs = [r]
+            if no_fuse:
+                # the same program with the program-level rewrites off, at another rank count
+                # where the machine allows (compiled without optimization: it is the
+                # compiler's lowering that differs between the legs, not the C compiler's)
+                fits = [p for p in range(1, max_ranks + 1)
+                        if grid_fit(prog, p, prog.param_values(overrides)) is not None]
+                p = random.Random("no-fuse %d" % s).choice(fits)
+                args_ = ["--monitor"] if prog.has_loops() and s % 3 == 0 else []
+                legs.append(Run("random", path, p, overrides, validate=(s % 10 == 5), label="seed=%d" % s,
+                                compile_args=["--no-fuse"], compile_env={"DISTAL_EXTRA_CFLAGS": "-O0"},
+                                args=args_))
+            for leg in legs:
+                leg.seed_value = s
+                leg.text = text
+                runs.append(leg)
 
         def reproduce(run):
             return "%s %s --seed %d --count 1 --keep\n      program:\n%s" % (
                 run_e2e.PYTHON, os.path.join(HERE, "gen_random.py"), run.seed_value,
                 "\n".join("        " + l for l in run.text.rstrip().splitlines()))
 
-        print("distalc: %s\nmpirun: %s\n%d random programs from seed %d, %d at a time"
-              % (run_e2e.DISTALC, run_e2e.MPIRUN, count, seed0, args.jobs))
+        print("distalc: %s\nmpirun: %s\n%d random programs from seed %d, %d runs, %d at a time%s"
+              % (run_e2e.DISTALC, run_e2e.MPIRUN, count, seed0, len(runs), args.jobs,
+                 "" if no_fuse else " (distalc has no --no-fuse: that leg is skipped)"))
         runner.reproduce = reproduce
         runner.run_all(runs)
     finally:

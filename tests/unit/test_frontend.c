@@ -948,7 +948,7 @@ static void test_statement_syntax_errors(void **state) {
 static void test_declaration_syntax_errors(void **state) {
   (void)state;
   expect_error("param n = 4\ntensor A(n);", 2, 1, "expected ';' after param declaration");
-  expect_error("param n = x;", 1, 11, "expected an integer default value");
+  expect_error("param n = x;", 1, 11, "expected an integer or floating default value");
   expect_error("machine M grid(2);", 1, 11, "expected '=' after machine name");
   expect_error("machine M = grid();", 1, 18, "expected grid dimension");
   expect_error("machine M = grid(2) : tpu;", 1, 23, "expected 'cpu' or 'gpu'");
@@ -1231,7 +1231,7 @@ static void test_functions_errors(void **state) {
   expect_error(text, 5, 12, "erf takes 1 argument, but 0 are given");
   snprintf(text, sizeof text, "%sD(i) = D(i) * sqrt;", decls);
   expect_error(text, 5, 15, "unknown tensor 'sqrt' (the function sqrt is called with arguments in parentheses)");
-  expect_error("param tol = 1e-8;", 1, 13, "floating params are not supported");
+  expect_error("param tol = 1e-8;\ntensor D(tol);", 2, 10, "'tol' is a floating param: it cannot be a tensor dimension");
   /* a tensor named like a function is one only after its declaration: before, the name is
    * the function's (whose argument i is then no tensor either) */
   run r;
@@ -1418,6 +1418,52 @@ static void test_every_prefix(void **state) {
   assert_true(ok > 5);
 }
 
+/* LANGUAGE.md sections 3 and 9: temporaries, floating params, loops and their conditions */
+static void test_programs_parse(void **state) {
+  (void)state;
+  run r;
+  compile(&r, "param n = 8;\nparam tol = -2.5e-3;\nparam maxit = 5;\nmachine M = grid(g);\ntensor b(n) @ M(i -> i);\n"
+              "temp r(n) @ M(i -> i);\ntemp rr;\ntemp k int64;\n"
+              "r(i) = b(i) * tol;\nk = 0;\n"
+              "repeat maxit until (rr < tol * tol && !(k >= 3) || sqrt(abs(rr)) == 0) {\n"
+              "  rr = r(i) * r(i);\n  repeat 2 { r(i) -= rr * r(i); }\n  k += 1;\n}\n");
+  assert_int_equal(r.nd, 0);
+  finish(&r);
+}
+
+static void test_programs_errors(void **state) {
+  (void)state;
+  const char *d = "param n = 4;\nparam tol = 1e-8;\ntensor D(n);\ntemp T(n);\ntemp s;\n";
+  char text[1024];
+  snprintf(text, sizeof text, "%sD(i) = T(i);", d);
+  expect_error(text, 6, 8, "temporary 'T' is read before any statement writes it");
+  snprintf(text, sizeof text, "%sT(i) += D(i);", d);
+  expect_error(text, 6, 1, "temporary 'T' is read before any statement writes it ('+=' adds to its values)");
+  snprintf(text, sizeof text, "%srepeat 3 {\n  D(i) = T(i);\n  T(i) = D(i);\n}", d);
+  expect_error(text, 7, 10, "temporary 'T' is read before any statement writes it");
+  snprintf(text, sizeof text, "%sT(i) = D(i);\nrepeat 3 until (s < 1) { T(i) = D(i); }", d);
+  expect_error(text, 7, 17, "temporary 's' is read before any statement writes it");
+  snprintf(text, sizeof text, "%srepeat tol { D(i) = D(i); }", d);
+  expect_error(text, 6, 8, "the bound of a loop must be an integer, but 'tol' is a floating param");
+  snprintf(text, sizeof text, "%srepeat 2.5 { D(i) = D(i); }", d);
+  expect_error(text, 6, 8, "the bound of a loop must be an integer");
+  snprintf(text, sizeof text, "%srepeat -1 { D(i) = D(i); }", d);
+  expect_error(text, 6, 8, "the bound of a loop cannot be negative");
+  snprintf(text, sizeof text, "%sD(i) = 1;\nrepeat 3 until (D < 1) { D(i) = D(i) * 2; }", d);
+  expect_error(text, 7, 17, "the condition reads 'D', which is not a scalar (order 1)");
+  snprintf(text, sizeof text, "%ss = 1;\nrepeat 3 until (s + 1) { s = s * 2; }", d);
+  expect_error(text, 7, 19, "expected a condition");
+  snprintf(text, sizeof text, "%ss = 1;\nrepeat 3 until ((s < 1) + 1 < 2) { s = s * 2; }", d);
+  expect_error(text, 7, 20, "a condition cannot be a value here");
+  snprintf(text, sizeof text, "%srepeat 3 { tensor X(n); }", d);
+  expect_error(text, 6, 12, "declarations belong at the top level");
+  snprintf(text, sizeof text, "%srepeat 3 { D(i) = D(i);", d);
+  expect_error(text, 6, 24, "expected '}' to close the loop's body");
+  expect_error("param tol = 1e-8;\nmachine M = grid(tol);", 2, 18, "'tol' is a floating param: it cannot be a grid dimension");
+  expect_error("param tol = 1e-8;\ntensor I(4) int64;\nI(i) = I(i) + tol;", 3, 15,
+               "'tol' is a floating param and 'I' is int64");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_diag_format),
@@ -1493,6 +1539,8 @@ int main(void) {
       cmocka_unit_test(test_every_prefix),
       cmocka_unit_test(test_functions_parse),
       cmocka_unit_test(test_functions_errors),
+      cmocka_unit_test(test_programs_parse),
+      cmocka_unit_test(test_programs_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
