@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs every Debian 12 package that distal-mpi needs to build, test and benchmark.
 # Usage: scripts/install-deps.sh   (as root, or with sudo available)
+#        scripts/install-deps.sh --bench   also the packages only benchmarks use (PETSc for
+#                                          bench/programs.sh)
 set -eu
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -14,6 +16,9 @@ PKGS="build-essential autoconf automake libtool pkg-config
   clang valgrind
   libscalapack-openmpi-dev gnuplot-nox
   slurmctld slurmd slurm-client munge libpmix-dev"
+if [ "${1:-}" = --bench ]; then
+  PKGS="$PKGS petsc-dev"
+fi
 if ! dpkg -s $PKGS >/dev/null 2>&1; then
   $SUDO apt-get update -q
   # shellcheck disable=SC2086
