@@ -75,6 +75,10 @@ typedef struct {
   bool in_kernel, atomic;
   bool *mapped;      /* device kernel: loops that are threads */
   bool acc_mode;
+  /* a sum over the stored coordinates of a sparse factor whose other terms count once
+   * (guarded by the loop's variable): those terms are added before the loop (hoist) and the
+   * assignment inside it adds the rest (strip) */
+  const ir_expr *hoist, *strip;
   /* sparse accesses of the right side */
   int nsp;
   const ir_expr **sp_e;
@@ -193,6 +197,51 @@ static bool guarded_by(const ir_expr *e, int var) {
  * iteration would add zero), the level is compressed with its parent levels positioned, and
  * the loop's variable is the level's index variable or the inner half of a divide or split of
  * it whose outer half is bound (then index = base + loop variable). */
+/* The right side as a sum of terms (through + - and unary -): factors of the sparse access e,
+ * or terms that count once, guarded by j and free of sparse accesses and of j.  Then *hoist
+ * is the once-terms' sum (their guard on j dropped) and *strip the rest; false otherwise, or
+ * when there is no once-term. */
+static bool factor_of(const ir_expr *x, const ir_expr *e);
+static bool uses_var(const ir_expr *e, int v) {
+  if (!e) return false;
+  for (int x = 0; e->kind == IR_ACCESS && x < e->nidx; x++)
+    if (e->vars[x] == v) return true;
+  return uses_var(e->a, v) || uses_var(e->b, v);
+}
+static bool has_sparse(const bst *g, const ir_expr *e) {
+  if (!e) return false;
+  if (e->kind == IR_ACCESS && e->tensor < ast(g)->ntensors && lw_sparse(ast(g), e->tensor)) return true;
+  return has_sparse(g, e->a) || has_sparse(g, e->b);
+}
+static ir_expr *ir_bin(ir_expr_kind k, const ir_expr *a, const ir_expr *b) {
+  ir_expr *x = ir_alloc(sizeof *x);
+  x->kind = k, x->a = (ir_expr *)a, x->b = (ir_expr *)b;
+  return x;
+}
+static bool split_terms(const bst *g, const ir_expr *t, bool neg, const ir_expr *e, int j, const ir_expr **hoist,
+                        const ir_expr **strip, int *nonce) {
+  if (!t->nguards && (t->kind == IR_ADD || t->kind == IR_SUB))
+    return split_terms(g, t->a, neg, e, j, hoist, strip, nonce) &&
+           split_terms(g, t->b, t->kind == IR_SUB ? !neg : neg, e, j, hoist, strip, nonce);
+  if (!t->nguards && t->kind == IR_NEG) return split_terms(g, t->a, !neg, e, j, hoist, strip, nonce);
+  bool once = false;
+  for (int q = 0; q < t->nguards; q++) once |= t->guards[q] == j;
+  const ir_expr **into = strip;
+  const ir_expr *term = t;
+  if (once && !has_sparse(g, t) && !uses_var(t, j)) {
+    ir_expr *c = ir_alloc(sizeof *c);
+    *c = *t;
+    c->guards = ir_alloc((t->nguards + 1) * sizeof *c->guards), c->nguards = 0;
+    for (int q = 0; q < t->nguards; q++)
+      if (t->guards[q] != j) c->guards[c->nguards++] = t->guards[q];
+    term = c, into = hoist, ++*nonce;
+  } else if (!factor_of(t, e)) {
+    return false;
+  }
+  *into = !*into ? (neg ? ir_bin(IR_NEG, term, NULL) : term) : ir_bin(neg ? IR_SUB : IR_ADD, *into, term);
+  return true;
+}
+
 static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
   const lw_stmt *ls = g->ls;
   const ir_stmt *s = ls->s;
@@ -201,9 +250,14 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
   for (int a = 0; a < g->nsp; a++) {
     const ir_expr *e = g->sp_e[a];
     int x = g->sp_known[a];
-    if (!g->sp_factor[a] || x >= e->nidx || ast(g)->tensors[e->tensor].formats[x] != FE_COMPRESSED) continue;
+    if (x >= e->nidx || ast(g)->tensors[e->tensor].formats[x] != FE_COMPRESSED) continue;
     int j = e->vars[x];
-    if (g->bound[j] || guarded_by(cin_assign(s->root)->rhs, j)) continue;
+    const ir_expr *rhs = cin_assign(s->root)->rhs, *hoist = NULL, *strip = NULL;
+    int nonce = 0;
+    if (g->bound[j]) continue;
+    if (!g->sp_factor[a] || guarded_by(rhs, j)) { /* terms that count once go before the loop */
+      if (k != ls->nloops - 1 || !split_terms(g, rhs, false, e, j, &hoist, &strip, &nonce) || !nonce || !strip) continue;
+    }
     if (j == n->var) {
       *base = sym_const(0);
     } else {
@@ -217,6 +271,7 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
       *base = R(g, sym_mul(sym_var(Rl->out[0]), stp));
     }
     *acc = a, *level = x;
+    g->hoist = hoist, g->strip = strip;
     return true;
   }
   return false;
@@ -483,7 +538,7 @@ static void assign_node(bst *g, sp_node *seq) {
   const cin_node *asg = cin_assign(g->ls->s->root);
   sp_node *n = sp_new(SN_ASSIGN);
   n->lhs = lhs_expr(g);
-  n->rhs = expr(g, asg->rhs);
+  n->rhs = expr(g, g->strip ? g->strip : asg->rhs);
   n->type = ast(g)->tensors[asg->lhs_tensor].type;
   n->tensor = asg->lhs_tensor;
   n->to_acc = g->acc_mode;
@@ -630,7 +685,21 @@ static void level(bst *g, sp_node *seq, int k) {
     int drv_a, drv_x;
     const sym *base;
     if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &base)) {
-      /* only the stored coordinates of the sparse factor: the others add zero */
+      /* only the stored coordinates of the sparse factor: the others add zero; the terms that
+       * count once are added before the loop */
+      if (g->hoist) {
+        sp_node *h = sp_new(SN_ASSIGN);
+        const cin_node *asg = cin_assign(s->root);
+        h->lhs = lhs_expr(g);
+        h->rhs = expr(g, g->hoist);
+        h->type = ast(g)->tensors[asg->lhs_tensor].type;
+        h->tensor = asg->lhs_tensor;
+        h->to_acc = g->acc_mode;
+        h->to_entries = lw_sparse(ast(g), asg->lhs_tensor) && !g->acc_mode;
+        h->atomic = !g->acc_mode && !h->to_entries && host_atomic(g);
+        h->comment = "the terms that count once, before the loop over the stored coordinates";
+        sp_add(seq, h);
+      }
       L->loop = SL_SPARSE;
       L->sparse = drv_a, L->level = drv_x, L->base = base;
       L->tensor = g->sp_e[drv_a]->tensor;
