@@ -1387,8 +1387,8 @@ def evaluate(prog, params, inputs):
 def monitor_line(record):
     """The line --monitor prints for a monitor record of an Outcome."""
     number, k, values = record
-    return "monitor: loop %d iteration %d:%s" % (number, k, "".join(
-        " %s=%.6e" % (name, v) for name, v in values))
+    return "monitor: loop %d iteration %d%s" % (number, k, ":" + "".join(
+        " %s=%.6e" % (name, v) for name, v in values) if values else "")
 
 
 def random_inputs(prog, params, rng, names=None):
