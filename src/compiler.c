@@ -112,7 +112,7 @@ int dc_spmd(dc_unit *u, const lw_program *lp, sp_program **out) {
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) return out_of_memory(u);
-  *out = spmd_build(lp);
+  *out = spmd_build_ex(lp, !u->no_fuse);
   ir_scope_leave(&sc);
   return DC_OK;
 }
@@ -121,7 +121,7 @@ int dc_emit(dc_unit *u, const lw_program *lp, FILE *h, FILE *c, FILE *cu, const 
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) return out_of_memory(u);
-  int bad = cg_emit(h, c, cu, spmd_build(lp), o);
+  int bad = cg_emit(h, c, cu, spmd_build_ex(lp, !u->no_fuse), o);
   ir_scope_leave(&sc);
   return bad ? DC_ERRORS : DC_OK;
 }

@@ -42,6 +42,7 @@ typedef struct {
   ir_program *ir;   /* the scheduled concrete index notation */
   lw_program *lp;   /* the lowered program (NULL with no_lower) */
   bool cuda;        /* the target: CUDA, else C + MPI */
+  bool no_fuse;     /* dc_spmd, dc_emit: no program-level rewrites (distalc --no-fuse) */
   ir_arena *arena;  /* holds ir, lp and every copy and lowering made through the unit */
 } dc_unit;
 

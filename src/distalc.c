@@ -1,7 +1,7 @@
 /* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
  *
  *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
- *                    [--emit c|cin|spmd|plan] [--check] [--debug] [--version] [--help]
+ *                    [--emit c|cin|spmd|plan] [--no-fuse] [--check] [--debug] [--version] [--help]
  *
  * Outputs are written to temporary files and renamed into place only when everything
  * succeeded, so no input leaves a partial file behind. */
@@ -23,7 +23,7 @@
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
-    "               [--name PREFIX] [--emit c|cin|spmd|plan] [--check] [--debug]\n"
+    "               [--name PREFIX] [--emit c|cin|spmd|plan] [--no-fuse] [--check] [--debug]\n"
     "               [--ranks P] [--ranks-per-node K] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
     "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
@@ -44,6 +44,7 @@ static const char usage[] =
     "  --emit c        print the generated C to standard output\n"
     "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
+    "  --no-fuse       no program-level rewrites: each statement runs alone (for comparison)\n"
     "\n"
     "Environment: MPICC (default " DISTAL_MPICC "), DISTAL_CFLAGS and DISTAL_LIBS override\n"
     "the flags used by --exe to find the distal runtime; for --target cuda also NVCC (default\n"
@@ -371,7 +372,7 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
 
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
-  bool want_main = false, exe = false, slurm = false, check = false, debug = false;
+  bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false;
   int64_t ranks = 0;    /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
   int64_t per_node = 0; /* 0: no --ranks-per-node (README, "Choices") */
   char *sets[argc]; /* the --set values: at most one per argument */
@@ -409,6 +410,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--slurm")) slurm = true;
     else if (!strcmp(a, "--check")) check = true;
     else if (!strcmp(a, "--debug")) debug = true;
+    else if (!strcmp(a, "--no-fuse")) no_fuse = true;
     else if (a[0] == '-' && a[1]) return fail_usage("unknown option", a);
     else if (input) return fail_usage("more than one input file:", a);
     else input = a;
@@ -428,6 +430,7 @@ int main(int argc, char **argv) {
   dc_target tg = !target ? DC_TARGET_AUTO : !strcmp(target, "cuda") ? DC_TARGET_CUDA : DC_TARGET_CPU;
   int status = dc_compile_source(src, &(dc_options){.target = tg, .no_lower = true}, &u);
   if (status != DC_OK) return status;
+  u->no_fuse = no_fuse;
   status = 1;
   fe_program *prog = u->ast;
   ir_program *ir = u->ir;
@@ -513,7 +516,7 @@ int main(int argc, char **argv) {
   if (want_main || exe) {
     /* generated executables read params as -NAME: options of the driver are taken */
     static const char *taken[] = {"fill", "seed", "iters", "warmup", "load", "save", "validate",
-                                  "json", "stats", "verbose", "help", "h", NULL};
+                                  "json", "stats", "verbose", "monitor", "help", "h", NULL};
     int bad = 0;
     for (int i = 0; i < prog->nparams; i++)
       for (int k = 0; taken[k]; k++)

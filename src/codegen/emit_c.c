@@ -479,7 +479,8 @@ static void emit_view(cg_st *g, const sp_node *c) {
     else sp_bind(g, t, n);
     return;
   }
-  if (b->snapshot) line(g, "dtl_in_%s = dtl_snap;", n);
+  if (b->snapshot && b->in_place) line(g, "dtl_in_%s = %s; /* read in place: each iteration reads only what it writes */", n, n);
+  else if (b->snapshot) line(g, "dtl_in_%s = dtl_snap;", n);
   else if (b->output) line(g, "dtl_%s = %s;", n, n);
   else line(g, "dtl_%s = (%s *)%s; /* only read */", n, cg_ctype(T(g, t)->type), n);
   char bx[64];
@@ -1241,6 +1242,10 @@ static void cond_access(FILE *f, const sp_expr *e, void *vc) {
 static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const sp_item *list, int n, int ind, bool top) {
   for (int k = 0; k < n; k++) {
     const sp_item *it = &list[k];
+    if (it->kind == SP_CALL && sp->funcs[it->func].fused_into >= 0) {
+      fprintf(c, "%*s/* statement %d runs inside statement %d (fused) */\n", ind, "", it->func + 1, sp->funcs[it->func].fused_into + 1);
+      continue;
+    }
     if (it->kind == SP_CALL) {
       fprintf(c, "%*sif (%s_s%d(dtl_plan", ind, "", o->prefix, sp->funcs[it->func].index);
       for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s", cg_tensor(sp, t));

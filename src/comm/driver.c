@@ -263,6 +263,16 @@ static void json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
+/* The shortest text of a double that reads back exactly (1e-06, not 9.9999999999999995e-07). */
+static void print_double(FILE *out, double v) {
+  char b[40];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(b, sizeof b, "%.*g", prec, v);
+    if (strtod(b, NULL) == v) break;
+  }
+  fputs(b, out);
+}
+
 /* Rates come from the minimum time, the usual convention of benchmarks. */
 void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
                 const char *const *param_names, const bool *param_float, const int64_t *values,
@@ -284,9 +294,10 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
     for (int d = 0; d < ctx->ndims; d++)
       fprintf(out, "%s%lld", d ? "x" : "", (long long)ctx->dims[d]);
     for (int i = 0; i < nparams; i++)
-      if (param_float && param_float[i])
-        fprintf(out, " %s=%.17g", param_names[i], dtl_as_double(values[i]));
-      else
+      if (param_float && param_float[i]) {
+        fprintf(out, " %s=", param_names[i]);
+        print_double(out, dtl_as_double(values[i]));
+      } else
         fprintf(out, " %s=%lld", param_names[i], (long long)values[i]);
     if (iterations >= 0)
       fprintf(out, " iterations=%lld", (long long)iterations);
@@ -302,9 +313,10 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
     for (int i = 0; i < nparams; i++) {
       fprintf(out, "%s", i ? ", " : "");
       json_string(out, param_names[i]);
-      if (param_float && param_float[i])
-        fprintf(out, ": %.17g", dtl_as_double(values[i]));
-      else
+      if (param_float && param_float[i]) {
+        fputs(": ", out);
+        print_double(out, dtl_as_double(values[i]));
+      } else
         fprintf(out, ": %lld", (long long)values[i]);
     }
     fprintf(out, "}, ");

@@ -187,8 +187,10 @@ struct cin_node {
   cin_node *body;
   bool distributed;
   int dist_level; /* machine level */
-  int dist_dim;   /* grid dim (set by ir_finish_schedule) */
-  fe_loc dist_loc; /* the distribute command */
+  int dist_dim;   /* grid dim (numbered after the commands; see dist_owner) */
+  bool dist_owner; /* distributed by the owner-computes default: dist_dim is the grid dim of the
+                    * data, given, not numbered in nest order */
+  fe_loc dist_loc; /* the distribute command (owner computes: the statement) */
   ir_par_unit par;
   ir_race race;
   fe_loc par_loc;   /* the parallelize command (errors found later point at it) */
@@ -209,7 +211,7 @@ struct cin_node {
   int workspace; /* tensor index of the workspace (>= prog->ntensors: a temporary) */
 };
 
-typedef struct {
+typedef struct ir_stmt {
   int index;
   const fe_stmt *ast;
   int nvars;
@@ -220,6 +222,11 @@ typedef struct {
   int machine;         /* -1: no machine involved */
   int nlevels_used;
   int ndist;           /* distributed loops */
+  bool has_distribute; /* a distribute command was applied */
+  /* The statement as its commands left it, before the owner-computes default distributed it
+   * (NULL: the default did not apply).  Scheduling further starts again from it; it is never
+   * changed (a copy of the statement shares it). */
+  const struct ir_stmt *before_owner;
   bool has_precompute;
   int nst;
   const char **st; /* the s.t. clause: every applied command, as written */
@@ -239,13 +246,18 @@ typedef struct {
  * variables in order of first appearance, left side first, as TACO does). */
 ir_program *ir_build(fe_program *prog);
 /* Apply every statement's schedule; errors are reported at the command.  Returns the
- * number of errors. stop_after >= 0 applies only that many commands of each statement. */
+ * number of errors. stop_after >= 0 applies only that many commands of each statement.
+ * A statement that no distribute command distributed is then distributed like its data, the
+ * owner-computes default of LANGUAGE.md section 5 (its s.t. clause lists what it added, each
+ * marked "(owner computes)"). */
 int ir_schedule(ir_program *ir, int stop_after);
 /* Apply more commands to one statement, after those it has (a copy's, say, to try a schedule):
  * as ir_schedule does, errors reported at the commands through ir's source, whose text the
  * carets quote.  The commands' names and grids resolve in ir's program, so take them from a
  * program with the same declarations (the same source scheduled otherwise).  s need not be
- * one of ir->stmts (an ir_stmt_clone).  Returns the number of errors. */
+ * one of ir->stmts (an ir_stmt_clone).  The commands apply to the statement as its own
+ * commands left it: an owner-computes default it had is taken back first and applied again
+ * afterwards where the statement still has no distribute.  Returns the number of errors. */
 int ir_schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int ncmds);
 /* Deep copies in the current arena, to schedule or lower without touching the original: a
  * statement (variables, relations, its concrete index notation with the expressions, the

@@ -804,6 +804,213 @@ static bool cmd_substitute(sctx *c) {
   return true;
 }
 
+/* ---- owner computes ---------------------------------------------------------------------- */
+/* A statement that no distribute command distributed is distributed like its data
+ * (LANGUAGE.md section 5, "Defaults"): the tensor that decides is the output when it is
+ * partitioned, otherwise the largest partitioned operand (most elements; ties: the first);
+ * every index variable that indexes a partitioned dimension of it is distributed onto the grid
+ * dim that partitions it, at each level of the tensor's distribution.  The default comes after
+ * the statement's commands, which name the loops as the statement has them:
+ *   - the loop that carries the variable is the variable's own, or, where divide or split
+ *     replaced it, the outer loop of that (outermost) relation;
+ *   - that loop is divided by the grid dim, as the compound distribute does (the blocks of
+ *     section 3, so that the pieces are the data's): divide(i, i_dist, i_loc, G); i_dist is
+ *     distributed onto the grid dim, i_loc keeps what the commands asked of the loop (threads,
+ *     a kernel, communicate); an inner level divides i_loc again;
+ *   - the distributed loops then move outermost, level by level, the others keeping their
+ *     order, so that each rank's data moves once, before its block;
+ *   - a variable that fuse or rotate replaced, or whose loop lies under a precompute's where,
+ *     is not distributed: the statement runs redundantly along that grid dim, which is always
+ *     correct (each rank keeps its own part of the result).
+ * Grid dims where the tensor is replicated (*) or fixed (an integer) get no loop: the
+ * computation is redundant along them. */
+
+static bool partitioned(const fe_tensor *t) {
+  if (!t->has_dist || !t->order) return false;
+  for (int l = 0; l < t->dist.nlevels; l++)
+    for (int k = 0; k < t->dist.levels[l].ny; k++)
+      if (t->dist.levels[l].y[k].kind == FE_Y_NAME) return true;
+  return false;
+}
+
+static void rhs_accesses(const fe_expr *e, const fe_access **out, int *n, int max) {
+  if (!e) return;
+  if (e->kind == FE_E_ACCESS) {
+    if (*n < max) out[(*n)++] = &e->acc;
+    return;
+  }
+  if (e->kind == FE_E_NUM || e->kind == FE_E_PARAM) return;
+  rhs_accesses(e->a, out, n, max);
+  rhs_accesses(e->b, out, n, max);
+}
+
+static const sym *elements(const fe_tensor *t) {
+  const sym *e = sym_const(1);
+  for (int x = 0; x < t->order; x++) e = sym_mul(e, sym_from_size(&t->dims[x]));
+  return e;
+}
+
+/* Has a more elements than b?  By the params' default values where every param involved has
+ * one, otherwise only where it is proven. */
+static bool larger(const fe_program *p, const sym *a, const sym *b) {
+  int64_t *vals = ir_alloc((p->nparams + 1) * sizeof *vals);
+  bool known = true;
+  for (int q = 0; q < p->nparams; q++) {
+    vals[q] = p->params[q].has_default ? p->params[q].value : 0;
+    if (!p->params[q].has_default && (sym_uses(a, SYM_PARAM, q) || sym_uses(b, SYM_PARAM, q))) known = false;
+  }
+  int64_t va, vb;
+  sym_env env = {.params = vals};
+  if (known && sym_eval(a, &env, &va) && sym_eval(b, &env, &vb)) return va > vb;
+  return sym_prove_le(NULL, b, a) && !sym_prove_le(NULL, a, b);
+}
+
+/* The access whose tensor decides the distribution, or NULL when every tensor is replicated. */
+static const fe_access *owner_access(const fe_program *p, const fe_stmt *st) {
+  if (partitioned(&p->tensors[st->lhs.tensor])) return &st->lhs;
+  const fe_access *acc[64];
+  int n = 0;
+  rhs_accesses(st->rhs, acc, &n, 64);
+  const fe_access *best = NULL;
+  const sym *most = NULL;
+  for (int k = 0; k < n; k++) {
+    const fe_tensor *t = &p->tensors[acc[k]->tensor];
+    if (!partitioned(t)) continue;
+    const sym *e = elements(t);
+    if (!best || larger(p, e, most)) best = acc[k], most = e;
+  }
+  return best;
+}
+
+/* The loop that carries original variable v, or -1. */
+static int carrier(ir_stmt *s, int v) {
+  while (!loop_of(s, v)) {
+    int u = s->vars[v].use;
+    if (u < 0) return -1;
+    const ir_rel *r = &s->rels[u];
+    if (r->kind != REL_DIVIDE && r->kind != REL_SPLIT) return -1;
+    v = r->out[0];
+  }
+  return v;
+}
+
+static bool in_top_chain(const ir_stmt *s, int v) {
+  for (const cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body)
+    if (x->var == v) return true;
+  return false;
+}
+
+static const char *fresh_name(const sctx *c, const char *base, const char *suffix) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s_%s", base, suffix);
+  for (int k = 2; name_taken(c, buf); k++) snprintf(buf, sizeof buf, "%s_%s%d", base, suffix, k);
+  return ir_strdup(buf);
+}
+
+/* divide(v, v_dist, v_loc, G), whatever v's loop carries (the inner loop keeps it: threads, a
+ * kernel, communicate), and v_dist distributed onto grid dim `dim` of `level`; returns v_loc. */
+static int owner_distribute(sctx *c, int v, int level, int dim) {
+  ir_stmt *s = c->s;
+  const fe_machine *M = &c->ir->ast->machines[c->ir->machine];
+  const fe_size *G = &M->levels[level].dims[dim];
+  const char *on = fresh_name(c, s->vars[v].name, "dist"), *in = fresh_name(c, s->vars[v].name, "loc");
+  cin_node *n = loop_of(s, v);
+  const sym *E = s->vars[v].extent, *N = sym_from_size(G);
+  bool red = s->vars[v].reduction;
+  new_rel(c, REL_DIVIDE);
+  int rel = s->nrels - 1;
+  int o = new_var(s, on, N, red, s->ast->loc);
+  int ii = new_var(s, in, sym_ceildiv(E, N), red, s->ast->loc);
+  ir_rel *r = &s->rels[rel];
+  r->in[0] = v, r->out[0] = o, r->out[1] = ii, r->factor = N;
+  s->vars[v].use = rel;
+  cin_node *inner = ir_alloc(sizeof *inner);
+  *inner = *n;
+  inner->var = ii;
+  n->var = o, n->body = inner, n->ncomm = 0, n->comm = NULL;
+  n->par = PAR_NONE, n->race = RACE_NO_RACES, n->kernel = 0, n->nsubst = 0;
+  n->distributed = true, n->dist_owner = true, n->dist_level = level, n->dist_dim = dim;
+  n->dist_loc = s->ast->loc;
+  /* the s.t. clause: the compound form, with the grid dim it maps onto */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (f) {
+    fprintf(f, "distribute({%s}, {%s}, {%s}, ", s->vars[v].name, on, in);
+    if (level) fprintf(f, "%s[%d]", M->name, level);
+    else fputs(M->name, f);
+    fprintf(f, " dim %d) (owner computes)", dim);
+    fclose(f);
+    const char **st = ir_alloc((s->nst + 1) * sizeof *st);
+    if (s->nst) memcpy(st, s->st, s->nst * sizeof *st);
+    st[s->nst++] = ir_strdup(buf);
+    s->st = st;
+  }
+  free(buf);
+  return ii;
+}
+
+/* The distributed loops outermost, by level, each level's in nest order. */
+static void owner_hoist(ir_stmt *s) {
+  int nc = cin_loops(s->root, NULL, 0), no = 0;
+  cin_node **chain = ir_alloc((nc + 1) * sizeof *chain), *saved = ir_alloc((nc + 1) * sizeof *saved);
+  int *order = ir_alloc((nc + 1) * sizeof *order);
+  nc = 0;
+  for (cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
+  for (int l = 0; l < FE_MAX_DIMS; l++)
+    for (int m = 0; m < nc; m++)
+      if (chain[m]->distributed && chain[m]->dist_level == l) order[no++] = m;
+  for (int m = 0; m < nc; m++)
+    if (!chain[m]->distributed) order[no++] = m;
+  for (int m = 0; m < nc; m++) saved[m] = *chain[m];
+  for (int m = 0; m < nc; m++) {
+    cin_node *body = chain[m]->body;
+    *chain[m] = saved[order[m]];
+    chain[m]->body = body;
+  }
+}
+
+static void owner_computes(sctx *c) {
+  ir_stmt *s = c->s;
+  const fe_program *p = c->ir->ast;
+  if (s->has_distribute || c->ir->machine < 0) return;
+  const fe_access *acc = owner_access(p, s->ast);
+  if (!acc) return;
+  const fe_tensor *t = &p->tensors[acc->tensor];
+  const fe_machine *M = &p->machines[c->ir->machine];
+  /* (variable, level, grid dim) in level order */
+  enum { MAXD = FE_MAX_DIMS * FE_MAX_DIMS };
+  int nd = 0, var[MAXD], lev[MAXD], dim[MAXD];
+  for (int l = 0; l < t->dist.nlevels && l < M->nlevels; l++) {
+    const fe_dist_level *L = &t->dist.levels[l];
+    for (int k = 0; k < L->ny && k < M->levels[l].ndims; k++) {
+      if (L->y[k].kind != FE_Y_NAME || L->y[k].xindex >= acc->nidx) continue;
+      int v = ir_var_find(s, acc->idx[L->y[k].xindex]);
+      bool seen = v < 0 || nd >= MAXD;
+      for (int q = 0; q < nd; q++) seen |= var[q] == v && lev[q] == l; /* A(i,i): one dim per level */
+      if (seen) continue;
+      var[nd] = v, lev[nd] = l, dim[nd++] = k;
+    }
+  }
+  if (!nd) return;
+  s->before_owner = ir_stmt_clone(s);
+  fe_command cmd = {.name = "divide", .loc = s->ast->loc};
+  const fe_command *was = c->cmd;
+  c->cmd = &cmd; /* the relations the default adds point at the statement */
+  bool any = false;
+  for (int q = 0; q < nd; q++) {
+    int L = carrier(s, var[q]);
+    if (L < 0 || !in_top_chain(s, L)) continue;
+    int rest = owner_distribute(c, L, lev[q], dim[q]);
+    any = true;
+    for (int m = q + 1; m < nd; m++) /* an inner level divides what remains of the variable */
+      if (var[m] == var[q]) var[m] = rest;
+  }
+  c->cmd = was;
+  if (any) owner_hoist(s);
+  else s->before_owner = NULL;
+}
+
 /* ---- driver ---------------------------------------------------------------------------------- */
 static bool apply(sctx *c) {
   const char *n = c->cmd->name;
@@ -840,6 +1047,10 @@ static bool finish(sctx *c) {
     if (!x->distributed) continue;
     int l = x->dist_level < FE_MAX_DIMS ? x->dist_level : FE_MAX_DIMS - 1;
     const fe_grid *g = &p->machines[c->ir->machine].levels[x->dist_level];
+    if (x->dist_owner) { /* the grid dim of the data, given */
+      s->ndist++;
+      continue;
+    }
     x->dist_dim = count[l]++;
     if (x->dist_dim >= g->ndims)
       FAIL(x->dist_loc, "distribute: loop '%s' is the %d%s distributed loop but the machine "
@@ -867,16 +1078,23 @@ static bool finish(sctx *c) {
   return true;
 }
 
-/* Apply commands in order until one fails, then number the distributed loops. */
+/* Apply commands in order until one fails, then the owner-computes default where no
+ * distribute was applied, then number the distributed loops. */
 static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int n) {
+  if (s->before_owner) *s = *ir_stmt_clone(s->before_owner); /* the default is applied anew */
   sctx c = {.ir = ir, .s = s, .src = ir->ast->src};
   bool ok = true;
   for (int k = 0; k < n && ok; k++) {
     c.cmd = &cmds[k];
     ok = apply(&c);
     if (ok) add_st(&c);
+    if (ok && !strcmp(cmds[k].name, "distribute")) s->has_distribute = true;
   }
-  if (ok) finish(&c);
+  /* the commands' own checks first, on the loops they made; then the default's loops counted */
+  if (ok && finish(&c)) {
+    owner_computes(&c);
+    finish(&c);
+  }
 }
 
 int ir_schedule(ir_program *ir, int stop_after) {

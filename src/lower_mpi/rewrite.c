@@ -11,7 +11,8 @@ static const char not_here[] = "";
 static const char *where(const sp_program *sp, const sp_func *fn, const sp_node *n) {
   static char b[256];
   if (n->kind == SN_INIT)
-    snprintf(b, sizeof b, "statement %d, zero %s", fn->index + 1, sp->tensors[n->tensor].name);
+    snprintf(b, sizeof b, "statement %d, %s %s", fn->index + 1, n->init == SI_SNAPSHOT ? "snapshot" : "zero",
+             sp->tensors[n->tensor].name);
   else
     snprintf(b, sizeof b, "statement %d, %s %s%s", fn->index + 1, sp_comm_name(n->op),
              sp->bufs[n->buf].snapshot ? "in." : "", sp->tensors[sp->bufs[n->buf].tensor].name);
@@ -196,11 +197,80 @@ static void store_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
   set_store(fn->body);
 }
 
+/* ---- in place ------------------------------------------------------------------------------
+ * A statement that reads its own output T reads the values T had before it (a snapshot).  Where
+ * each iteration reads T only at the element it writes, before writing it, the snapshot is the
+ * block itself:
+ *   snapshot T; view in.T; ...; T(v) = f(in.T(v))    =>    view in.T = T; ...; T(v) = f(in.T(v))
+ * Precondition: T is dense; the statement writes each element once (no summed variable, distinct
+ * left-side variables, no precompute); T is written in place in the rank's own block and read
+ * there (views); every read of T is at exactly the left side's index variables, in their order;
+ * nothing zeroes T first (the store rewrite removed the zeroing, or the statement is a +=); no
+ * kernel, register sum or sparse co-iteration. */
+static bool same_vars(const sp_expr *a, const sp_expr *b) {
+  if (a->nidx != b->nidx) return false;
+  for (int x = 0; x < a->nidx; x++)
+    if (a->vars[x] != b->vars[x]) return false;
+  return true;
+}
+/* every read of buffer buf in e is at the variables of lhs */
+static bool reads_at(const sp_expr *e, int buf, const sp_expr *lhs) {
+  if (!e) return true;
+  if (e->kind == SE_ACCESS && e->buf == buf && !same_vars(e, lhs)) return false;
+  return reads_at(e->a, buf, lhs) && reads_at(e->b, buf, lhs);
+}
+typedef struct {
+  int tensor, buf;
+} tb;
+static bool zeroes(const sp_node *n, const void *arg) {
+  return n->kind == SN_INIT && n->init == SI_ZERO && n->tensor == ((const tb *)arg)->tensor;
+}
+static bool fills_otherwise(const sp_node *n, const void *arg) {
+  return n->kind == SN_COMM && n->buf == ((const tb *)arg)->buf && n->op != SC_VIEW;
+}
+static bool reads_elsewhere(const sp_node *n, const void *arg) {
+  const tb *x = arg;
+  if (n->kind != SN_ASSIGN) return false;
+  return !reads_at(n->rhs, x->buf, n->lhs);
+}
+
+static const char *inplace_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  if (n->kind != SN_INIT || n->init != SI_SNAPSHOT) return not_here;
+  if (sp->tensors[n->tensor].sparse) return not_here;
+  if (!fn->distinct_writes) return "the statement sums, repeats an index on its left, or precomputes";
+  if (find(fn->body, adds_or_skips, NULL)) return "a kernel, a register sum or a sparse co-iteration writes the output";
+  tb x = {n->tensor, -1};
+  if (find(fn->body, zeroes, &x)) return "the output is zeroed before the loops read it";
+  bool out_view = false;
+  for (int q = 0; q < fn->nbufs; q++) {
+    const sp_buf *b = &sp->bufs[fn->bufs[q]];
+    if (b->tensor != n->tensor) continue;
+    x.buf = b->id;
+    if (find(fn->body, fills_otherwise, &x)) return "the output moves between ranks (not only the rank's own block)";
+    if (b->output) {
+      out_view = true;
+      continue;
+    }
+    if (b->snapshot && find(fn->body, reads_elsewhere, &x)) return "an iteration reads the output at another element than it writes";
+  }
+  if (!out_view) return "the output is not written in place";
+  return NULL;
+}
+
+static void inplace_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
+  int t = seq->kids[at]->tensor;
+  replace(seq, at, NULL, 0);
+  for (int q = 0; q < fn->nbufs; q++)
+    if (sp->bufs[fn->bufs[q]].tensor == t && sp->bufs[fn->bufs[q]].snapshot) sp->bufs[fn->bufs[q]].in_place = true;
+}
+
 const sp_rewrite sp_rewrites[] = {
     {"allreduce", allreduce_can, allreduce_apply, "reduce followed by a broadcast of the result becomes one allreduce"},
     {"pipeline", pipeline_can, pipeline_apply,
      "a broadcast or shift at the top of a sequential loop goes out one iteration ahead, double-buffered"},
     {"store", store_can, store_apply, "an '=' that writes each element of the rank's block once stores instead of zeroing and adding"},
+    {"inplace", inplace_can, inplace_apply, "a statement that reads its own output only where it writes needs no snapshot"},
 };
 const int sp_nrewrites = sizeof sp_rewrites / sizeof sp_rewrites[0];
 
@@ -233,4 +303,357 @@ static void walk(sp_program *sp, sp_func *fn, const sp_rewrite *r, sp_node *n) {
 void spmd_rewrite(sp_program *sp) {
   for (int r = 0; r < sp_nrewrites; r++)
     for (int i = 0; i < sp->nfuncs; i++) walk(sp, &sp->funcs[i], &sp_rewrites[r], sp->funcs[i].body);
+}
+
+/* ---- fusion (LANGUAGE.md section 9) -------------------------------------------------------
+ * Consecutive statements whose loop nests run alike, and where each reads what the other
+ * writes on the same rank at the same element, run as one nest (Diffuse; Keller and
+ * Chakravarty's <<f>> . <<g>> = <<f . g>>):
+ *   A: views; for v in R { a(v) }     B: views; for w in R { b(w) }
+ *     =>  A: views of A and B; for v in R { a(v); b(v) }      (B's call removed)
+ * Precondition: both statements are a prologue of buffer declarations and views of the ranks'
+ * own blocks (no communication, no zeroing, no snapshot) followed by one loop nest that holds
+ * only loops, bindings, guards and assignments (no communication, kernel, register sum or
+ * sparse co-iteration; no device kernel); the nests are alike: level by level the same kind
+ * of loop over the same grid dim with the same bounds, the same bindings and guards (B's
+ * variables renamed to A's), and at the innermost level every guard of A is one of B's (so
+ * that A's skipped iterations are B's too); and every tensor that one writes and the other
+ * touches is accessed everywhere at A's left-side variables, which both statements write
+ * once each (no summed variable), so that iteration v of B reads or overwrites only what
+ * iteration v of A wrote or read.  A statement fused into a group is compared with the
+ * group's nest, so chains fuse; B's innermost assignments follow A's. */
+static const char *body_ok(const sp_node *n) {
+  if (!n) return NULL;
+  switch (n->kind) {
+  case SN_SEQ: case SN_GUARD: case SN_IF: case SN_BIND: break;
+  case SN_ASSIGN:
+    if (n->to_acc || n->to_entries || n->atomic) return "its loops sum into a register, a sparse result or atomically";
+    break;
+  case SN_LOOP:
+    if (n->loop == SL_SPARSE) return "its loops walk the stored entries of a sparse operand";
+    if (n->loop == SL_THREAD) return "its loops are device threads";
+    if (n->par != PAR_NONE) return "its loops run in threads";
+    break;
+  case SN_COMM: return "it communicates inside its loops (a reduction or a transfer per iteration)";
+  case SN_KERNEL: return "a leaf kernel runs its loops";
+  case SN_DEVICE: return "its loops are a device kernel";
+  default: return "its loops hold more than assignments";
+  }
+  for (int q = 0; q < n->nkids; q++) {
+    const char *w = body_ok(n->kids[q]);
+    if (w) return w;
+  }
+  return NULL;
+}
+
+/* The statement's loop nest when it is fusable (else NULL and why). */
+static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **why) {
+  const sp_node *b = fn->body;
+  if (sp->cuda) return *why = "the CUDA target runs each statement as its own kernel", NULL;
+  if (!b || b->kind != SN_SEQ || !b->nkids) return *why = "it does nothing", NULL;
+  if (!fn->distinct_writes) return *why = "it sums, repeats an index on its left, or precomputes", NULL;
+  int nloops = 0, last = -1;
+  for (int q = 0; q < b->nkids; q++)
+    if (b->kids[q]->kind == SN_LOOP) nloops++, last = q;
+  if (!nloops) return *why = "it has no loop (a statement over scalars)", NULL;
+  if (nloops > 1) return *why = "it has more than one loop nest", NULL;
+  if (last + 1 < b->nkids) {
+    const sp_node *k = b->kids[last + 1];
+    static char w[120];
+    if (k->kind == SN_COMM) snprintf(w, sizeof w, "it communicates after its loops (%s)", sp_comm_name(k->op));
+    else snprintf(w, sizeof w, "it does more after its loops");
+    return *why = w, NULL;
+  }
+  for (int q = 0; q < last; q++) {
+    const sp_node *k = b->kids[q];
+    if (k->kind == SN_INIT && k->init == SI_DECLARE) continue;
+    if (k->kind == SN_COMM && k->op == SC_VIEW) continue;
+    if (k->kind == SN_INIT)
+      return *why = k->init == SI_SNAPSHOT ? "it reads a snapshot of its output" : "its output starts zeroed (a sum, or a block not covered by its loops)", NULL;
+    if (k->kind == SN_COMM) return *why = "it communicates before its loops", NULL;
+    return *why = "it does more than run its loops", NULL;
+  }
+  sp_node *loop = b->kids[last];
+  if (loop->loop == SL_SPARSE || loop->loop == SL_THREAD) return *why = "its outer loop walks sparse entries or threads", NULL;
+  if (loop->par != PAR_NONE) return *why = "its outer loop runs in threads", NULL;
+  for (int q = 0; q < loop->nkids; q++)
+    if ((*why = body_ok(loop->kids[q]))) return NULL;
+  return loop;
+}
+
+/* B's variables and buffers renamed to A's */
+typedef struct {
+  int n;
+  int from[64], to[64];
+  const int *bufmap; /* by program buffer id: A's buffer, or -1 */
+} renaming;
+static int rn_var(const renaming *r, int v) {
+  for (int k = 0; k < r->n; k++)
+    if (r->from[k] == v) return r->to[k];
+  return v;
+}
+static bool rn_add(renaming *r, int from, int to) {
+  if (from < 0 || to < 0 || from == to) return true;
+  if (r->n == 64) return false;
+  r->from[r->n] = from, r->to[r->n++] = to;
+  return true;
+}
+static const sym *rn_sym(const sp_program *sp, const renaming *r, const sym *e) {
+  for (int k = 0; e && k < r->n; k++) e = sym_subst(&sp->facts, e, SYM_VAR, r->from[k], sym_var(r->to[k]));
+  return e;
+}
+static bool sym_same(const sym *a, const sym *b) { return (!a && !b) || (a && b && sym_equal(a, b)); }
+static const sp_expr *rn_expr(const renaming *r, const sp_expr *e) {
+  if (!e) return NULL;
+  sp_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == SE_ACCESS && e->buf >= 0 && r->bufmap && r->bufmap[e->buf] >= 0) x->buf = r->bufmap[e->buf];
+  if (e->nidx) {
+    int *v = ir_alloc(e->nidx * sizeof *v);
+    for (int k = 0; k < e->nidx; k++) v[k] = rn_var(r, e->vars[k]);
+    x->vars = v;
+  }
+  if (e->nguards) {
+    int *g = ir_alloc(e->nguards * sizeof *g);
+    for (int k = 0; k < e->nguards; k++) g[k] = rn_var(r, e->guards[k]);
+    x->guards = g;
+  }
+  x->a = rn_expr(r, e->a), x->b = rn_expr(r, e->b);
+  return x;
+}
+static sp_node *rn_node(const sp_program *sp, const renaming *r, const sp_node *n) {
+  sp_node *x = sp_new(n->kind);
+  *x = *n;
+  x->kids = NULL, x->nkids = 0;
+  for (int q = 0; q < n->nkids; q++) sp_add(x, n->kids[q] ? rn_node(sp, r, n->kids[q]) : NULL);
+  x->lo = rn_sym(sp, r, n->lo), x->hi = rn_sym(sp, r, n->hi), x->value = rn_sym(sp, r, n->value);
+  x->bind = rn_sym(sp, r, n->bind);
+  if (n->kind == SN_BIND || n->kind == SN_LOOP) x->var = rn_var(r, n->var), x->lvar = rn_var(r, n->lvar);
+  if (n->nconds) {
+    sp_cond *c = ir_alloc(n->nconds * sizeof *c);
+    for (int k = 0; k < n->nconds; k++) c[k] = n->conds[k], c[k].a = rn_sym(sp, r, n->conds[k].a), c[k].b = rn_sym(sp, r, n->conds[k].b);
+    x->conds = c;
+  }
+  if (n->kind == SN_ASSIGN) x->lhs = rn_expr(r, n->lhs), x->rhs = rn_expr(r, n->rhs);
+  return x;
+}
+
+static bool same_conds(const sp_program *sp, const renaming *r, const sp_node *a, const sp_node *b) {
+  if (a->nconds != b->nconds) return false;
+  for (int k = 0; k < a->nconds; k++)
+    if (a->conds[k].op != b->conds[k].op || !sym_same(a->conds[k].a, rn_sym(sp, r, b->conds[k].a)) ||
+        !sym_same(a->conds[k].b, rn_sym(sp, r, b->conds[k].b)))
+      return false;
+  return true;
+}
+
+/* The node whose kids are a loop's body (sequences of one node are looked through) */
+static sp_node *level(sp_node *n) {
+  while (n->nkids == 1 && n->kids[0] && n->kids[0]->kind == SN_SEQ) n = n->kids[0];
+  return n;
+}
+/* The single inner loop among a level's kids (NULL: the innermost level) */
+static sp_node *inner_loop(const sp_node *l) {
+  for (int q = 0; q < l->nkids; q++)
+    if (l->kids[q]->kind == SN_LOOP) return l->kids[q];
+  return NULL;
+}
+
+/* Match the nests level by level, renaming B's variables to A's; *ia, *ib: the innermost loops. */
+static const char *match_nests(const sp_program *sp, renaming *r, sp_node *a, sp_node *b, sp_node **ia, sp_node **ib) {
+  for (;;) {
+    if (a->loop != b->loop || a->dim != b->dim || a->par != b->par) return "their loops are of different kinds or distributed differently";
+    rn_add(r, b->var, a->var);
+    if (a->loop == SL_COLL_BLOCK) rn_add(r, b->lvar, a->lvar);
+    if (!sym_same(a->lo, rn_sym(sp, r, b->lo)) || !sym_same(a->hi, rn_sym(sp, r, b->hi)) || !sym_same(a->value, rn_sym(sp, r, b->value)))
+      return "their loops run over different ranges";
+    a = level(a), b = level(b);
+    sp_node *na = inner_loop(a), *nb = inner_loop(b);
+    if (!na != !nb) return "their loop nests differ in depth";
+    if (!na) {
+      *ia = a, *ib = b;
+      /* B's bindings that A has: one variable; every guard of A must be one of B's */
+      for (int q = 0; q < b->nkids; q++) {
+        const sp_node *kb = b->kids[q];
+        if (kb->kind != SN_BIND) continue;
+        bool found = false;
+        for (int j = 0; j < a->nkids && !found; j++)
+          if (a->kids[j]->kind == SN_BIND && sym_same(a->kids[j]->bind, rn_sym(sp, r, kb->bind))) found = true, rn_add(r, kb->var, a->kids[j]->var);
+        if (!found) return "an index variable of the second is bound otherwise than the first's";
+      }
+      for (int j = 0; j < a->nkids; j++) {
+        const sp_node *ka = a->kids[j];
+        if (ka->kind != SN_GUARD) continue;
+        bool found = false;
+        for (int q = 0; q < b->nkids && !found; q++) found = b->kids[q]->kind == SN_GUARD && same_conds(sp, r, ka, b->kids[q]);
+        if (!found) return "the first skips iterations that the second runs";
+      }
+      return NULL;
+    }
+    /* the kids before the inner loop: bindings and guards, alike */
+    int ka = 0, kb = 0;
+    for (; a->kids[ka] != na; ka++) {
+      if (b->kids[kb] == nb) return "their loops bind or guard differently";
+      const sp_node *x = a->kids[ka], *y = b->kids[kb++];
+      if (x->kind != y->kind || (x->kind != SN_BIND && x->kind != SN_GUARD)) return "their loops bind or guard differently";
+      if (x->kind == SN_BIND) {
+        if (!sym_same(x->bind, rn_sym(sp, r, y->bind))) return "their loops bind different values";
+        rn_add(r, y->var, x->var);
+      } else if (!same_conds(sp, r, x, y)) {
+        return "their loops are guarded differently";
+      }
+    }
+    if (b->kids[kb] != nb) return "their loops bind or guard differently";
+    a = na, b = nb;
+  }
+}
+
+/* every access (the left sides included) of a nest */
+typedef struct {
+  const sp_expr **e;
+  bool *write;
+  int n, cap;
+} acc_list;
+static void acc_add(acc_list *l, const sp_expr *e, bool w) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 16;
+    const sp_expr **ne = ir_alloc(cap * sizeof *ne);
+    bool *nw = ir_alloc(cap * sizeof *nw);
+    if (l->n) memcpy(ne, l->e, l->n * sizeof *ne), memcpy(nw, l->write, l->n * sizeof *nw);
+    l->e = ne, l->write = nw, l->cap = cap;
+  }
+  l->e[l->n] = e, l->write[l->n++] = w;
+}
+static void acc_expr(acc_list *l, const sp_expr *e) {
+  if (!e) return;
+  if (e->kind == SE_ACCESS && e->tensor >= 0) acc_add(l, e, false);
+  acc_expr(l, e->a);
+  acc_expr(l, e->b);
+}
+static void acc_collect(acc_list *l, const sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    acc_add(l, n->lhs, true);
+    acc_expr(l, n->rhs);
+  }
+  for (int q = 0; q < n->nkids; q++) acc_collect(l, n->kids[q]);
+}
+static const sp_expr *first_lhs(const sp_node *n) {
+  if (!n) return NULL;
+  if (n->kind == SN_ASSIGN) return n->lhs;
+  for (int q = 0; q < n->nkids; q++) {
+    const sp_expr *e = first_lhs(n->kids[q]);
+    if (e) return e;
+  }
+  return NULL;
+}
+
+/* b: B's nest already renamed */
+static const char *dependences_ok(const sp_program *sp, const sp_node *la, const sp_node *b) {
+  acc_list x = {0};
+  acc_collect(&x, la);
+  int na = x.n;
+  acc_collect(&x, b);
+  const sp_expr *L = first_lhs(la);
+  for (int i = 0; i < x.n; i++) {
+    if (!x.write[i]) continue;
+    int t = x.e[i]->tensor;
+    bool in_a = false, in_b = false;
+    for (int j = 0; j < x.n; j++)
+      if (x.e[j]->tensor == t) *(j < na ? &in_a : &in_b) = true;
+    if (!in_a || !in_b) continue;
+    for (int j = 0; j < x.n; j++)
+      if (x.e[j]->tensor == t && !(L && same_vars(x.e[j], L))) {
+        static char w[200];
+        snprintf(w, sizeof w, "'%s' is written by one and read or written by the other at another element", sp->tensors[t].name);
+        return w;
+      }
+  }
+  return NULL;
+}
+
+/* Can B's nest join A's (A may already hold a group)?  NULL: yes; then *r renames B to A. */
+static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r, sp_node **ia, sp_node **ib) {
+  const char *why;
+  static char w[300];
+  sp_node *la, *lb;
+  if (!(la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
+  if (!(lb = fusable(sp, B, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
+  if ((why = match_nests(sp, r, la, lb, ia, ib))) return why;
+  return dependences_ok(sp, la, rn_node(sp, r, lb));
+}
+
+static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
+  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
+  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
+  /* a buffer of B whose C name A already declares (the same tensor's own block, read or
+   * written, or the same in-place snapshot) is A's; B's other declarations and views join A's */
+  sp_node *body = A->body;
+  int nA = body->nkids - 1; /* A's prologue */
+  sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
+  memcpy(pro, body->kids, nA * sizeof *pro);
+  int np = nA;
+  for (int q = 0; q + 1 < B->body->nkids; q++) {
+    sp_node *k = B->body->kids[q];
+    const sp_buf *bb = &sp->bufs[k->buf];
+    int same = -1;
+    for (int j = 0; j < nA && same < 0; j++) {
+      const sp_node *ka = body->kids[j];
+      if (ka->kind != k->kind || (k->kind == SN_INIT && ka->init != k->init)) continue;
+      const sp_buf *ab = &sp->bufs[ka->buf];
+      if (ab->tensor == bb->tensor && ab->snapshot == bb->snapshot) same = ab->id;
+    }
+    if (same >= 0) {
+      bufmap[bb->id] = same;
+      continue;
+    }
+    pro[np++] = k;
+  }
+  r->bufmap = bufmap;
+  /* B's innermost level after A's: its bindings are A's (match_nests), its other nodes follow */
+  for (int q = 0; q < ib->nkids; q++) {
+    const sp_node *k = ib->kids[q];
+    if (k->kind == SN_BIND) continue;
+    bool dup = false; /* a guard A has already skipped on */
+    for (int j = 0; j < ia->nkids && k->kind == SN_GUARD && !dup; j++) dup = ia->kids[j]->kind == SN_GUARD && same_conds(sp, r, ia->kids[j], k);
+    if (!dup) sp_add(ia, rn_node(sp, r, k));
+  }
+  pro[np++] = body->kids[nA];
+  body->kids = pro, body->nkids = np;
+  B->body = sp_new(SN_SEQ);
+  B->fused_into = A->index;
+}
+
+static void fuse_items(sp_program *sp, sp_item *list, int n) {
+  int head = -1;
+  for (int k = 0; k < n; k++) {
+    sp_item *it = &list[k];
+    if (it->kind == SP_REPEAT) {
+      fuse_items(sp, it->items, it->nitems);
+      head = -1;
+      continue;
+    }
+    sp_func *B = &sp->funcs[it->func];
+    if (head < 0) {
+      head = it->func;
+      continue;
+    }
+    sp_func *A = &sp->funcs[head];
+    renaming r = {0};
+    sp_node *ia, *ib;
+    const char *why = fuse_can(sp, A, B, &r, &ia, &ib);
+    char w[64];
+    snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
+    if (why) {
+      sp_logf(sp, "fuse", why, "%s", w);
+      head = it->func;
+      continue;
+    }
+    fuse_apply(sp, A, B, &r, ia, ib);
+    sp_logf(sp, "fuse", NULL, "%s", w);
+  }
+}
+
+void spmd_fuse(sp_program *sp) {
+  if (sp->fuse) fuse_items(sp, sp->items, sp->nitems);
 }

@@ -1063,10 +1063,13 @@ static sp_item *build_items(sp_program *sp, const fe_program *p, const fe_item *
   return out;
 }
 
-sp_program *spmd_build(const lw_program *lp) {
+sp_program *spmd_build(const lw_program *lp) { return spmd_build_ex(lp, true); }
+
+sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   const fe_program *p = lp->ir->ast;
   sp_program *sp = ir_alloc(sizeof *sp);
   sp->lp = lp;
+  sp->fuse = fuse;
   sp->cuda = lp->cuda;
   sp->ntensors = p->ntensors, sp->nparams = p->nparams;
   sp->params = ir_alloc((p->nparams + 1) * sizeof *sp->params);
@@ -1095,9 +1098,11 @@ sp_program *spmd_build(const lw_program *lp) {
   int slot = 0;
   for (int i = 0; i < lp->nstmts; i++) build_stmt(sp, lp, i, &slot);
   sp->nslots = slot + 1;
+  for (int i = 0; i < sp->nfuncs; i++) sp->funcs[i].fused_into = -1;
   sp->nloops = p->nloops;
   sp->items = build_items(sp, p, p->items, p->nitems, &sp->nitems);
   spmd_rewrite(sp);
+  spmd_fuse(sp);
   return sp;
 }
 
@@ -1418,6 +1423,19 @@ void spmd_print(FILE *f, const sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++) {
     const sp_func *fn = &sp->funcs[i];
     fprintf(f, "\nstatement %d (line %d): %s\n", fn->index + 1, fn->src_line, fn->text);
+    if (fn->fused_into >= 0) {
+      fprintf(f, "  fused: runs inside the loop nest of statement %d\n", fn->fused_into + 1);
+      continue;
+    }
+    bool group = false;
+    for (int j = 0; j < sp->nfuncs; j++) group |= sp->funcs[j].fused_into == i;
+    if (group) {
+      fputs("  fused group: statements", f);
+      fprintf(f, " %d", fn->index + 1);
+      for (int j = 0; j < sp->nfuncs; j++)
+        if (sp->funcs[j].fused_into == i) fprintf(f, ", %d", j + 1);
+      fputs(" in one loop nest\n", f);
+    }
     pnode(f, &c, fn->body, 2);
   }
   fputs("\nrewrites:\n", f);

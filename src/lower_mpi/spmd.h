@@ -49,6 +49,7 @@ typedef struct {
   int comm;           /* its communication point in the statement (lower.h lw_comm index) */
   bool output;        /* the statement's result, else read */
   bool snapshot;      /* the output also read on the right side: read the values before */
+  bool in_place;      /* ... a snapshot read in place: each iteration reads only the element it writes */
   int slot;           /* plan buffer slot (slot and slot + 1 when double-buffered) */
   int order;
   bool doubled;       /* two slots: the next step's data arrives in the other (pipeline) */
@@ -245,6 +246,9 @@ typedef struct {
   const sp_expr *ref_lhs, *ref_rhs;
   int nred;
   const sym **red_ext;  /* extents of the summed index variables (a tolerance's length) */
+  /* fusion: >= 0, the statement whose loop nest now runs this one's (its body is then empty and
+   * compute does not call it); -1 where it runs alone */
+  int fused_into;
 } sp_func;
 
 /* The program's control structure (LANGUAGE.md section 9): statement calls and loops. */
@@ -300,10 +304,13 @@ typedef struct {
   int nitems;           /* the program: statement calls and loops, in order */
   sp_item *items;
   int nloops;
+  bool fuse;            /* the program-level rewrites run (distalc --no-fuse turns them off) */
 } sp_program;
 
-/* Build the SPMD program of a lowered program (every statement) and apply the rewrites. */
+/* Build the SPMD program of a lowered program (every statement) and apply the rewrites;
+ * fuse: also the program-level ones (fusion across statements, LANGUAGE.md section 9). */
 sp_program *spmd_build(const lw_program *lp);
+sp_program *spmd_build_ex(const lw_program *lp, bool fuse);
 /* distalc --emit spmd: the program, one line per node, and the rewrites applied or not. */
 void spmd_print(FILE *f, const sp_program *sp);
 
@@ -319,6 +326,9 @@ extern const sp_rewrite sp_rewrites[];
 extern const int sp_nrewrites;
 /* Apply every rewrite of the table, in order, wherever it can (spmd_build does). */
 void spmd_rewrite(sp_program *sp);
+/* The program-level rewrites (with sp->fuse): consecutive statements whose loop nests run
+ * alike run as one (spmd_build does, after spmd_rewrite). */
+void spmd_fuse(sp_program *sp);
 
 /* helpers shared by spmd.c and rewrite.c */
 sp_node *sp_new(sn_kind k);

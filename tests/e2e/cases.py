@@ -117,6 +117,8 @@ def programs(long=False):
     add("kernel_layouts.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3, "q": 2}],
         [{"n": 9, "m": 2, "p": 7, "r": 5, "q": 3}])
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
+    add("owner_default.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}, {"n": 2, "m": 9}])
+    add("owner_hier.dtl", [{"n": 10, "m": 6}], [{"n": 5, "m": 13}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -408,6 +410,7 @@ def sparse_programs(long=False):
     add("sparse_reorder.dtl", [{"n": 10, "m": 7, "p": 5}], [{"n": 6, "m": 11, "p": 8}])
     add("sparse_schedules.dtl", [{"n": 11, "chunk": 3}], [{"n": 16, "chunk": 5}])
     add("sparse_precompute.dtl", [{"n": 10, "m": 7, "p": 4}], [{"n": 3, "m": 9, "p": 6}])
+    add("owner_sparse.dtl", [{"n": 11, "m": 9}], [{"n": 6, "m": 14}])
     add("sparse_precompute.dtl", [{"n": 6, "m": 11, "p": 3}])
     add("sparse_results.dtl", [{"n": 11, "m": 9, "p": 6, "r": 3, "chunk": 3}],
         [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])

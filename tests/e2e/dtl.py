@@ -639,11 +639,12 @@ class _Parser:
         dist = None
         if self.accept("@"):
             start = self.peek()
-            parts, depth = [], 0
-            while (self.peek().text != ";" or depth) and self.peek().kind != "eof":
-                t = self.next()
-                depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "op" else 0
-                parts.append(t.text)
+            parts = []
+            depth = 0  # a hierarchical distribution separates its levels with ';' inside (...)
+            while (depth or self.peek().text != ";") and self.peek().kind != "eof":
+                tok = self.next().text
+                depth += (tok == "(") - (tok == ")")
+                parts.append(tok)
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")

@@ -118,6 +118,24 @@ static const char HDR[] =
     "tensor R(n, n);\n"
     "tensor F(n, n) float;\n";
 
+/* HDR with every tensor replicated (the same lines): the tests of the default loop nest and of
+ * the commands themselves.  With partitioned tensors, a statement that no distribute command
+ * distributes is distributed like its data (owner computes, tested on HDR further below). */
+static const char HDR_R[] =
+    "param n = 16;\n"
+    "param chunk = 4;\n"
+    "machine M = grid(gx, gy);\n"
+    "tensor A(n, n);\n"
+    "tensor B(n, n);\n"
+    "tensor C(n, n);\n"
+    "tensor a(n);\n"
+    "tensor b(n);\n"
+    "tensor c(n);\n"
+    "tensor d(n);\n"
+    "tensor s;\n"
+    "tensor R(n, n);\n"
+    "tensor F(n, n) float;\n";
+
 /* Schedule HDR + stmt; return the CIN of the statement (0 errors expected). */
 static char *cin_of(const char *hdr, const char *stmt, int k) {
   char *text = cat2(hdr, stmt);
@@ -550,7 +568,7 @@ static void test_sym_product_canonical(void **state) {
 
 static void test_default_matmul(void **state) {
   (void)state;
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j)", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall k\n"
@@ -560,27 +578,27 @@ static void test_default_matmul(void **state) {
 static void test_default_left_side_first(void **state) {
   (void)state;
   /* order of first appearance, reading the left side first */
-  expect_cin(HDR, "A(j,i) = B(i,k)*C(k,j)", -1,
+  expect_cin(HDR_R, "A(j,i) = B(i,k)*C(k,j)", -1,
              "forall j\n"
              "  forall i\n"
              "    forall k\n"
              "      A(j,i) += B(i,k) * C(k,j)\n");
-  expect_cin(HDR, "A(i,j) = B(j,i)", -1,
+  expect_cin(HDR_R, "A(i,j) = B(j,i)", -1,
              "forall i\n"
              "  forall j\n"
              "    A(i,j) = B(j,i)\n");
-  expect_cin(HDR, "a(i) = R(k,j)*B(j,i)", -1,
+  expect_cin(HDR_R, "a(i) = R(k,j)*B(j,i)", -1,
              "forall i\n"
              "  forall k\n"
              "    forall j\n"
              "      a(i) += R(k,j) * B(j,i)\n");
-  expect_cin(HDR, "s = b(i)*c(i)", -1,
+  expect_cin(HDR_R, "s = b(i)*c(i)", -1,
              "forall i\n"
              "  s += b(i) * c(i)\n");
-  expect_cin(HDR, "a(i) += b(i) * 2.5", -1,
+  expect_cin(HDR_R, "a(i) += b(i) * 2.5", -1,
              "forall i\n"
              "  a(i) += b(i) * 2.5\n");
-  expect_cin(HDR, "A(i,j) = B(i,j) - -C(i,j) / 2", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,j) - -C(i,j) / 2", -1,
              "forall i\n"
              "  forall j\n"
              "    A(i,j) = B(i,j) - -C(i,j) / 2\n");
@@ -588,7 +606,7 @@ static void test_default_left_side_first(void **state) {
 
 static void test_default_structure(void **state) {
   (void)state;
-  char *text = cat2(HDR, "a(i) = B(i,j)*c(j) + d(i)");
+  char *text = cat2(HDR_R, "a(i) = B(i,j)*c(j) + d(i)");
   run r;
   start(&r, text);
   assert_int_equal(sched(&r, -1), 0);
@@ -635,38 +653,38 @@ static void test_default_structure(void **state) {
 
 static void test_reduction_guards(void **state) {
   (void)state;
-  expect_cin(HDR, "a(i) = B(i,j)*c(j) + d(i)", -1,
+  expect_cin(HDR_R, "a(i) = B(i,j)*c(j) + d(i)", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += B(i,j) * c(j) + [j == 0] (d(i))\n");
-  expect_cin(HDR, "a(i) = d(i) + B(i,j)*c(j)", -1,
+  expect_cin(HDR_R, "a(i) = d(i) + B(i,j)*c(j)", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += [j == 0] (d(i)) + B(i,j) * c(j)\n");
   /* the sum encloses the smallest subexpression with all uses: no guard here */
-  expect_cin(HDR, "a(i) = B(i,j)*(c(j) + d(i))", -1,
+  expect_cin(HDR_R, "a(i) = B(i,j)*(c(j) + d(i))", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += B(i,j) * (c(j) + d(i))\n");
-  expect_cin(HDR, "a(i) = -(B(i,j)*c(j)) + d(i)", -1,
+  expect_cin(HDR_R, "a(i) = -(B(i,j)*c(j)) + d(i)", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += -(B(i,j) * c(j)) + [j == 0] (d(i))\n");
-  expect_cin(HDR, "a(i) = (B(i,j)*c(j) + d(i)) * 2", -1,
+  expect_cin(HDR_R, "a(i) = (B(i,j)*c(j) + d(i)) * 2", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += (B(i,j) * c(j) + [j == 0] (d(i))) * 2\n");
   /* two reductions: each operand left behind by a sum is guarded by that sum's variable */
-  expect_cin(HDR, "a(i) = d(i) - B(i,j)*c(j) - R(i,k)*c(k)", -1,
+  expect_cin(HDR_R, "a(i) = d(i) - B(i,j)*c(j) - R(i,k)*c(k)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall k\n"
              "      a(i) += [k == 0] ([j == 0] (d(i)) - B(i,j) * c(j)) - [j == 0] (R(i,k) * c(k))\n");
-  expect_cin(HDR, "s = b(i) + c(j)", -1,
+  expect_cin(HDR_R, "s = b(i) + c(j)", -1,
              "forall i\n"
              "  forall j\n"
              "    s += [j == 0] (b(i)) + [i == 0] (c(j))\n");
-  expect_cin(HDR, "s = b(i)*c(i) + 1", -1,
+  expect_cin(HDR_R, "s = b(i)*c(i) + 1", -1,
              "forall i\n"
              "  s += b(i) * c(i) + [i == 0] (1)\n");
 }
@@ -676,23 +694,23 @@ static void test_reduction_guards(void **state) {
  * product that a kernel could take. */
 static void test_calls_params_minus(void **state) {
   (void)state;
-  expect_cin(HDR, "a(i) = sqrt(B(i,j)) + d(i)", -1,
+  expect_cin(HDR_R, "a(i) = sqrt(B(i,j)) + d(i)", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += sqrt(B(i,j)) + [j == 0] (d(i))\n");
-  expect_cin(HDR, "a(i) = exp(B(i,j) + d(i)) * chunk", -1,
+  expect_cin(HDR_R, "a(i) = exp(B(i,j) + d(i)) * chunk", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += exp(B(i,j) + d(i)) * chunk\n");
-  expect_cin(HDR, "s = pow(b(i), 2) - min(c(j), n)", -1,
+  expect_cin(HDR_R, "s = pow(b(i), 2) - min(c(j), n)", -1,
              "forall i\n"
              "  forall j\n"
              "    s += [j == 0] (pow(b(i), 2)) - [i == 0] (min(c(j), n))\n");
-  expect_cin(HDR, "a(i) -= B(i,j)*c(j) + d(i)", -1,
+  expect_cin(HDR_R, "a(i) -= B(i,j)*c(j) + d(i)", -1,
              "forall i\n"
              "  forall j\n"
              "    a(i) += -(B(i,j) * c(j) + [j == 0] (d(i)))\n");
-  expect_cin(HDR, "a(i) -= -b(i)", -1,
+  expect_cin(HDR_R, "a(i) -= -b(i)", -1,
              "forall i\n"
              "  a(i) += --b(i)\n");
   expect_error("a(i) = exp(B(i,j))*c(j).substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
@@ -798,40 +816,40 @@ static void test_chain_loop_transformations(void **state) {
       "s.t. divide(i, io, ii, gx), split(j, jo, ji, 4), reorder({jo, ii}), fuse(io, jo, f), "
       "split(k, ko, ki, chunk), reorder({ki, ko}), collapse(ji, ki, g), reorder({ko, g, ii, f})\n",
   };
-  expect_chain(HDR, stmt, want, 8);
+  expect_chain(HDR_R, stmt, want, 8);
 }
 
 static void test_reorder_non_adjacent(void **state) {
   (void)state;
   /* the listed loops take the listed order at the positions they occupied */
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j).reorder({k, i})", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).reorder({k, i})", -1,
              "forall k\n"
              "  forall j\n"
              "    forall i\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. reorder({k, i})\n");
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j).split(j, jo, ji, 2).reorder({ji, i})", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).split(j, jo, ji, 2).reorder({ji, i})", -1,
              "forall ji\n"
              "  forall jo\n"
              "    forall i\n"
              "      forall k\n"
              "        A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. split(j, jo, ji, 2), reorder({ji, i})\n");
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j).reorder({k, i, j})", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).reorder({k, i, j})", -1,
              "forall k\n"
              "  forall i\n"
              "    forall j\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. reorder({k, i, j})\n");
   /* listed without braces */
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j).reorder(j, i)", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).reorder(j, i)", -1,
              "forall j\n"
              "  forall i\n"
              "    forall k\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. reorder(j, i)\n");
   /* annotations move with their loops */
-  expect_cin(HDR, "A(i,j) = B(i,k)*C(k,j).parallelize(i, cpu_thread).communicate(B, k).reorder({k, i})", -1,
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).parallelize(i, cpu_thread).communicate(B, k).reorder({k, i})", -1,
              "forall k [communicate B]\n"
              "  forall j\n"
              "    forall i [parallelize cpu_thread]\n"
@@ -841,7 +859,7 @@ static void test_reorder_non_adjacent(void **state) {
 
 static void test_relations(void **state) {
   (void)state;
-  char *text = cat2(HDR, "A(i,j) = B(i,k)*C(k,j).divide(i, io, ii, gx).split(k, ko, ki, 4)"
+  char *text = cat2(HDR_R, "A(i,j) = B(i,k)*C(k,j).divide(i, io, ii, gx).split(k, ko, ki, 4)"
                          ".fuse(io, ii, f).rotate(ko, {f}, r)");
   run r;
   start(&r, text);
@@ -1024,7 +1042,7 @@ static void test_distribute_inner_level(void **state) {
 
 static void test_communicate(void **state) {
   (void)state;
-  expect_cin(HDR, MM ".communicate(A, j)", -1,
+  expect_cin(HDR_R, MM ".communicate(A, j)", -1,
              "forall i\n"
              "  forall j [communicate A]\n"
              "    forall k\n"
@@ -1047,16 +1065,16 @@ static void test_communicate(void **state) {
       "      A(i,j) += B(i,k) * C(k,j)\n"
       "s.t. communicate({B, C}, k), communicate(A, i)\n",
   };
-  expect_chain(HDR, stmt, want, 2);
+  expect_chain(HDR_R, stmt, want, 2);
   /* communicate marks move with a divided loop's body and merge on fuse */
-  expect_cin(HDR, MM ".communicate(B, k).divide(k, ko, ki, 2)", -1,
+  expect_cin(HDR_R, MM ".communicate(B, k).divide(k, ko, ki, 2)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall ko\n"
              "      forall ki [communicate B]\n"
              "        A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. communicate(B, k), divide(k, ko, ki, 2)\n");
-  expect_cin(HDR, MM ".communicate(B, j).communicate(C, k).fuse(j, k, f)", -1,
+  expect_cin(HDR_R, MM ".communicate(B, j).communicate(C, k).fuse(j, k, f)", -1,
              "forall i\n"
              "  forall f [communicate B, C]\n"
              "    A(i,j) += B(i,k) * C(k,j)\n"
@@ -1135,19 +1153,19 @@ static void test_chain_cannon(void **state) {
       "          forall ki\n"
       "            A(i,j) += B(i,k) * C(k,j)\n" ST7 "\n",
   };
-  expect_chain(HDR, stmt, want, 7);
+  expect_chain(HDR_R, stmt, want, 7);
 }
 
 static void test_rotate(void **state) {
   (void)state;
-  expect_cin(HDR, MM ".rotate(k, {i, j}, r)", -1,
+  expect_cin(HDR_R, MM ".rotate(k, {i, j}, r)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall r\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. rotate(k, {i, j}, r)\n");
   /* a single enclosing variable, not adjacent; a communicate mark stays on the loop */
-  expect_cin(HDR, MM ".communicate(B, k).rotate(k, i, r)", -1,
+  expect_cin(HDR_R, MM ".communicate(B, k).rotate(k, i, r)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall r [communicate B]\n"
@@ -1157,13 +1175,13 @@ static void test_rotate(void **state) {
 
 static void test_parallelize(void **state) {
   (void)state;
-  expect_cin(HDR, MM ".parallelize(i, cpu_thread).parallelize(k, cpu_vector, atomics)", -1,
+  expect_cin(HDR_R, MM ".parallelize(i, cpu_thread).parallelize(k, cpu_vector, atomics)", -1,
              "forall i [parallelize cpu_thread]\n"
              "  forall j\n"
              "    forall k [parallelize cpu_vector]\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. parallelize(i, cpu_thread), parallelize(k, cpu_vector, atomics)\n");
-  expect_cin(HDR, MM ".parallelize(j, gpu_block, no_races).parallelize(k, gpu_thread, ignore_races)"
+  expect_cin(HDR_R, MM ".parallelize(j, gpu_block, no_races).parallelize(k, gpu_thread, ignore_races)"
                      ".parallelize(i, gpu_warp)", -1,
              "forall i [parallelize gpu_warp]\n"
              "  forall j [parallelize gpu_block]\n"
@@ -1171,7 +1189,7 @@ static void test_parallelize(void **state) {
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. parallelize(j, gpu_block, no_races), parallelize(k, gpu_thread, ignore_races), "
              "parallelize(i, gpu_warp)\n");
-  char *text = cat2(HDR, MM ".parallelize(k, cpu_thread, atomics).parallelize(i, cpu_vector, ignore_races)");
+  char *text = cat2(HDR_R, MM ".parallelize(k, cpu_thread, atomics).parallelize(i, cpu_vector, ignore_races)");
   run r;
   start(&r, text);
   assert_int_equal(sched(&r, -1), 0);
@@ -1189,7 +1207,7 @@ static void test_parallelize(void **state) {
 static void test_precompute(void **state) {
   (void)state;
   const char *stmt = "a(i) = B(i,j)*c(j) + d(i).precompute(B(i,j)*c(j), j, jw, w)";
-  expect_cin(HDR, stmt, -1,
+  expect_cin(HDR_R, stmt, -1,
              "forall i\n"
              "  where\n"
              "    forall j\n"
@@ -1198,7 +1216,7 @@ static void test_precompute(void **state) {
              "    forall jw\n"
              "      w(jw) = B(i,jw) * c(jw)\n"
              "s.t. precompute(B(i,j) * c(j), j, jw, w)\n");
-  expect_cin(HDR, "a(i) = b(i)*c(i) + c(i).precompute(b(i)*c(i), i, iw, T)", -1,
+  expect_cin(HDR_R, "a(i) = b(i)*c(i) + c(i).precompute(b(i)*c(i), i, iw, T)", -1,
              "where\n"
              "  forall i\n"
              "    a(i) = T(i) + c(i)\n"
@@ -1207,7 +1225,7 @@ static void test_precompute(void **state) {
              "    T(iw) = b(iw) * c(iw)\n"
              "s.t. precompute(b(i) * c(i), i, iw, T)\n");
   /* the workspace: one dimension over iw, the type of the output */
-  char *text = cat2(HDR, stmt);
+  char *text = cat2(HDR_R, stmt);
   run r;
   start(&r, text);
   assert_int_equal(sched(&r, -1), 0);
@@ -1232,33 +1250,33 @@ static void test_precompute(void **state) {
 
 static void test_substitute(void **state) {
   (void)state;
-  expect_cin(HDR, MM ".substitute({i, j, k}, gemm)", -1,
+  expect_cin(HDR_R, MM ".substitute({i, j, k}, gemm)", -1,
              "forall i [substitute gemm]\n"
              "  forall j\n"
              "    forall k\n"
              "      A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. substitute({i, j, k}, gemm)\n");
-  expect_cin(HDR, "a(i) = B(i,j)*c(j).substitute({i, j}, gemv)", -1,
+  expect_cin(HDR_R, "a(i) = B(i,j)*c(j).substitute({i, j}, gemv)", -1,
              "forall i [substitute gemv]\n"
              "  forall j\n"
              "    a(i) += B(i,j) * c(j)\n"
              "s.t. substitute({i, j}, gemv)\n");
-  expect_cin(HDR, "s = b(i)*c(i).substitute(i, dot)", -1,
+  expect_cin(HDR_R, "s = b(i)*c(i).substitute(i, dot)", -1,
              "forall i [substitute dot]\n"
              "  s += b(i) * c(i)\n"
              "s.t. substitute(i, dot)\n");
-  expect_cin(HDR, "a(i) += s*c(i).substitute({i}, axpy)", -1,
+  expect_cin(HDR_R, "a(i) += s*c(i).substitute({i}, axpy)", -1,
              "forall i [substitute axpy]\n"
              "  a(i) += s * c(i)\n"
              "s.t. substitute({i}, axpy)\n");
-  expect_cin(HDR, "a(i) += c(i)*2.5\n  .substitute({i}, axpy)", -1,
+  expect_cin(HDR_R, "a(i) += c(i)*2.5\n  .substitute({i}, axpy)", -1,
              "forall i [substitute axpy]\n"
              "  a(i) += c(i) * 2.5\n"
              "s.t. substitute({i}, axpy)\n");
   /* SUMMA's leaf: inner variables of divide/split walk contiguous ranges */
   const char *summa = MM ".distribute({i, j}, {io, jo}, {ii, ji}, M).split(k, ko, ki, chunk)"
                          ".reorder({ko, ii, ji, ki}).substitute({ii, ji, ki}, gemm)";
-  expect_cin(HDR, summa, -1,
+  expect_cin(HDR_R, summa, -1,
              "forall io [distributed onto machine dim 0]\n"
              "  forall jo [distributed onto machine dim 1]\n"
              "    forall ko\n"
@@ -1268,7 +1286,7 @@ static void test_substitute(void **state) {
              "            A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. distribute({i, j}, {io, jo}, {ii, ji}, M), split(k, ko, ki, chunk), "
              "reorder({ko, ii, ji, ki}), substitute({ii, ji, ki}, gemm)\n");
-  char *text = cat2(HDR, summa);
+  char *text = cat2(HDR_R, summa);
   run r;
   start(&r, text);
   assert_int_equal(sched(&r, -1), 0);
@@ -1342,6 +1360,47 @@ static const char HDR_LIT[] =
     "tensor B(n, n) @ M(xy -> xy);\n"
     "tensor C(n, n) @ M(xy -> xy);\n";
 
+/* Owner computes: a statement without distribute over partitioned tensors (HDR) is divided
+ * and distributed like its data, after its own commands; the s.t. clause says so. */
+static void test_owner_computes_cin(void **state) {
+  (void)state;
+  expect_cin(HDR, "a(i) = A(i,j)*b(j)", -1,
+             "forall i_dist [distributed onto machine dim 0]\n"
+             "  forall j_dist [distributed onto machine dim 1]\n"
+             "    forall i_loc\n"
+             "      forall j_loc\n"
+             "        a(i) += A(i,j) * b(j)\n"
+             "s.t. distribute({i}, {i_dist}, {i_loc}, M dim 0) (owner computes), "
+             "distribute({j}, {j_dist}, {j_loc}, M dim 1) (owner computes)\n");
+  /* after the commands: the threads stay on the rank's part of the loop */
+  expect_cin(HDR, "A(i,j) = B(i,j)*2\n  .parallelize(j, cpu_thread)", -1,
+             "forall i_dist [distributed onto machine dim 0]\n"
+             "  forall j_dist [distributed onto machine dim 1]\n"
+             "    forall i_loc\n"
+             "      forall j_loc [parallelize cpu_thread]\n"
+             "        A(i,j) = B(i,j) * 2\n"
+             "s.t. parallelize(j, cpu_thread), distribute({i}, {i_dist}, {i_loc}, M dim 0) (owner computes), "
+             "distribute({j}, {j_dist}, {j_loc}, M dim 1) (owner computes)\n");
+  /* only the first command applied: the default on it; all of them: the user's distribute */
+  expect_cin(HDR, "A(i,j) = B(i,j)*2\n  .split(i, io, ii, 2)\n  .distribute(io)", 1,
+             "forall io_dist [distributed onto machine dim 0]\n"
+             "  forall j_dist [distributed onto machine dim 1]\n"
+             "    forall io_loc\n"
+             "      forall ii\n"
+             "        forall j_loc\n"
+             "          A(i,j) = B(i,j) * 2\n"
+             "s.t. split(i, io, ii, 2), distribute({io}, {io_dist}, {io_loc}, M dim 0) (owner computes), "
+             "distribute({j}, {j_dist}, {j_loc}, M dim 1) (owner computes)\n");
+  expect_cin(HDR, "A(i,j) = B(i,j)*2\n  .split(i, io, ii, 2)\n  .distribute(io)", -1,
+             "forall io [distributed onto machine dim 0]\n"
+             "  forall ii\n"
+             "    forall j\n"
+             "      A(i,j) = B(i,j) * 2\n"
+             "s.t. split(i, io, ii, 2), distribute(io)\n");
+  /* replicated tensors only: no default */
+  expect_cin(HDR, "s = b(i)*c(i)", -1, "forall i\n  s += b(i) * c(i)\n");
+}
+
 /* The s.t. clause prints every applied command as written, with every argument kind. */
 static void test_st_clause(void **state) {
   (void)state;
@@ -1382,10 +1441,10 @@ static void test_st_clause(void **state) {
 static void test_schedule_stops_after(void **state) {
   (void)state;
   /* 0 commands: the default CIN, no s.t. clause */
-  expect_cin(HDR, MM ".divide(i, io, ii, 2).unknown_command(i)", 0,
+  expect_cin(HDR_R, MM ".divide(i, io, ii, 2).unknown_command(i)", 0,
              "forall i\n  forall j\n    forall k\n      A(i,j) += B(i,k) * C(k,j)\n");
   /* a later bad command is not looked at */
-  expect_cin(HDR, MM ".divide(i, io, ii, 2).unknown_command(i)", 1,
+  expect_cin(HDR_R, MM ".divide(i, io, ii, 2).unknown_command(i)", 1,
              "forall io\n  forall ii\n    forall j\n      forall k\n        A(i,j) += B(i,k) * C(k,j)\n"
              "s.t. divide(i, io, ii, 2)\n");
 }
@@ -1393,7 +1452,7 @@ static void test_schedule_stops_after(void **state) {
 /* Each statement is scheduled on its own: an error in one does not stop the next. */
 static void test_schedule_statements_independent(void **state) {
   (void)state;
-  char *text = cat2(HDR, MM ".divide(x, io, ii, 2);\nA(i,j) = B(i,k)*C(k,j).divide(i, io, ii, 2)");
+  char *text = cat2(HDR_R, MM ".divide(x, io, ii, 2);\nA(i,j) = B(i,k)*C(k,j).divide(i, io, ii, 2)");
   run r;
   start(&r, text);
   assert_int_equal(sched(&r, -1), 1);
@@ -1861,6 +1920,7 @@ int main(void) {
       cmocka_unit_test(test_substitute),
       cmocka_unit_test(test_substitute_tensor_kernels),
       cmocka_unit_test(test_st_clause),
+      cmocka_unit_test(test_owner_computes_cin),
       cmocka_unit_test(test_schedule_stops_after),
       cmocka_unit_test(test_schedule_statements_independent),
       cmocka_unit_test(test_error_format),

@@ -613,14 +613,107 @@ static void test_default_communicate_point(void **state) {
                "tensor a(n) @ M(x -> x);\n"
                "tensor b(n) @ M(x -> x);\n"
                "a(i) = b(i);\n");
-  const lw_comm *a = W(&r, "a"), *b = R(&r, "b");
-  assert_int_equal(a->depth, -1);
-  assert_int_equal(b->depth, -1);
-  /* every rank computes all of a and keeps its part; b is gathered everywhere */
-  assert_int_equal(a->pattern, PAT_REDUCE);
-  assert_int_equal(a->mask, 0u);
-  assert_int_equal(b->pattern, PAT_BCAST);
-  assert_int_equal(b->mask, 1u);
+  /* no distribute: owner computes, i divided by g and its blocks distributed as a's; the
+   * transfers are at the distributed loop, and there are none */
+  expect_pattern(&r, W(&r, "a"), PAT_LOCAL, "i_dist");
+  expect_pattern(&r, R(&r, "b"), PAT_LOCAL, "i_dist");
+  finish(&r);
+}
+
+/* ---- owner computes: the loops the default distributes ----------------------------------- */
+
+/* The distributed loops of statement stmt in nest order, as "var@griddim" words. */
+static void expect_dist(const run *r, int stmt, const char *want) {
+  const lw_stmt *ls = &r->lp->stmts[stmt];
+  char got[256] = "";
+  for (int k = 0; k < ls->nloops; k++)
+    if (ls->loops[k]->distributed)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s@%d", got[0] ? " " : "",
+               ls->s->vars[ls->loops[k]->var].name, lw_gdim(r->lp, ls->loops[k]));
+  if (strcmp(got, want)) fprintf(stderr, "statement %d: want distributed loops '%s', got '%s'\n", stmt + 1, want, got);
+  assert_string_equal(got, want);
+}
+
+static void test_owner_computes(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\nparam m = 6;\nmachine M = grid(gx, gy);\n"
+               "tensor A(n, m) @ M(xy -> yx);\n"   /* transposed onto the grid */
+               "tensor B(n, m);\n"
+               "tensor y(n);\n"
+               "tensor x(m) @ M(x -> *x);\n"
+               "tensor D(n, m) @ M(xy -> xy);\n"
+               "tensor Z(n, m) @ M(xy -> x*);\n"
+               "tensor a(n) @ M(x -> x0);\n"
+               "tensor b(n) @ M(x -> *x);\n"
+               "tensor s;\n"
+               "tensor E(n, m) @ M(xy -> xy);\n"
+               "A(i, j) = B(i, j) + 1;\n"          /* 1: the output decides; i onto dim 1 */
+               "y(i) = D(i, j) * x(j);\n"          /* 2: the largest operand: D, not x */
+               "Z(i, j) = D(i, j) * 2;\n"          /* 3: Z replicated along dim 1: no loop there */
+               "a(i) = b(i) * 3;\n"                /* 4: a fixed along dim 1 */
+               "s = b(i) * b(i);\n"                /* 5: a dot product: partial sums reduced */
+               "y(i) = B(i, j) * x(j);\n"          /* 6: x the only partitioned one */
+               "y(i) = D(i, j) + E(i, j);\n"       /* 7: a tie: the first */
+               "B(i, j) = B(i, j) * 2;\n");        /* 8: every tensor replicated: redundant */
+  expect_dist(&r, 0, "i_dist@1 j_dist@0");
+  assert_int_equal(r.lp->stmts[0].exec_mask, 3u);
+  assert_int_equal(comm_of(&r, 0, "A", true)->pattern, PAT_LOCAL);
+  expect_dist(&r, 1, "i_dist@0 j_dist@1");
+  assert_int_equal(comm_of(&r, 1, "D", false)->pattern, PAT_LOCAL);
+  assert_int_equal(comm_of(&r, 1, "x", false)->pattern, PAT_LOCAL);
+  expect_dist(&r, 2, "i_dist@0");
+  assert_int_equal(r.lp->stmts[2].exec_mask, 1u);
+  assert_int_equal(comm_of(&r, 2, "Z", true)->pattern, PAT_LOCAL);
+  expect_dist(&r, 3, "i_dist@0");
+  expect_dist(&r, 4, "i_dist@1");
+  const lw_comm *sc = comm_of(&r, 4, "s", true);
+  assert_int_equal(sc->pattern, PAT_REDUCE);
+  assert_int_equal(sc->mask, 2u);
+  assert_true(sc->allreduce);
+  assert_int_equal(comm_of(&r, 4, "b", false)->pattern, PAT_LOCAL);
+  expect_dist(&r, 5, "j_dist@1");
+  expect_dist(&r, 6, "i_dist@0 j_dist@1");
+  assert_int_equal(comm_of(&r, 6, "D", false)->pattern, PAT_LOCAL);
+  expect_dist(&r, 7, "");
+  assert_int_equal(r.lp->stmts[7].exec_mask, 0u);
+  finish(&r);
+
+  /* the largest by the params' defaults; a hierarchical machine, per level; a CSR matrix */
+  lower_ok(&r, "param n = 8;\nparam m = 20;\nmachine M = [grid(2), grid(p)];\n"
+               "tensor v(n) @ M(x -> x; x -> x);\n"
+               "tensor w(m) @ M(x -> x; x -> *);\n"
+               "tensor u(n);\n"
+               "tensor A(n, n) csr @ M(ij -> i; ij -> j);\n"
+               "tensor q(n);\n"
+               "u(i) = v(i) * w(j);\n"
+               "v(i) = u(i) + 1;\n"
+               "q(i) = A(i, j) * u(j);\n");
+  expect_dist(&r, 0, "j_dist@0");
+  expect_dist(&r, 1, "i_dist@0 i_loc_dist@1");
+  assert_int_equal(comm_of(&r, 1, "v", true)->pattern, PAT_LOCAL);
+  expect_dist(&r, 2, "i_dist@0 j_dist@1");
+  finish(&r);
+
+  /* after the commands: a loop in threads or in a kernel is divided, its local part keeps
+   * them; split's outer loop carries the variable; a loop under precompute's where is not
+   * distributed (redundant along its dim) */
+  lower_ok(&r, "param n = 8;\nmachine M = grid(gx, gy);\n"
+               "tensor A(n, n) @ M(xy -> xy);\ntensor B(n, n) @ M(xy -> xy);\ntensor C(n, n) @ M(xy -> xy);\n"
+               "tensor a(n) @ M(x -> x*);\ntensor b(n) @ M(x -> x*);\n"
+               "A(i, j) = B(i, k) * C(k, j).parallelize(i, cpu_thread);\n"
+               "A(i, j) = B(i, k) * C(k, j).substitute({i, j, k}, gemm);\n"
+               "a(i) = b(i) * 2.split(i, io, ii, 3);\n"
+               "a(i) = b(i) + 1.precompute(b(i) + 1, i, iw, t);\n"
+               "A(i, j) = B(i, j) * a(j).reorder({j, i}).communicate(a, j);\n");
+  expect_dist(&r, 0, "i_dist@0 j_dist@1");
+  assert_int_equal(r.lp->stmts[0].loops[2]->par, PAR_CPU_THREAD);
+  assert_string_equal(r.ir->stmts[0].vars[r.lp->stmts[0].loops[2]->var].name, "i_loc");
+  expect_dist(&r, 1, "i_dist@0 j_dist@1");
+  assert_int_equal(r.lp->stmts[1].kernel_depth, 2);
+  expect_dist(&r, 2, "io_dist@0");
+  expect_dist(&r, 3, "");
+  expect_dist(&r, 4, "j_dist@1 i_dist@0");
   finish(&r);
 }
 
@@ -1132,6 +1225,7 @@ int main(void) {
       cmocka_unit_test(test_replicated_grid_dim_local),
       cmocka_unit_test(test_replicated_and_no_machine),
       cmocka_unit_test(test_default_communicate_point),
+      cmocka_unit_test(test_owner_computes),
       cmocka_unit_test(test_two_statements),
       cmocka_unit_test(test_lower_errors),
       cmocka_unit_test(test_lower_carets),
