@@ -311,6 +311,10 @@ static void out_elem(FILE *m, cg_st *g, const sp_expr *lhs);
 
 static void access_local(FILE *f, const sp_expr *e, void *vc) {
   cg_st *g = vc;
+  if (e->contracted) { /* a contracted temporary: the iteration's register */
+    fprintf(f, "dtl_k%d", e->tensor);
+    return;
+  }
   if (e->work >= 0) { /* a precompute workspace */
     fprintf(f, "dtl_w_%s[%s]", g->sp->works[e->work].name, vname(g, e->vars[0]));
     return;
@@ -570,7 +574,20 @@ static void emit_comm(cg_st *g, const sp_node *c) {
          dt, n, n);
     return;
   }
-  case SC_ALLREDUCE: line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n); return;
+  case SC_ALLREDUCE:
+    if (c->nmerged) { /* scalars' sums ready together: one call */
+      const char *ct = cg_ctype(T(g, t)->type);
+      line(g, "{ %s dtl__m[%d]; /* one allreduce for %d sums */", ct, c->nmerged + 1, c->nmerged + 1);
+      line(g, "  dtl__m[0] = dtl_%s[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl__m[%d] = dtl_%s[0];", q + 1, cg_bname(g, c->merged[q]));
+      line(g, "  if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl__m, %d)) return 1;", rt(g, "reduce"), c->mask, dt, c->nmerged + 1);
+      line(g, "  dtl_%s[0] = dtl__m[0];", n);
+      for (int q = 0; q < c->nmerged; q++) line(g, "  dtl_%s[0] = dtl__m[%d];", cg_bname(g, c->merged[q]), q + 1);
+      line(g, "}");
+      return;
+    }
+    line(g, "if (%s(dtl_ctx, 0x%xu, NULL, %s, dtl_%s, dtl_%s_vol)) return 1;", rt(g, "reduce"), c->mask, dt, n, n);
+    return;
   case SC_KEEP_OWN:
     line(g, "{ dtl_box dtl__r; /* keep the part of the box this rank owns */");
     line(g, "  if (dtl_box_intersect(&dtl_%s_box, &dtl_plan->own[%d], &dtl__r))", n, t);
@@ -590,6 +607,18 @@ static void emit_comm(cg_st *g, const sp_node *c) {
     return;
   case SC_SPARSE_MERGE:
     line(g, "if (dtl_sparse_merge(dtl_ctx, %s, dtl_%s_coo)) return 1; /* this rank's block gains its entries */", n, n);
+    return;
+  case SC_HALO: /* the buffer over the whole box; only the entries at the sparse piece's stored coordinates are filled */
+    emit_box(g, b->order, b->lo, b->hi, box, false);
+    line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
+    {
+      char vol[300];
+      snprintf(vol, sizeof vol, "dtl_%s_vol", nm);
+      reserve(g, nm, b->slot, vol, ty);
+    }
+    set_layout(g, nm, box);
+    line(g, "if (dtl_halo_exchange(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d])) return 1;",
+         __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
     return;
   }
 }
@@ -751,7 +780,8 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   }
   bool dev_atomic = g->in_kernel && n->atomic;
   if (dev_atomic) fprintf(m, "dtl_atomic_add_%s(&", cg_typename(n->type));
-  out_elem(m, g, n->lhs);
+  if (n->lhs->contracted) fprintf(m, "dtl_k%d", n->lhs->tensor);
+  else out_elem(m, g, n->lhs);
   fputs(dev_atomic ? ", " : n->store ? " = " : " += ", m);
   cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
   fputs(dev_atomic ? ");" : ";", m);
@@ -901,6 +931,11 @@ void cg_node(cg_st *g, const sp_node *n) {
   case SN_KERNEL: emit_kernel(g, n); return;
   case SN_ASSIGN: emit_assign(g, n); return;
   case SN_DEVICE: cg_emit_device(g, n); return;
+  case SN_REGISTER:
+    line(g, "%s dtl_k%d = 0; /* temporary %s: its element in a register, never stored */", cg_ctype(n->type), n->tensor,
+         g->sp->tensors[n->tensor].name);
+    line(g, "(void)dtl_k%d;", n->tensor);
+    return;
   }
 }
 
@@ -974,6 +1009,13 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
              " * for %s_error and %s_plan_destroy. */\n", o->prefix, o->prefix);
   fprintf(h, "int %s_plan_create(MPI_Comm comm, const %s_params *p, %s_plan **plan);\n", o->prefix, o->prefix, o->prefix);
   fprintf(h, "int %s_plan_destroy(%s_plan **plan); /* collective */\n", o->prefix, o->prefix);
+  if (sp->any_sparse)
+    fprintf(h, "/* The stored coordinates of a sparse tensor changed while its dtl_sparse arrays stayed where they\n"
+               " * were: the plan forgets what it learnt of the pieces' structure (the entries each rank's halo\n"
+               " * exchanges move) and works it out again at the next compute.  A piece whose arrays, entry\n"
+               " * count or box differ is noticed without this call.  Local: where any rank called it, every\n"
+               " * rank works the lists out again at its next compute. */\n"
+               "int %s_structure_changed(%s_plan *plan);\n", o->prefix, o->prefix);
   fprintf(h, "/* This rank's block of each tensor: global offset and extent per dim; returns its\n"
              " * element count (0: this rank holds none).  Blocks are row-major and contiguous. */\n");
   for (int t = 0; t < sp->ntensors; t++)
@@ -1030,8 +1072,23 @@ static void collect_masks(const sp_node *n, unsigned *masks, int *nmasks) {
   for (int q = 0; q < n->nkids; q++) collect_masks(n->kids[q], masks, nmasks);
 }
 
+/* Does the program exchange halos (SC_HALO: the plan caches their send and receive lists)? */
+static bool halo_in(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_COMM && n->op == SC_HALO) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (halo_in(n->kids[q])) return true;
+  return false;
+}
+static bool has_halo(const sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (halo_in(sp->funcs[i].body)) return true;
+  return false;
+}
+
 static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   const char *P = o->prefix;
+  bool halo = has_halo(sp);
   int nslots = sp->nslots;
   int np1 = sp->nparams ? sp->nparams : 1;
   /* Generated code reads and writes the params struct as an array of its int64_t fields, in
@@ -1045,6 +1102,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             nslots);
   fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
   if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
+  if (halo) fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n", nslots);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
   fputs("};\n\n", c);
@@ -1192,10 +1250,17 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   else
   fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
-             "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s"
+             "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
           P, P, nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
-          sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "");
+          sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "",
+          halo ? "  for (int i = 0; i < (int)(sizeof (*plan)->halo / sizeof (*plan)->halo[0]); i++) dtl_halo_free(&(*plan)->halo[i]);\n" : "");
+  if (sp->any_sparse) {
+    /* the halo exchanges' lists follow the sparse pieces' structure: forget them */
+    fprintf(c, "int %s_structure_changed(%s_plan *plan) {\n  if (!plan) return 1;\n", P, P);
+    if (halo) fputs("  for (int i = 0; i < (int)(sizeof plan->halo / sizeof plan->halo[0]); i++) dtl_halo_free(&plan->halo[i]);\n", c);
+    fputs("  return 0;\n}\n\n", c);
+  }
   for (int t = 0; t < sp->ntensors; t++) {
     if (sp->tensors[t].temp) continue;
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, sp->tensors[t].name, P);
@@ -1314,6 +1379,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
             o->prefix, o->source_name, o->prefix);
   emit_plan(c, sp, o);
   for (int i = 0; i < sp->nfuncs; i++) {
+    if (sp->funcs[i].fused_into >= 0) continue; /* it runs inside another statement's function */
     /* the statement function goes after the declarations its kernels need */
     char *body = NULL, *decl = NULL;
     size_t bl = 0, dl = 0;
@@ -1342,7 +1408,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     /* every sparse piece must be this rank's block, in the declared formats (collective) */
     fputs("  {\n    int dtl_bad = 0;\n", c);
     for (int t = 0; t < sp->ntensors; t++) {
-      if (!sp->tensors[t].sparse) continue;
+      if (!sp->tensors[t].sparse || (sp->tensors[t].temp && !sp->tensors[t].written)) continue; /* (an unused temporary) */
       const sp_tensor *ft = &sp->tensors[t];
       const char *n = cg_tensor(sp, t);
       if (ft->written) { /* a result may start as a zeroed dtl_sparse: no entries */

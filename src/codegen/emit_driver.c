@@ -102,6 +102,7 @@ static void emit_reference(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "static int %s_reference(const int64_t *dtl_p, int64_t *dtl_iters", o->prefix);
   for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s *r_%s", cg_ctype(sp->tensors[t].type), cg_tensor(sp, t));
   fputs(") {\n  *dtl_iters = 0;\n", c);
+  for (int t = 0; t < sp->ntensors; t++) fprintf(c, "  (void)r_%s;\n", cg_tensor(sp, t));
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_float)
       fprintf(c, "  const double %s = dtl_as_double(dtl_p[%d]);\n  (void)%s;\n", cg_param(sp, i), i, cg_param(sp, i));
@@ -179,6 +180,11 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     }
     if (sp->cuda) fprintf(c, "  %s *d_%s = NULL; /* the block in GPU memory */\n", ct, n);
     fprintf(c, "  int64_t n_%s = 0, gv_%s = 1;\n", n, n);
+    if (sp->tensors[t].temp) { /* the plan holds a temporary: only the reference's array is used */
+      fprintf(c, "  (void)n_%s, (void)t_%s, (void)i_%s, (void)g_%s;\n", n, n, n, n);
+      if (sp->tensors[t].sparse) fprintf(c, "  (void)dn_%s, (void)lv_%s;\n", n, n);
+      if (sp->cuda) fprintf(c, "  (void)d_%s;\n", n);
+    }
   }
   if (sp->cuda) {
     /* binding first: the GPU a rank takes is the one nearest the cores it is bound to */

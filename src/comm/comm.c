@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const op_names[DTL_NOPS] = {"exchange", "bcast",     "shift",
-                                               "reduce",   "allreduce", "io"};
+                                               "reduce",   "allreduce", "io", "halo"};
 
 int dtl_format_box(char *buf, size_t len, const dtl_box *b) {
   size_t at = 0;

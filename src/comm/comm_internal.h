@@ -37,7 +37,8 @@ enum {
   DTL_TAG_EXCHANGE = 0x4454,    /* fetch, accumulate and blocking shifts */
   DTL_TAG_GATHER = 0x4455,      /* dtl_gather */
   DTL_TAG_SHIFT_CHECK = 0x4456, /* debug mode: the counts of a shift */
-  DTL_TAG_SHIFT = 91            /* split-phase shifts, in flight across other operations */
+  DTL_TAG_SHIFT = 91,           /* split-phase shifts, in flight across other operations */
+  DTL_TAG_HALO = 0x4457         /* halo exchanges (halo.c), on a sub-communicator */
 };
 
 /* ---- pieces --------------------------------------------------------------------------------- */

@@ -139,6 +139,7 @@ typedef struct {
 
 typedef struct {
   char *machine_name;
+  bool chosen; /* `@ M` with no mapping: sema writes the default mapping (LANGUAGE.md section 3) */
   int machine; /* index into fe_program.machines (set by sema) */
   int nlevels;
   fe_dist_level *levels;

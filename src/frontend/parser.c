@@ -329,6 +329,10 @@ static void dist(parser *p, fe_dist *d) {
   d->machine_name = text_of(p, name);
   d->machine = -1;
   d->loc = name->loc;
+  if (!is(p, "(")) { /* `@ M`: the compiler chooses (sema writes the default mapping) */
+    d->chosen = true;
+    return;
+  }
   expect(p, "(", "expected '(' after machine name in distribution");
   do {
     fe_dist_level *lv = PUSH(p, d->levels, d->nlevels);
@@ -722,6 +726,9 @@ static void loop(parser *p, fe_item *it) {
   it->bound.loc = p->tok->loc;
   if (p->tok->kind == TK_FLOAT)
     fail_here(p, "the bound of a loop must be an integer (a literal or an integer param)");
+  if (p->tok->kind == TK_IDENT && declared_tensor(p, p->tok))
+    fail(p, p->tok->loc, "the bound of a loop must be an integer literal or param, but '%.*s' is a tensor", p->tok->len,
+         p->tok->text);
   size(p, &it->bound, false, "a loop bound");
   if (consume(p, "until")) {
     expect(p, "(", "expected '(' after 'until'");

@@ -227,6 +227,50 @@ static void check_dist_level(checker *c, const fe_tensor *t, fe_dist_level *lv, 
   }
 }
 
+/* `@ M` with no mapping (LANGUAGE.md section 3): without --auto, the documented default:
+ * at every level of M, the tensor's leading dimensions are blocked over the level's
+ * dimensions in order, and it is replicated over the level's remaining dimensions. */
+static bool default_mapping(checker *c, const fe_tensor *t, fe_dist *d, const fe_machine *m) {
+  d->levels = calloc((size_t)m->nlevels, sizeof *d->levels);
+  if (!d->levels) {
+    error(c, d->loc, "out of memory");
+    return false;
+  }
+  d->nlevels = m->nlevels;
+  for (int l = 0; l < m->nlevels; l++) {
+    fe_dist_level *lv = &d->levels[l];
+    int ny = m->levels[l].ndims;
+    lv->loc = d->loc;
+    lv->nx = t->order, lv->ny = ny;
+    lv->x = calloc((size_t)t->order + 1, sizeof *lv->x);
+    lv->xloc = calloc((size_t)t->order + 1, sizeof *lv->xloc);
+    lv->y = calloc((size_t)ny + 1, sizeof *lv->y);
+    if (!lv->x || !lv->xloc || !lv->y) {
+      error(c, d->loc, "out of memory");
+      return false;
+    }
+    for (int k = 0; k < t->order; k++) {
+      char b[24];
+      snprintf(b, sizeof b, "d%d", k);
+      lv->x[k] = strdup(b);
+      lv->xloc[k] = d->loc;
+      if (!lv->x[k]) return error(c, d->loc, "out of memory"), false;
+    }
+    for (int k = 0; k < ny; k++) {
+      fe_ydim *y = &lv->y[k];
+      y->loc = d->loc;
+      if (k < t->order) {
+        y->kind = FE_Y_NAME;
+        y->name = strdup(lv->x[k]);
+        if (!y->name) return error(c, d->loc, "out of memory"), false;
+      } else {
+        y->kind = FE_Y_STAR;
+      }
+    }
+  }
+  return true;
+}
+
 static void check_tensor(checker *c, fe_tensor *t) {
   if (t->order > FE_MAX_DIMS) {
     error(c, t->loc, "tensor '%s' has order %d; the limit is %d", t->name, t->order, FE_MAX_DIMS);
@@ -256,6 +300,8 @@ static void check_tensor(checker *c, fe_tensor *t) {
     error(c, d->loc, "machine '%s' is used before its declaration", m->name);
     fe_note(c->src, m->loc, "'%s' is declared here", m->name);
   }
+  if (d->chosen && !d->nlevels && !default_mapping(c, t, d, m))
+    return;
   if (d->nlevels > m->nlevels)
     error(c, d->levels[m->nlevels].loc, "the distribution has %d levels but machine %s has %d",
           d->nlevels, m->name, m->nlevels);

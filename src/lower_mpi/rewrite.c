@@ -19,6 +19,141 @@ static const char *where(const sp_program *sp, const sp_func *fn, const sp_node 
   return b;
 }
 
+/* ---- halo ---------------------------------------------------------------------------------
+ * A vector broadcast whole to the ranks of one grid dim, of which each rank reads only the
+ * entries at the coordinates its piece of a sparse tensor stores (the columns of its rows of a
+ * CSR matrix, in a sparse matrix-vector product), moves only those entries (a halo exchange,
+ * as PETSc's VecScatter):
+ *   bcast B(whole extent) over {D}; for j in stored coordinates of S level k { .. B(j) .. }
+ *     =>  halo B(whole extent) over {D} at the stored coordinates of S level k; for j .. (same)
+ * B keeps its layout over the whole extent, so the loops that read B(j) do not change, but only
+ * the entries at S's stored coordinates (of the rank's own piece, at level k) are filled: the
+ * rank's own from its block, the others received from their owners along D.  The runtime's
+ * inspector finds those coordinates and what each owner sends once and caches it in the plan
+ * (dtl_halo_exchange); the executor moves only the values, every call.
+ * Precondition: a bcast or fetch (not split or pipelined, not the general way of a
+ * grid-dependent choice) over exactly one grid dim D, of a read buffer B (not a snapshot) of a
+ * dense tensor T of order 1, whose box is T's whole extent; T is partitioned in blocks over D
+ * along its only dimension and replicated over every other grid dim; every access of B in the
+ * statement is B(j) inside a loop over the stored coordinates of one sparse access at a
+ * compressed level k whose variable is j itself (not the inner half of a split), and B is read
+ * nowhere else (no kernel, no precompute); that access's tensor S is read as the rank's own
+ * piece (a view) and no statement writes it (its structure only changes between computes, where
+ * the cache notices, or where the application says so); not on the CUDA target.  Candidates are
+ * the bcasts and fetches of statements that read a sparse tensor. */
+static void replace(sp_node *seq, int at, sp_node **by, int nby);
+
+typedef struct {
+  int buf;
+  int nloops;
+  const sp_node *loops[64]; /* the loops over stored coordinates around the node visited */
+  const sp_node *drv;       /* the loop of the first access */
+  const char *why;          /* the first access that does not fit */
+  int naccess;
+} halo_st;
+
+static void halo_expr(halo_st *h, const sp_program *sp, const sp_expr *e) {
+  if (!e || h->why) return;
+  if (e->kind == SE_ACCESS && e->buf == h->buf && e->sparse < 0 && e->work < 0) {
+    h->naccess++;
+    const sp_node *L = NULL;
+    for (int q = h->nloops - 1; q >= 0 && !L && e->nidx == 1; q--)
+      if (h->loops[q]->var == e->vars[0]) L = h->loops[q];
+    int64_t base = -1;
+    if (!L) h->why = "it is read at an index that no loop over the stored coordinates of a sparse operand runs";
+    else if (!(sym_is_const(L->base, &base) && base == 0)) h->why = "its index is the inner half of a split of a sparse loop's variable";
+    else if (!sp->tensors[L->tensor].compressed[L->level]) h->why = "the sparse loop is over a dense level";
+    else if (h->drv && (h->drv->tensor != L->tensor || h->drv->level != L->level || h->drv->sparse != L->sparse))
+      h->why = "it is read inside loops over the stored coordinates of different sparse accesses";
+    else h->drv = L;
+  }
+  halo_expr(h, sp, e->a);
+  halo_expr(h, sp, e->b);
+}
+
+static bool halo_reads(const sp_expr *e, int buf) {
+  if (!e) return false;
+  return (e->kind == SE_ACCESS && e->buf == buf) || halo_reads(e->a, buf) || halo_reads(e->b, buf);
+}
+
+static void halo_node(halo_st *h, const sp_program *sp, const sp_node *n) {
+  if (!n || h->why) return;
+  if (n->kind == SN_KERNEL)
+    for (int q = 0; q < n->nkops; q++)
+      if (halo_reads(n->kops[q], h->buf)) h->why = "a leaf kernel reads it";
+  if (n->kind == SN_PRODUCER && halo_reads(n->rhs, h->buf)) h->why = "a precompute reads it";
+  if (n->kind == SN_ASSIGN || n->kind == SN_ACC) {
+    if (n->lhs && n->lhs->buf == h->buf) h->why = "it is written";
+    halo_expr(h, sp, n->rhs);
+  }
+  bool sparse_loop = n->kind == SN_LOOP && n->loop == SL_SPARSE;
+  if (sparse_loop) {
+    if (h->nloops == (int)(sizeof h->loops / sizeof h->loops[0])) {
+      h->why = "too many nested loops over stored coordinates";
+      return;
+    }
+    h->loops[h->nloops++] = n;
+  }
+  for (int q = 0; q < n->nkids; q++) halo_node(h, sp, n->kids[q]);
+  if (sparse_loop) h->nloops--;
+}
+
+static bool reads_sparse(const sp_program *sp, const sp_func *fn) {
+  for (int q = 0; q < fn->nbufs; q++) {
+    const sp_buf *b = &sp->bufs[fn->bufs[q]];
+    if (!b->output && sp->tensors[b->tensor].sparse) return true;
+  }
+  return false;
+}
+
+static const char *halo_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  if (n->kind != SN_COMM || !(n->op == SC_BCAST || n->op == SC_FETCH)) return not_here;
+  if (!reads_sparse(sp, fn)) return not_here;
+  const sp_buf *B = &sp->bufs[n->buf];
+  const sp_tensor *T = &sp->tensors[B->tensor];
+  if (sp->cuda) return "the CUDA target";
+  if (n->fallback) return "the pattern depends on the grid's shape (two ways, chosen at run time)";
+  if (B->output || B->snapshot) return "the buffer is the statement's output or a snapshot of it";
+  if (T->sparse || T->order != 1) return "the tensor is not a dense vector (order 1)";
+  if (!n->mask || (n->mask & (n->mask - 1))) return "it does not run along exactly one grid dim";
+  int D = __builtin_ctz(n->mask);
+  int64_t lo = -1;
+  if (!(sym_is_const(B->lo[0], &lo) && lo == 0 && sym_equal(B->hi[0], T->ext[0]))) return "the box is not the tensor's whole extent";
+  const lw_owner *o = T->owner;
+  bool blocked = o && !o->everywhere && o->kind[D] == OWN_PART && o->tdim[D] == 0;
+  for (int d = 0; d < sp->ndims && blocked; d++)
+    if (d != D && o->kind[d] != OWN_STAR) blocked = false;
+  if (!blocked) return "the tensor is not partitioned in blocks along that grid dim alone (replicated over the others)";
+  halo_st h = {.buf = B->id};
+  halo_node(&h, sp, fn->body);
+  if (h.why) return h.why;
+  if (!h.naccess || !h.drv) return "the statement does not read it";
+  const sp_tensor *S = &sp->tensors[h.drv->tensor];
+  bool view = false;
+  for (int q = 0; q < fn->body->nkids; q++) {
+    const sp_node *k = fn->body->kids[q];
+    view |= k->kind == SN_COMM && k->op == SC_VIEW && !sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == h.drv->tensor;
+  }
+  if (!view) return "the sparse operand is not read as the rank's own piece";
+  if (S->written) return "a statement writes the sparse operand (its stored coordinates change)";
+  return NULL;
+}
+
+static void halo_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  halo_st h = {.buf = n->buf};
+  halo_node(&h, sp, fn->body);
+  sp_node *x = sp_new(SN_COMM);
+  *x = *n;
+  x->op = SC_HALO;
+  x->halo_tensor = h.drv->tensor, x->halo_level = h.drv->level;
+  x->comment = "only the entries at the stored coordinates of the rank's piece, from their owners";
+  x->nargs = 0, x->arg_vars = NULL;
+  sp_node *by[1] = {x};
+  replace(seq, at, by, 1);
+}
+
 /* ---- pipeline ----------------------------------------------------------------------------
  * A broadcast, or the exchange that starts a shift, at the top of an iteration of a sequential
  * collective loop v in [0, E) goes out one iteration ahead into the second of two slots, so
@@ -267,6 +402,8 @@ static void inplace_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
 
 const sp_rewrite sp_rewrites[] = {
     {"allreduce", allreduce_can, allreduce_apply, "reduce followed by a broadcast of the result becomes one allreduce"},
+    {"halo", halo_can, halo_apply,
+     "a vector read only at the stored coordinates of a sparse operand moves only those entries, from their owners"},
     {"pipeline", pipeline_can, pipeline_apply,
      "a broadcast or shift at the top of a sequential loop goes out one iteration ahead, double-buffered"},
     {"store", store_can, store_apply, "an '=' that writes each element of the rank's block once stores instead of zeroing and adding"},
@@ -322,12 +459,12 @@ void spmd_rewrite(sp_program *sp) {
  * once each (no summed variable), so that iteration v of B reads or overwrites only what
  * iteration v of A wrote or read.  A statement fused into a group is compared with the
  * group's nest, so chains fuse; B's innermost assignments follow A's. */
-static const char *body_ok(const sp_node *n) {
+static const char *body_ok_in(const sp_node *n, bool sum) {
   if (!n) return NULL;
   switch (n->kind) {
   case SN_SEQ: case SN_GUARD: case SN_IF: case SN_BIND: break;
   case SN_ASSIGN:
-    if (n->to_acc || n->to_entries || n->atomic) return "its loops sum into a register, a sparse result or atomically";
+    if ((n->to_acc && !sum) || n->to_entries || n->atomic) return "its loops sum into a register, a sparse result or atomically";
     break;
   case SN_LOOP:
     if (n->loop == SL_SPARSE) return "its loops walk the stored entries of a sparse operand";
@@ -340,11 +477,12 @@ static const char *body_ok(const sp_node *n) {
   default: return "its loops hold more than assignments";
   }
   for (int q = 0; q < n->nkids; q++) {
-    const char *w = body_ok(n->kids[q]);
+    const char *w = body_ok_in(n->kids[q], sum);
     if (w) return w;
   }
   return NULL;
 }
+static const char *body_ok(const sp_node *n) { return body_ok_in(n, false); }
 
 /* The statement's loop nest when it is fusable (else NULL and why). */
 static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **why) {
@@ -583,32 +721,40 @@ static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_fun
   return dependences_ok(sp, la, rn_node(sp, r, lb));
 }
 
-static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
-  int *bufmap = ir_alloc((sp->nbufs + 1) * sizeof *bufmap);
-  for (int q = 0; q < sp->nbufs; q++) bufmap[q] = -1;
-  /* a buffer of B whose C name A already declares (the same tensor's own block, read or
-   * written, or the same in-place snapshot) is A's; B's other declarations and views join A's */
-  sp_node *body = A->body;
-  int nA = body->nkids - 1; /* A's prologue */
-  sp_node **pro = ir_alloc((nA + B->body->nkids + 1) * sizeof *pro);
-  memcpy(pro, body->kids, nA * sizeof *pro);
-  int np = nA;
-  for (int q = 0; q + 1 < B->body->nkids; q++) {
-    sp_node *k = B->body->kids[q];
-    const sp_buf *bb = &sp->bufs[k->buf];
+/* The prologue of `into` (its kids before its loop nest) followed by that of `from`, except the
+ * declarations and views of buffers whose C name `into` already has (the same tensor's own
+ * block, read or written, or the same in-place snapshot): those buffers of `from` become
+ * `into`'s (*bufmap, by program buffer id; -1 elsewhere).  Other setup nodes (zeroing a sum's
+ * result) always join.  The array has room for the loop nest after them; *np counts them. */
+static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const sp_node *from, int **bufmap, int *np) {
+  int *map = ir_alloc((sp->nbufs + 1) * sizeof *map);
+  for (int q = 0; q < sp->nbufs; q++) map[q] = -1;
+  int ni = into->nkids - 1;
+  sp_node **pro = ir_alloc((ni + from->nkids + 1) * sizeof *pro);
+  memcpy(pro, into->kids, ni * sizeof *pro);
+  int n = ni;
+  for (int q = 0; q + 1 < from->nkids; q++) {
+    sp_node *k = from->kids[q];
+    bool buffer = k->kind == SN_COMM || (k->kind == SN_INIT && k->init == SI_DECLARE);
     int same = -1;
-    for (int j = 0; j < nA && same < 0; j++) {
-      const sp_node *ka = body->kids[j];
-      if (ka->kind != k->kind || (k->kind == SN_INIT && ka->init != k->init)) continue;
-      const sp_buf *ab = &sp->bufs[ka->buf];
-      if (ab->tensor == bb->tensor && ab->snapshot == bb->snapshot) same = ab->id;
+    for (int j = 0; j < ni && same < 0 && buffer; j++) {
+      const sp_node *ki = into->kids[j];
+      if (ki->kind != k->kind || (k->kind == SN_INIT && ki->init != SI_DECLARE)) continue;
+      const sp_buf *a = &sp->bufs[ki->buf], *b = &sp->bufs[k->buf];
+      if (a->tensor == b->tensor && a->snapshot == b->snapshot) same = a->id;
     }
-    if (same >= 0) {
-      bufmap[bb->id] = same;
-      continue;
-    }
-    pro[np++] = k;
+    if (same >= 0) map[k->buf] = same;
+    else pro[n++] = k;
   }
+  *bufmap = map, *np = n;
+  return pro;
+}
+
+static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
+  int *bufmap, np;
+  sp_node *body = A->body;
+  int nA = body->nkids - 1;
+  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
   r->bufmap = bufmap;
   /* B's innermost level after A's: its bindings are A's (match_nests), its other nodes follow */
   for (int q = 0; q < ib->nkids; q++) {
@@ -621,6 +767,220 @@ static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_n
   pro[np++] = body->kids[nA];
   body->kids = pro, body->nkids = np;
   B->body = sp_new(SN_SEQ);
+  B->fused_into = A->index;
+}
+
+/* A sum after a group: the sum's loop runs the group's iterations too (AXPY, then a dot product
+ * of its result, in one pass):
+ *   A: views; for v in R { a(v) }     B: zero s; views; for w in R { produce s; sum { for ... s += b(w) }; allreduce s; keep s }
+ *     =>  B: zero s; views of A and B; for w in R { produce s; sum { for ... { a(w); s += b(w) } }; allreduce s; keep s }
+ * Precondition: A is fusable (above); B is one such sum: its outer collective loop holds a
+ * produce, one register sum over a nest, then its reduction, and nothing else; the outer loops
+ * and the nests inside the register sum are alike (A's variables renamed to B's), with the same
+ * guards; A does not touch B's result (B zeroes it first); every tensor A writes and B reads is
+ * accessed at A's left-side variables. */
+/* the loop a register sum runs (sequences of one node looked through) */
+static sp_node *acc_loop(const sp_node *acc) {
+  sp_node *l = acc->nkids ? acc->kids[0] : NULL;
+  while (l && l->kind == SN_SEQ && l->nkids == 1) l = l->kids[0];
+  return l && l->kind == SN_LOOP ? l : NULL;
+}
+
+static sp_node *sum_shape_n(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why, bool many) {
+  const sp_node *b = B->body;
+  if (sp->cuda) return *why = "the CUDA target runs each statement as its own kernel", NULL;
+  if (!b || b->kind != SN_SEQ || !b->nkids || b->kids[b->nkids - 1]->kind != SN_LOOP) return *why = "it is not one sum", NULL;
+  for (int q = 0; q + 1 < b->nkids; q++) {
+    const sp_node *k = b->kids[q];
+    if (!((k->kind == SN_INIT && (k->init == SI_DECLARE || k->init == SI_ZERO)) || (k->kind == SN_COMM && k->op == SC_VIEW)))
+      return *why = "it communicates or prepares more than a sum", NULL;
+  }
+  sp_node *loop = b->kids[b->nkids - 1], *lv = level(loop);
+  if (loop->par != PAR_NONE || (loop->loop != SL_COORD && loop->loop != SL_COLL_BLOCK)) return *why = "it is not one sum over a block", NULL;
+  int nacc = 0;
+  for (int q = 0; q < lv->nkids; q++) {
+    const sp_node *k = lv->kids[q];
+    if (k->kind == SN_ACC) nacc++, *acc = lv->kids[q];
+    else if (!(k->kind == SN_COMM && (k->op == SC_PRODUCE || k->op == SC_ALLREDUCE || k->op == SC_REDUCE || k->op == SC_BCAST_RESULT ||
+                                      k->op == SC_KEEP_OWN)))
+      return *why = "its loop does more than one register sum and its reduction", NULL;
+  }
+  if ((many ? nacc < 1 : nacc != 1) || !acc_loop(*acc)) return *why = "it is not one register sum", NULL;
+  for (int q = 0; q < lv->nkids; q++)
+    if (lv->kids[q]->kind == SN_ACC && (!acc_loop(lv->kids[q]) || (*why = body_ok_in(acc_loop(lv->kids[q]), true)))) {
+      if (!*why) *why = "it is not one register sum";
+      return NULL;
+    }
+  return loop;
+}
+static sp_node *sum_shape(const sp_program *sp, const sp_func *B, sp_node **acc, const char **why) {
+  return sum_shape_n(sp, B, acc, why, false);
+}
+
+static bool guards_equal(const sp_program *sp, const renaming *r, const sp_node *a, const sp_node *b) {
+  for (int pass = 0; pass < 2; pass++) {
+    const sp_node *x = pass ? b : a, *y = pass ? a : b;
+    for (int j = 0; j < x->nkids; j++) {
+      if (x->kids[j]->kind != SN_GUARD) continue;
+      bool found = false;
+      for (int q = 0; q < y->nkids && !found; q++)
+        found = y->kids[q]->kind == SN_GUARD && (pass ? same_conds(sp, r, y->kids[q], x->kids[j]) : same_conds(sp, r, x->kids[j], y->kids[q]));
+      if (!found) return false;
+    }
+  }
+  return true;
+}
+
+static const char *sum_fuse_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r, sp_node **ia, sp_node **ib) {
+  const char *why;
+  static char w[300];
+  sp_node *la, *lb, *acc = NULL;
+  if (!(la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
+  if (!(lb = sum_shape(sp, B, &acc, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
+  /* the outer loops, then the nest inside the register sum (A renamed to B) */
+  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
+  rn_add(r, la->var, lb->var);
+  if (lb->loop == SL_COLL_BLOCK) rn_add(r, la->lvar, lb->lvar);
+  if (!sym_same(lb->lo, rn_sym(sp, r, la->lo)) || !sym_same(lb->hi, rn_sym(sp, r, la->hi)) || !sym_same(lb->value, rn_sym(sp, r, la->value)))
+    return "their loops run over different ranges";
+  sp_node *ai = inner_loop(level(la));
+  if (!ai) return "the sum's loops are deeper than the first statement's";
+  for (int q = 0; q < level(la)->nkids; q++)
+    if (level(la)->kids[q] != ai) return "the first statement binds or guards outside its inner loop";
+  if ((why = match_nests(sp, r, acc_loop(acc), ai, ib, ia))) return why;
+  if (!guards_equal(sp, r, *ib, *ia)) return "they skip different iterations";
+  /* A must not touch B's result; what A writes, B reads at A's element */
+  acc_list x = {0};
+  acc_collect(&x, rn_node(sp, r, la));
+  int na = x.n;
+  acc_collect(&x, acc);
+  const sp_expr *L = first_lhs(rn_node(sp, r, la));
+  int out = sp->bufs[B->bufs[0]].tensor;
+  for (int q = 0; q < B->nbufs; q++)
+    if (sp->bufs[B->bufs[q]].output) out = sp->bufs[B->bufs[q]].tensor;
+  for (int i = 0; i < na; i++) {
+    if (x.e[i]->tensor == out) return "the first statement uses the sum's result";
+    if (!x.write[i]) continue;
+    for (int j = na; j < x.n; j++)
+      if (x.e[j]->tensor == x.e[i]->tensor && !(L && same_vars(x.e[j], L))) {
+        snprintf(w, sizeof w, "'%s' is written by one and read by the other at another element", sp->tensors[x.e[i]->tensor].name);
+        return w;
+      }
+  }
+  return NULL;
+}
+
+static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
+  /* A's prologue joins B's, sharing the buffers B already declares */
+  int *bufmap, np;
+  sp_node *body = B->body;
+  int nB = body->nkids - 1;
+  sp_node **pro = merge_prologue(sp, body, A->body, &bufmap, &np);
+  r->bufmap = bufmap;
+  /* A's innermost nodes first (its bindings are B's) */
+  sp_node **k = ir_alloc((ib->nkids + ia->nkids + 1) * sizeof *k);
+  int nk = 0;
+  for (int q = 0; q < ia->nkids; q++) {
+    const sp_node *x = ia->kids[q];
+    if (x->kind == SN_BIND || x->kind == SN_GUARD) continue; /* B has them (guards_equal) */
+    k[nk++] = rn_node(sp, r, x);
+  }
+  /* B's bindings and guards before everything */
+  sp_node **all = ir_alloc((ib->nkids + nk + 1) * sizeof *all);
+  int na = 0;
+  for (int q = 0; q < ib->nkids; q++)
+    if (ib->kids[q]->kind == SN_BIND || ib->kids[q]->kind == SN_GUARD || ib->kids[q]->kind == SN_REGISTER) all[na++] = ib->kids[q];
+  for (int q = 0; q < nk; q++) all[na++] = k[q];
+  for (int q = 0; q < ib->nkids; q++)
+    if (!(ib->kids[q]->kind == SN_BIND || ib->kids[q]->kind == SN_GUARD || ib->kids[q]->kind == SN_REGISTER)) all[na++] = ib->kids[q];
+  ib->kids = all, ib->nkids = na;
+  pro[np++] = body->kids[nB];
+  body->kids = pro, body->nkids = np;
+  A->body = sp_new(SN_SEQ);
+  for (int j = 0; j < sp->nfuncs; j++)
+    if (sp->funcs[j].fused_into == A->index) sp->funcs[j].fused_into = B->index;
+  A->fused_into = B->index;
+}
+
+/* Two sums ready together: one allreduce (and one collective loop) for both:
+ *   A: ...; for w { produce a; sum {..}; allreduce a; keep a }   B: ...; for w { produce b; sum {..}; allreduce b; keep b }
+ *     =>  A: ...; for w { produce a; produce b; sum {..}; sum {..}; allreduce a with b; keep a; keep b }
+ * Precondition: both are sums (sum_shape) of scalars of the same type, reduced over the same
+ * grid dims with an allreduce; their outer collective loops are alike; neither touches the
+ * other's result (B zeroes its result before A's loop now, and A's total is final only after
+ * the common allreduce).  B's loop still runs after A's, so what B reads of A's writes, and A
+ * of B's, is as the program order says. */
+static sp_node *find_op(sp_node *lv, sp_comm_op op) {
+  for (int q = 0; q < lv->nkids; q++)
+    if (lv->kids[q]->kind == SN_COMM && lv->kids[q]->op == op) return lv->kids[q];
+  return NULL;
+}
+static int result_of(const sp_program *sp, const sp_func *F) {
+  for (int q = 0; q < F->nbufs; q++)
+    if (sp->bufs[F->bufs[q]].output) return sp->bufs[F->bufs[q]].tensor;
+  return -1;
+}
+static bool touches(const sp_node *n, int t) {
+  acc_list l = {0};
+  acc_collect(&l, n);
+  for (int k = 0; k < l.n; k++)
+    if (l.e[k]->tensor == t) return true;
+  return false;
+}
+static const char *sums_can(const sp_program *sp, const sp_func *A, const sp_func *B, renaming *r) {
+  const char *why;
+  sp_node *acc, *la, *lb;
+  if (!(la = sum_shape_n(sp, A, &acc, &why, true)) || !(lb = sum_shape_n(sp, B, &acc, &why, true))) return "not two sums";
+  int ta = result_of(sp, A), tb = result_of(sp, B);
+  if (ta < 0 || tb < 0 || sp->tensors[ta].order || sp->tensors[tb].order) return "the sums' results are not both scalars";
+  if (sp->tensors[ta].type != sp->tensors[tb].type) return "the sums' results have different types";
+  sp_node *aa = find_op(level(la), SC_ALLREDUCE), *ab = find_op(level(lb), SC_ALLREDUCE);
+  if (!aa || !ab || aa->mask != ab->mask) return "the sums are not allreduced over the same grid dims";
+  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
+  rn_add(r, lb->var, la->var);
+  if (la->loop == SL_COLL_BLOCK) rn_add(r, lb->lvar, la->lvar);
+  if (!sym_same(la->lo, rn_sym(sp, r, lb->lo)) || !sym_same(la->hi, rn_sym(sp, r, lb->hi)) || !sym_same(la->value, rn_sym(sp, r, lb->value)))
+    return "their loops run over different ranges";
+  if (touches(la, tb) || touches(lb, ta)) return "one sum reads the other's result";
+  return NULL;
+}
+
+static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
+  int *bufmap, np;
+  sp_node *body = A->body;
+  int nA = body->nkids - 1;
+  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
+  r->bufmap = bufmap;
+  sp_node *la = level(body->kids[nA]), *lb = level(B->body->kids[B->body->nkids - 1]);
+  /* produce a, produce b, sums of a, sums of b, allreduce a with b, keep a, keep b */
+  sp_node **k = ir_alloc((la->nkids + lb->nkids + 1) * sizeof *k);
+  int nk = 0;
+  sp_node *ared = find_op(la, SC_ALLREDUCE);
+  for (int phase = 0; phase < 3; phase++) {
+    for (int side = 0; side < 2; side++) {
+      sp_node *lv = side ? lb : la;
+      for (int q = 0; q < lv->nkids; q++) {
+        sp_node *x = lv->kids[q];
+        int ph = x->kind == SN_COMM && x->op == SC_PRODUCE ? 0 : x->kind == SN_COMM && (x->op == SC_ALLREDUCE || x->op == SC_KEEP_OWN) ? 2 : 1;
+        if (ph != phase) continue;
+        if (side && x->kind == SN_COMM && x->op == SC_ALLREDUCE) { /* joins A's */
+          int *m = ir_alloc((ared->nmerged + x->nmerged + 2) * sizeof *m);
+          memcpy(m, ared->merged, ared->nmerged * sizeof *m);
+          m[ared->nmerged] = x->buf;
+          memcpy(m + ared->nmerged + 1, x->merged, x->nmerged * sizeof *m);
+          ared->merged = m, ared->nmerged += 1 + x->nmerged;
+          continue;
+        }
+        k[nk++] = side ? rn_node(sp, r, x) : x;
+      }
+    }
+  }
+  la->kids = k, la->nkids = nk;
+  pro[np++] = body->kids[nA];
+  body->kids = pro, body->nkids = np;
+  B->body = sp_new(SN_SEQ);
+  for (int j = 0; j < sp->nfuncs; j++)
+    if (sp->funcs[j].fused_into == B->index) sp->funcs[j].fused_into = A->index;
   B->fused_into = A->index;
 }
 
@@ -645,7 +1005,25 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
     char w[64];
     snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
     if (why) {
-      sp_logf(sp, "fuse", why, "%s", w);
+      renaming r3 = {0};
+      sp_node *acc0;
+      const char *w0;
+      if (sum_shape_n(sp, A, &acc0, &w0, true) && !sums_can(sp, A, B, &r3)) {
+        sums_apply(sp, A, B, &r3);
+        sp_logf(sp, "fuse", NULL, "%s (two sums, one allreduce)", w);
+        continue; /* A stays the head: more sums may join */
+      }
+      renaming r2 = {0};
+      const char *why2 = sum_fuse_can(sp, A, B, &r2, &ia, &ib);
+      if (!why2) { /* the group runs inside B's sum; B, which communicates after, ends it */
+        sum_fuse_apply(sp, A, B, &r2, ia, ib);
+        sp_logf(sp, "fuse", NULL, "%s (the sum's loop runs the first's iterations)", w);
+        head = it->func; /* more sums may join B's allreduce */
+        continue;
+      }
+      sp_node *acc;
+      const char *w3;
+      sp_logf(sp, "fuse", sum_shape(sp, B, &acc, &w3) ? why2 : why, "%s", w);
       head = it->func;
       continue;
     }
@@ -654,6 +1032,109 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
   }
 }
 
+/* ---- contraction -------------------------------------------------------------------------
+ * A temporary used only inside one fused loop nest, where each iteration first stores its
+ * element and then reads or updates only that element, is a register of the iteration:
+ *   T(v) = e; ... T(v) ...        =>    register T; T = e; ... T ...   (T never stored)
+ * Precondition: T is a dense temporary of order >= 1; no statement outside the group's nest
+ * accesses it (nor any buffer of another statement); in the nest every access of T is at the
+ * variables of its first access, and that first access (in the order the nest runs) is an
+ * assignment that stores. */
+typedef struct {
+  int tensor;
+  const sp_expr *first;  /* the first access */
+  bool first_store, other_vars;
+} cstate;
+static void c_expr(cstate *c, const sp_expr *e) {
+  if (!e) return;
+  if (e->kind == SE_ACCESS && e->tensor == c->tensor) {
+    if (!c->first) c->first = e, c->first_store = false;
+    else if (!same_vars(e, c->first)) c->other_vars = true;
+  }
+  c_expr(c, e->a), c_expr(c, e->b);
+}
+static void c_node(cstate *c, const sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    c_expr(c, n->rhs); /* the right side is read before the left is written */
+    if (n->lhs->tensor == c->tensor) {
+      if (!c->first) c->first = n->lhs, c->first_store = n->store;
+      else if (!same_vars(n->lhs, c->first)) c->other_vars = true;
+    }
+  }
+  for (int q = 0; q < n->nkids; q++) c_node(c, n->kids[q]);
+}
+static const sp_expr *c_mark(int t, const sp_expr *e) {
+  if (!e) return NULL;
+  sp_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == SE_ACCESS && e->tensor == t) x->contracted = true;
+  x->a = c_mark(t, e->a), x->b = c_mark(t, e->b);
+  return x;
+}
+static void c_apply(int t, sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    n->rhs = c_mark(t, n->rhs);
+    if (n->lhs->tensor == t) n->lhs = c_mark(t, n->lhs);
+  }
+  for (int q = 0; q < n->nkids; q++) c_apply(t, n->kids[q]);
+}
+static bool uses_tensor(const sp_node *n, const void *arg) {
+  int t = *(const int *)arg;
+  if (n->kind == SN_ASSIGN) {
+    acc_list l = {0};
+    acc_add(&l, n->lhs, true);
+    acc_expr(&l, n->rhs);
+    for (int k = 0; k < l.n; k++)
+      if (l.e[k]->tensor == t) return true;
+  }
+  return (n->kind == SN_INIT && n->tensor == t && n->init != SI_DECLARE);
+}
+
+static void contract(sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *A = &sp->funcs[i];
+    bool group = false;
+    for (int j = 0; j < sp->nfuncs; j++) group |= sp->funcs[j].fused_into == i;
+    if (!group || A->fused_into >= 0) continue;
+    sp_node *nest = A->body->kids[A->body->nkids - 1], *in = level(nest), *nx;
+    while ((nx = inner_loop(in))) in = level(nx);
+    for (int t = 0; t < sp->ntensors; t++) {
+      const sp_tensor *T = &sp->tensors[t];
+      cstate c = {t, NULL, false, false};
+      c_node(&c, nest);
+      if (!c.first) continue; /* not used here */
+      char w[96];
+      snprintf(w, sizeof w, "statement %d, %s %s", A->index + 1, T->temp ? "temp" : "tensor", T->name);
+      if (!T->temp) continue; /* only temporaries can disappear */
+      const char *why = NULL;
+      if (T->sparse || T->order == 0) why = "a sparse or scalar temporary";
+      else if (c.other_vars) why = "it is accessed at more than one element per iteration";
+      else if (!c.first_store) why = "an iteration reads it before storing it";
+      for (int j = 0; j < sp->nfuncs && !why; j++) {
+        const sp_func *F = &sp->funcs[j];
+        if (j == i || F->fused_into >= 0) continue;
+        if (find(F->body, uses_tensor, &t)) why = "another statement, outside this loop nest, uses it";
+      }
+      if (why) {
+        sp_logf(sp, "contract", why, "%s", w);
+        continue;
+      }
+      c_apply(t, nest);
+      sp_node *r = sp_new(SN_REGISTER);
+      r->tensor = t, r->type = T->type;
+      sp_node **k = ir_alloc((in->nkids + 2) * sizeof *k);
+      k[0] = r;
+      memcpy(k + 1, in->kids, in->nkids * sizeof *k);
+      in->kids = k, in->nkids++;
+      sp_logf(sp, "contract", NULL, "%s", w);
+    }
+  }
+}
+
 void spmd_fuse(sp_program *sp) {
-  if (sp->fuse) fuse_items(sp, sp->items, sp->nitems);
+  if (!sp->fuse) return;
+  fuse_items(sp, sp->items, sp->nitems);
+  contract(sp);
 }

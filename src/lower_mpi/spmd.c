@@ -51,7 +51,7 @@ void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *f
 const char *sp_comm_name(sp_comm_op op) {
   static const char *n[] = {"view", "fetch", "bcast", "bcast.begin", "shift.begin", "wait", "produce", "reduce",
                             "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.reset",
-                            "sparse.accumulate", "sparse.merge"};
+                            "sparse.accumulate", "sparse.merge", "halo"};
   return n[op];
 }
 
@@ -1168,6 +1168,10 @@ static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
   }
   switch (e->kind) {
   case SE_ACCESS:
+    if (e->contracted) {
+      fprintf(f, "%s.register", c->sp->tensors[e->tensor].name);
+      break;
+    }
     if (e->work >= 0) fprintf(f, "%s", c->sp->works[e->work].name);
     else pbuf(f, c, e->buf);
     if (e->sparse >= 0) fprintf(f, "{entry sp%d%s}", e->sparse, e->maybe_absent ? "?" : "");
@@ -1296,9 +1300,13 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     fprintf(f, "%s ", sp_comm_name(n->op));
     pbuf(f, c, n->buf);
     if (n->op == SC_BCAST || n->op == SC_BCAST_BEGIN || n->op == SC_REDUCE || n->op == SC_BCAST_RESULT ||
-        n->op == SC_ALLREDUCE) {
+        n->op == SC_ALLREDUCE || n->op == SC_HALO) {
       fputs(" over grid dims ", f);
       pmask(f, n->mask);
+    }
+    for (int q = 0; q < n->nmerged; q++) {
+      fputs(q ? ", " : " with ", f);
+      pbuf(f, c, n->merged[q]);
     }
     if (n->op == SC_SHIFT_BEGIN) fprintf(f, " along grid dim %d", n->shift_dim);
     if (n->op == SC_BCAST_BEGIN || n->op == SC_SHIFT_BEGIN) {
@@ -1312,6 +1320,8 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
       fputs(" (point to point: every rank evaluates the others' boxes)", f);
+    if (n->op == SC_HALO)
+      fprintf(f, " (inspector: the stored coordinates of %s at level %d)", c->sp->tensors[n->halo_tensor].name, n->halo_level);
     fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
     return;
   case SN_INIT:
@@ -1374,6 +1384,10 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     pexpr(f, c, n->rhs);
     fputc('\n', f);
+    return;
+  case SN_REGISTER:
+    fprintf(f, "register %s.register (%s): the temporary's element, never stored\n", c->sp->tensors[n->tensor].name,
+            fe_type_name(n->type));
     return;
   case SN_DEVICE:
     fprintf(f, "device kernel %s: threads over", n->kname);

@@ -72,6 +72,7 @@ typedef enum {
   SN_KERNEL,    /* a leaf kernel call over the loops it replaces */
   SN_ASSIGN,    /* the statement's assignment */
   SN_DEVICE,    /* the local loops as one device kernel: kids run in each thread */
+  SN_REGISTER,  /* a contracted temporary's element, a local variable of the iteration (tensor, type) */
 } sn_kind;
 
 typedef enum {
@@ -100,6 +101,7 @@ typedef enum {
   SC_SPARSE_RESET,  /* a sparse result's entries start empty for this iteration */
   SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
   SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */
+  SC_HALO,          /* the box's entries at the stored coordinates of a sparse piece, from their owners along mask */
 } sp_comm_op;
 
 typedef enum {
@@ -135,6 +137,7 @@ struct sp_expr {
   int buf, work, sparse;
   int tensor;          /* the tensor of a buffer or sparse access */
   bool maybe_absent;
+  bool contracted;     /* SE_ACCESS of a temporary held in a register of the iteration (SN_REGISTER) */
   int nidx;
   const int *vars;     /* program var ids, one per dim */
   /* SE_NUM */
@@ -186,6 +189,10 @@ struct sp_node {
   const sym **box_lo, **box_hi; /* SC_BCAST_BEGIN / SC_SHIFT_BEGIN: the box posted */
   int other_slot;       /* SC_*_BEGIN: 0 posts into slot + cur, 1 into slot + (cur ^ 1) */
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
+  int nmerged;          /* SC_ALLREDUCE of a scalar: more scalars' sums, of the same type and mask, in the same call */
+  const int *merged;    /* ... their buffers */
+  int halo_tensor;      /* SC_HALO: the sparse tensor (read as the rank's own piece) whose stored coordinates */
+  int halo_level;       /* ... at this level are the entries filled */
   /* SN_INIT */
   sp_init_kind init;
   int tensor, work, slot;

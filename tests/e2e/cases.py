@@ -12,16 +12,20 @@ and rank counts.
 
 import os
 
+import numpy as np
+
 import dtl
+import sparse
 from run_e2e import TOP_SRCDIR, Run, grid_fit
 
 RANKS = [1, 2, 3, 4, 6, 8]
 
 
-def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None, exact=False):
+def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None, exact=False, **kw):
     """Runs of file for every param set at every rank count that fits its machine.
     grids: rank count -> grid params to pass explicitly (else worked out by grid_fit).
-    The run at validate_at (default: the middle rank count that fits) adds --validate."""
+    The run at validate_at (default: the middle rank count that fits) adds --validate.
+    kw: more arguments of every Run (inputs, monitor, args)."""
     prog = dtl.parse_file(os.path.join(TOP_SRCDIR, file))
     runs = []
     for params in param_sets:
@@ -30,7 +34,7 @@ def _expand(suite, file, param_sets, ranks, validate_at=None, grids=None, exact=
         vat = validate_at if validate_at is not None else (fitting[len(fitting) // 2] if fitting else None)
         for p in fitting:
             grid = grids.get(p) if grids else None
-            runs.append(Run(suite, file, p, params, grid=grid, validate=(p == vat), exact=exact))
+            runs.append(Run(suite, file, p, params, grid=grid, validate=(p == vat), exact=exact, **kw))
     return runs
 
 
@@ -75,6 +79,87 @@ def examples(long=False):
         runs.append(Run("examples", ex("ttm.dtl"), 8, {"n": 5, "m": 4, "p": 3, "q": 2}))
     # a rank count that does not fit the machine is a clean error, not a hang
     runs.append(Run("examples", ex("johnson.dtl"), 2, {"n": 8}, error="ranks"))
+    runs.extend(solver_examples(long))
+    return runs
+
+
+# ---- the applications with temporaries, floating params and loops -------------------------
+
+
+def _blackscholes_inputs(values, rng):
+    """Spot prices and strikes in [20, 120), times to expiry in [0.05, 2) years."""
+    n = values["n"]
+    return {"S": rng.uniform(20, 120, n), "K": rng.uniform(20, 120, n), "T": rng.uniform(0.05, 2, n)}
+
+
+def _jacobi_inputs(values, rng):
+    """R: random, zero on the diagonal; d: a diagonal 2 to 3 times the sum of |R| along
+    its row, of either sign (so that A = D + R is strictly diagonally dominant and the
+    iteration contracts by 1/2 or more each step)."""
+    n = values["n"]
+    r = rng.uniform(-1, 1, (n, n))
+    np.fill_diagonal(r, 0)
+    d = (np.abs(r).sum(axis=1) * rng.uniform(2, 3, n) + 0.5) * rng.choice([-1, 1], n)
+    return {"R": r, "d": d}
+
+
+def _spd_inputs(values, rng):
+    """A: sparse, symmetric, its diagonal larger than the sum of the |entries| of its row
+    (positive definite, well conditioned: conjugate gradient converges in a few dozen
+    iterations at the sizes tested)."""
+    n = values["n"]
+    a = sparse.random_sparse((n, n), np.float64, rng, density=0.3, symmetry="symmetric")
+    np.fill_diagonal(a, 0)
+    np.fill_diagonal(a, np.abs(a).sum(axis=1) + rng.uniform(0.5, 1.5, n))
+    return {"A": a}
+
+
+def _dominant_inputs(values, rng):
+    """A: sparse, nonsymmetric, strictly diagonally dominant with a positive diagonal (its
+    eigenvalues in the right half-plane): BiCGSTAB converges on it smoothly, so rounding
+    cannot change the iteration count.  (With diagonal entries of either sign it may
+    converge erratically, and a change in the last bit of b changes the iterates.)"""
+    n = values["n"]
+    a = sparse.random_sparse((n, n), np.float64, rng, density=0.3)
+    np.fill_diagonal(a, 0)
+    np.fill_diagonal(a, np.abs(a).sum(axis=1) * rng.uniform(1.5, 2.5, n) + rng.uniform(0.5, 1, n))
+    return {"A": a}
+
+
+def solver_examples(long=False):
+    """examples/blackscholes.dtl, jacobi.dtl, cg.dtl and bicgstab.dtl on inputs they work
+    on (positive prices, a diagonally dominant or a symmetric positive definite matrix):
+    the results, and for the iterative methods the iteration count (iterations=K) against
+    the oracle's, which runs the same loop in NumPy; one run of each with --monitor, runs
+    where maxit ends the loop before the condition does, and floating params given on the
+    command line.  Few rank counts each (--long: all of them)."""
+    ex = lambda name: "examples/" + name  # noqa: E731
+    runs = []
+
+    def add(name, sets, **kw):
+        for params, rk in sets:
+            runs.extend(_expand("examples", ex(name), [params], RANKS if long else rk, **kw))
+
+    add("blackscholes.dtl", [({"n": 13}, [1, 3]), ({"n": 16, "rate": 0.05, "vol": 0.45}, [4])],
+        inputs=_blackscholes_inputs)
+    add("jacobi.dtl", [({"n": 12, "maxit": 60}, [1, 4]), ({"n": 11, "maxit": 5}, [2])], inputs=_jacobi_inputs)
+    add("jacobi.dtl", [({"n": 10, "maxit": 60, "tol": 1e-20}, [3])], inputs=_jacobi_inputs, monitor=True)
+    # the solutions norm-wise (see Run), to 1e-8 of the largest |x|: the compiled iterates and
+    # NumPy's differ by rounding only (the iteration count is checked on its own)
+    kw = {"norm_tol": 1e-8}
+    add("cg.dtl", [({"n": 12}, [1, 4]), ({"n": 14, "maxit": 3}, [2])], inputs=_spd_inputs, **kw)
+    add("cg.dtl", [({"n": 11, "tol": 1e-8}, [3])], inputs=_spd_inputs, monitor=True, **kw)
+    add("bicgstab.dtl", [({"n": 12}, [1, 4])], inputs=_dominant_inputs, **kw)
+    add("bicgstab.dtl", [({"n": 15, "tol": 1e-7}, [3])], inputs=_dominant_inputs, monitor=True, **kw)
+    add("bicgstab.dtl", [({"n": 13, "maxit": 2}, [2])], inputs=_dominant_inputs, args=["--json"], **kw)
+    # repetitions: x, which += updates, is reset before each one
+    runs.append(Run("examples", ex("cg.dtl"), 3, {"n": 10}, inputs=_spd_inputs,
+                    args=["--iters", "2", "--warmup", "1"], **kw))
+    # each statement compiled alone (--no-fuse): the same results
+    runs.append(Run("examples", ex("blackscholes.dtl"), 3, {"n": 11}, inputs=_blackscholes_inputs,
+                    compile_args=["--no-fuse"]))
+    runs.append(Run("examples", ex("cg.dtl"), 2, {"n": 9}, inputs=_spd_inputs, compile_args=["--no-fuse"],
+                    monitor=True, **kw))
     return runs
 
 
@@ -119,13 +204,17 @@ def programs(long=False):
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
     add("owner_default.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}, {"n": 2, "m": 9}])
     add("owner_hier.dtl", [{"n": 10, "m": 6}], [{"n": 5, "m": 13}])
+    add("chosen_layout.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}])
+    add("fusion_program.dtl", [{"n": 13, "m": 7}], [{"n": 5, "m": 11}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
+    runs.extend(loop_programs(long))
     # literals that do not fit: located errors (README, "Choices")
     for name, line, text in _LITERAL_REJECTED:
         runs.append(Run("programs", "literal_%s.dtl" % name, None, compile_error=[line], source=text))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
+    runs.append(Run("programs", pr("fusion_program.dtl"), 3, {"n": 9, "m": 4}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
     runs.append(Run("programs", pr("matvec.dtl"), 2, {"n": 10, "m": 7}, error="shape"))
@@ -214,6 +303,82 @@ def function_programs(long=False):
             runs.extend(_expand("programs", pr(name), [params], RANKS if long else rk))
     for name, line, text in _FUNCTION_REJECTED:
         runs.append(Run("programs", "function_%s.dtl" % name, None, compile_error=[line], source=text))
+    return runs
+
+
+# Temporaries, floating params and loops (LANGUAGE.md sections 3, 4 and 9): each program at
+# two param sets, at the rank counts given (every count at both with --long); the second set
+# with --monitor for the programs with loops.
+_LOOP_PROGRAMS = [
+    ("temps.dtl", [({"n": 7, "m": 5}, [1, 4]), ({"n": 10, "m": 3}, [6])]),
+    ("temp_loop.dtl", [({"n": 9, "m": 6, "steps": 4}, [1, 3]), ({"n": 5, "m": 11, "steps": 2}, [2])]),
+    ("nested_loops.dtl", [({"n": 8, "outer": 3, "inner": 5}, [1, 4]),
+                          ({"n": 11, "outer": 4, "inner": 2, "tol": 0.5}, [3])]),
+    # floating params at their defaults, then given (one negative, one with an exponent)
+    ("float_params.dtl", [({"n": 8, "k": 3}, [1, 4]),
+                          ({"n": 7, "k": 2, "alpha": -0.75, "beta": 3e-2, "gamma": 0.5, "tol": 1e-4}, [6])]),
+    ("conditions.dtl", [({"n": 10}, [1, 3]), ({"n": 9, "k": 5, "lo": 10.0, "hi": 100.0}, [2])]),
+]
+# The declarations of the rejected programs below (ten lines).
+_LOOP_HEAD = """param n = 4;
+param maxit = 3;
+param tol = 1e-8;
+machine M = grid(g);
+tensor x(n) @ M(i -> i);
+tensor y(n) @ M(i -> i);
+tensor s;
+tensor I(n) int32 @ M(i -> i);
+temp t(n) @ M(i -> i);
+temp a;
+"""
+# Programs that distalc must reject, as (name, the line of the error, the program): a
+# temporary read before a statement wrote it, a floating param where only integers may be,
+# a condition over a non-scalar, a bad repeat bound.
+_LOOP_REJECTED = [
+    ("temp_read_first", 11, _LOOP_HEAD + "y(i) = t(i) + x(i);\n"),
+    ("temp_scalar_read_first", 12, _LOOP_HEAD + "y(i) = x(i);\ns = a * 2;\n"),
+    ("temp_accumulate_first", 11, _LOOP_HEAD + "t(i) += x(i);\ny(i) = t(i);\n"),
+    ("temp_subtract_first", 11, _LOOP_HEAD + "a -= x(i);\ns = a;\n"),
+    ("temp_reads_itself_first", 11, _LOOP_HEAD + "t(i) = x(i) + t(i);\ny(i) = t(i);\n"),
+    ("temp_read_in_loop_before_write", 12,
+     _LOOP_HEAD + "repeat maxit {\n  y(i) = t(i) * 2;\n  t(i) = x(i) + y(i);\n}\n"),
+    ("temp_read_in_nested_loop", 13, _LOOP_HEAD
+     + "repeat maxit {\n  repeat 2 {\n    s = a + s;\n  }\n  a = s * 2;\n}\n"),
+    ("temp_in_condition", 11, _LOOP_HEAD + "repeat maxit until (a < tol) {\n  y(i) = x(i);\n}\n"),
+    ("float_param_shape", 4, "param n = 4;\nparam h = 0.5;\nmachine M = grid(g);\ntensor x(h) @ M(i -> i);\n"),
+    ("float_param_shape_temp", 4, "param n = 4;\nparam h = 0.5;\ntensor x(n);\ntemp t(n, h);\n"),
+    ("float_param_grid", 2, "param h = 2.0;\nmachine M = grid(h);\ntensor x(4) @ M(i -> i);\n"),
+    ("float_param_split", 12, _LOOP_HEAD + "y(i) = x(i)\n  .split(i, io, ii, tol);\n"),
+    ("float_param_divide", 12, _LOOP_HEAD + "y(i) = x(i)\n  .divide(i, io, ii, tol);\n"),
+    ("float_param_repeat", 11, _LOOP_HEAD + "repeat tol {\n  y(i) = x(i);\n}\n"),
+    ("float_param_int_statement", 11, _LOOP_HEAD + "I(i) = I(i) * tol;\n"),
+    ("float_param_int_statement_in_loop", 12, _LOOP_HEAD + "repeat maxit {\n  I(i) += tol;\n}\n"),
+    ("condition_vector", 11, _LOOP_HEAD + "repeat maxit until (x < tol) {\n  y(i) = x(i);\n}\n"),
+    ("condition_access", 11, _LOOP_HEAD + "repeat maxit until (x(i) < tol) {\n  y(i) = x(i);\n}\n"),
+    ("condition_no_comparison", 11, _LOOP_HEAD + "repeat maxit until (s + 1) {\n  s = s / 2;\n}\n"),
+    ("repeat_float_literal", 11, _LOOP_HEAD + "repeat 2.5 {\n  y(i) = x(i);\n}\n"),
+    ("repeat_negative", 11, _LOOP_HEAD + "repeat -1 {\n  y(i) = x(i);\n}\n"),
+    ("repeat_scalar_tensor", 11, _LOOP_HEAD + "repeat s {\n  y(i) = x(i);\n}\n"),
+    ("repeat_expression", 11, _LOOP_HEAD + "repeat maxit * 2 {\n  y(i) = x(i);\n}\n"),
+]
+
+
+def loop_programs(long=False):
+    """tests/e2e/programs/temps.dtl, temp_loop.dtl, nested_loops.dtl, float_params.dtl and
+    conditions.dtl (sparse_temp.dtl is among the sparse programs): temporaries, floating
+    params and loops, each run's iteration count against the oracle's; --monitor; runs
+    that --load or --save a temporary (a clean failure); and programs that distalc must
+    reject."""
+    pr = lambda name: "tests/e2e/programs/" + name  # noqa: E731
+    runs = []
+    for name, sets in _LOOP_PROGRAMS:
+        for k, (params, rk) in enumerate(sets):
+            runs.extend(_expand("programs", pr(name), [params], RANKS if long else rk,
+                                monitor=k == 1 and name != "temps.dtl"))
+    runs.append(Run("programs", pr("temps.dtl"), 2, {"n": 5, "m": 4}, error="load-temp"))
+    runs.append(Run("programs", pr("temp_loop.dtl"), 3, {"n": 6, "m": 4}, error="save-temp"))
+    for name, line, text in _LOOP_REJECTED:
+        runs.append(Run("programs", "loop_%s.dtl" % name, None, compile_error=[line], source=text))
     return runs
 
 
@@ -415,6 +580,13 @@ def sparse_programs(long=False):
     add("sparse_results.dtl", [{"n": 11, "m": 9, "p": 6, "r": 3, "chunk": 3}],
         [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])
     add("sparse_results.dtl", [{"n": 13, "m": 10, "p": 7, "r": 2, "chunk": 4}])
+    add("sparse_temp.dtl", [{"n": 11, "m": 9}], [{"n": 7, "m": 13}])
+    # halo exchanges (SpMV over CSR row blocks): 1 to 4 ranks along the rows, uneven sizes,
+    # some ranks with one row or none; and a 2 x 2 grid (the exchange along gx, replicas along gy)
+    rows = {p: {"gx": p, "gy": 1} for p in (1, 2, 3, 4)}
+    runs.extend(_expand("programs", pr("sparse_halo.dtl"), [{"n": 13}, {"n": 10}, {"n": 3}], [1, 2, 3, 4],
+                        grids=rows))
+    runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
     # repetitions: the tensors that += updates are reset before each one
     runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
                     args=["--iters", "3", "--warmup", "1"]))

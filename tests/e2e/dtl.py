@@ -639,15 +639,23 @@ class _Parser:
         dist = None
         if self.accept("@"):
             start = self.peek()
-            parts = []
-            depth = 0  # a hierarchical distribution separates its levels with ';' inside (...)
-            while (depth or self.peek().text != ";") and self.peek().kind != "eof":
-                tok = self.next().text
-                depth += (tok == "(") - (tok == ")")
-                parts.append(tok)
+            parts, depth = [], 0
+            while (self.peek().text != ";" or depth) and self.peek().kind != "eof":
+                t = self.next()
+                depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "op" else 0
+                parts.append(t.text)
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")
+            if len(parts) == 1 and parts[0] in self.prog.machines:
+                # `@ M` with no mapping: at every level the leading dimensions are blocked
+                # over the level's dimensions in order, replicated over the rest
+                xs = ["abcdefgh"[k] for k in range(len(dims))]
+                lvls = []
+                for lvl in self.prog.machines[parts[0]].levels:
+                    ys = [xs[k] if k < len(xs) else "*" for k in range(len(lvl))]
+                    lvls.append("%s -> %s" % (" , ".join(xs), " , ".join(ys)))
+                dist = "%s ( %s )" % (parts[0], " ; ".join(lvls))
         self.expect(";")
         if name in self.prog.decls:
             raise DtlError("%s: tensor %s declared twice" % (self.path, name))

@@ -28,6 +28,8 @@ sizes() {
   ttm) echo "n=8 m=4 p=6 q=5" ;;
   mttkrp) echo "n=8 m=6 p=4 r=5" ;;
   rows) echo "n=23 m=19" ;;
+  blackscholes) echo "n=20" ;;
+  jacobi | cg | bicgstab) echo "n=12 maxit=3" ;;
   esac
 }
 

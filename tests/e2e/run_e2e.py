@@ -37,6 +37,7 @@ if anything failed.
 """
 
 import argparse
+import math
 import os
 import re
 import shlex
@@ -174,6 +175,10 @@ ERRORS = ("ranks", "param", "shape", "dtype", "option")
 # tensor, a .tns coordinate beyond the extent, a .mtx entry that is not a number.
 SPARSE_ERRORS = ("mtx-shape", "tns-range", "mtx-syntax")
 ERRORS += SPARSE_ERRORS
+# Clean failures of programs with temporaries: `--load T=FILE` or `--save T=FILE` of a
+# temporary T, which an executable refuses with a message and exit status 2.
+TEMP_ERRORS = ("load-temp", "save-temp")
+ERRORS += TEMP_ERRORS
 # Output of an mpirun that could not start the job at all.
 MPIRUN_STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
 
@@ -192,11 +197,19 @@ class Run:
     source: the program's text (file is then only its name; the text is written to the
     work directory, for a run as for a rejection).  args: more options for the
     executable (e.g. --iters).  exact: floating-point results must equal the oracle's
-    bit for bit (programs whose results are literals, tests/e2e/programs/literals.dtl)."""
+    bit for bit (programs whose results are literals, tests/e2e/programs/literals.dtl).
+    inputs: None, or a function (param values, rng) -> {tensor name: array} that gives some
+    inputs instead of random ones (a matrix that an iterative method converges on, positive
+    prices); a sparse tensor's array is the dense matrix its file means.  monitor: add
+    --monitor and check its lines against the oracle's.  norm_tol: compare the floating-point
+    results norm-wise, to norm_tol times the largest |value| of the oracle's result, instead
+    of element by element against the oracle's magnitudes (which an iterative method that
+    divides by its own reductions, such as conjugate gradient, blows up to no bound)."""
 
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
-                 compile_args=(), source=None, args=(), exact=False, compile_env=None):
+                 compile_args=(), source=None, args=(), exact=False, inputs=None, monitor=False,
+                 norm_tol=None, compile_env=None):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
@@ -210,6 +223,9 @@ class Run:
         self.source = source
         self.args = tuple(args)
         self.exact = exact
+        self.inputs = inputs
+        self.monitor = monitor
+        self.norm_tol = norm_tol
         self.path = file if os.path.isabs(file) else os.path.join(TOP_SRCDIR, file)
 
     @property
@@ -223,6 +239,8 @@ class Run:
         parts += ["%s=%s" % kv for kv in sorted(self.params.items())]
         parts += ["%s=%s" % kv for kv in sorted((self.grid or {}).items())]
         parts.extend(self.args)
+        if self.monitor:
+            parts.append("--monitor")
         if self.validate:
             parts.append("validate")
         if self.fill_ranks:
@@ -404,6 +422,10 @@ class Runner:
             if run.error != "param":
                 raise
             inputs = {}
+        given = {}
+        if run.inputs is not None and inputs:
+            given = run.inputs(values, np.random.default_rng([run.seed(), 1]))
+            inputs.update(given)
         cmd = [MPIRUN, "-np", str(run.nranks), "--oversubscribe", exe]
         style = run.seed() % 3
         for k, v in pass_params.items():
@@ -421,7 +443,7 @@ class Runner:
             spoiled = name == bad and run.error in ("shape", "dtype")
             if prog.tensors[name].sparse and not spoiled:
                 f = self._sparse_input(run, prog.tensors[name], d, inputs, res,
-                                       run.error if name == bad else None)
+                                       run.error if name == bad else None, name in given)
                 cmd += ["--load", "%s=%s" % (name, f)]
                 continue
             f = os.path.join(d, "in_%s.npy" % name)
@@ -434,7 +456,18 @@ class Runner:
         for name in prog.tensors:
             outs[name] = os.path.join(d, "out_%s.npy" % name)
             cmd += ["--save", "%s=%s" % (name, outs[name])]
+        temp = None
+        if run.error in TEMP_ERRORS:
+            temp = next(iter(prog.temps))
+            tf = os.path.join(d, "temp_%s.npy" % temp)
+            if run.error == "load-temp":
+                np.save(tf, np.zeros(prog.shape(temp, values), prog.temps[temp].dtype))
+                cmd += ["--load", "%s=%s" % (temp, tf)]
+            else:
+                cmd += ["--save", "%s=%s" % (temp, tf)]
         cmd += list(run.args)
+        if run.monitor:
+            cmd.append("--monitor")
         if run.validate:
             cmd.append("--validate")
         if run.error == "option":
@@ -461,6 +494,14 @@ class Runner:
                 elif repeated and run.nranks > 1:
                     res.reason = "the message is printed by several ranks, not once by rank 0: %r" % repeated[0]
                     res.details.append(tail(out))
+                elif temp and rc != 2:
+                    res.reason = "failed as expected, but with exit status %d, not 2" % rc
+                    res.details.append(tail(out))
+                elif temp and not any(temp in l for l in msgs):
+                    res.reason = "failed as expected, but the message does not name the temporary %s" % temp
+                    res.details.append(tail(out))
+                elif run.error == "save-temp" and os.path.exists(tf):
+                    res.reason = "failed as expected, but wrote the temporary's file"
                 else:
                     res.ok = True
                     if self.verbose:
@@ -470,10 +511,11 @@ class Runner:
             res.reason = "exit status %d" % rc + (" with --validate" if run.validate else "")
             res.details.append(tail(out))
             return
-        outcome = dtl.execute(prog, values, inputs)
+        with np.errstate(over="ignore", invalid="ignore"):
+            outcome = dtl.execute(prog, values, inputs)
         want, mags = outcome.values, outcome.mags
         errs = []
-        e = check_iterations(prog, outcome, out)
+        e = check_iterations(prog, outcome, out, run.monitor)
         if e:
             errs.append(e)
         written = set(prog.written())
@@ -486,7 +528,9 @@ class Runner:
             except Exception as e:
                 errs.append("%s: cannot read the saved file: %s" % (name, e))
                 continue
-            if name in written:
+            if name in written and run.norm_tol is not None and not np.issubdtype(t.dtype, np.integer):
+                e = compare_norm(t, got, want[name], run.norm_tol)
+            elif name in written:
                 e = dtl.compare(t, got, want[name], mags[name], exact=run.exact)
             else:
                 e = dtl.compare(t, got, inputs[name], np.zeros(np.shape(inputs[name])))
@@ -502,15 +546,20 @@ class Runner:
             return
         res.ok = True
 
-    def _sparse_input(self, run, t, d, inputs, res, spoil):
+    def _sparse_input(self, run, t, d, inputs, res, spoil, given=False):
         """Write random sparse data for t (a file form chosen at random, or the one that
         spoil, a SPARSE_ERRORS kind, needs, then spoiled); inputs[t.name] becomes the
-        dense array the file means.  Returns the file's path."""
+        dense array the file means.  given: write inputs[t.name] itself instead (the
+        nonzeros of the array given by the run's inputs function).  Returns the file's path."""
         rng = np.random.default_rng([run.seed(), zlib.crc32(t.name.encode())])
         form = None if spoil is None else spoil.split("-")[0]
         shape = np.shape(inputs[t.name])
-        path, dense, desc, lines = sparse.write_input(os.path.join(d, "in_%s" % t.name), shape,
-                                                      t.dtype, rng, form)
+        if given:
+            path, dense, desc, lines = sparse.write_given(os.path.join(d, "in_%s" % t.name),
+                                                          inputs[t.name], rng, form)
+        else:
+            path, dense, desc, lines = sparse.write_input(os.path.join(d, "in_%s" % t.name), shape,
+                                                          t.dtype, rng, form)
         inputs[t.name] = dense
         res.details.append("input:   %s: %s (%s)" % (t.name, os.path.basename(path), desc))
         if spoil == "mtx-shape":
@@ -688,36 +737,76 @@ def fill_density(prog, inputs, fill_args):
     return None
 
 
-def check_iterations(prog, outcome, out):
-    """A program with loops prints iterations=K in its summary line (rank 0, one line per
-    run): K must be the oracle's iteration count.  With --monitor, the lines `monitor:
-    loop L iteration K: NAME=VALUE ...` must be the oracle's, values within the
-    tolerance of the results' comparison.  Returns None or a message."""
-    if not prog.has_loops():
+def compare_norm(tensor, got, want, tol):
+    """got against the oracle's want, norm-wise: every element within tol times the largest
+    |element| of want (and finite where want is).  Returns None or a message."""
+    got = np.asarray(got)
+    if got.dtype != tensor.dtype or got.shape != want.shape:
+        return "%s: %s %s, expected %s %s" % (tensor.name, got.dtype, got.shape, want.dtype, want.shape)
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    bound = tol * max(float(np.max(np.abs(w))) if w.size else 0.0, 1e-300)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(g - w) <= bound)
+    if not bad.any():
         return None
+    idx = tuple(int(x) for x in np.argwhere(bad)[0]) if got.ndim else ()
+    return "%s: %d of %d elements differ by more than %.3g; first at %s: got %r, expected %r" % (
+        tensor.name, int(np.count_nonzero(bad)), max(1, w.size), bound, list(idx), got[idx].item(),
+        want[idx].item())
+
+
+def check_iterations(prog, outcome, out, monitor=None):
+    """A program with loops prints iterations=K in its summary line (rank 0, one line per
+    run; "iterations": K with --json): K must be the oracle's iteration count; a program
+    without loops prints none.  The lines `monitor: loop L iteration K: NAME=VALUE ...` must
+    be the oracle's (those of every repetition of the run), values within the tolerance of
+    the results' comparison, or where the oracle's magnitudes overflow (iterative methods that
+    divide by their own reductions), within 1e-5 of the largest value of that scalar in that
+    loop.  monitor: True when the run passed --monitor (lines are then required), False when
+    it did not (lines are then an error), None: not known.  Returns None or a message."""
     got = re.findall(r"\biterations[\"=: ]+(\d+)", out)
+    mon = [l for l in program_lines(out) if l.startswith("monitor:")]
+    if not prog.has_loops():
+        if got or mon:
+            return "a program without loops printed %r" % (got[0] if got else mon[0])
+        return None
     if not got:
         return "a program with loops, but the run printed no iterations=K"
     if any(int(k) != outcome.iterations for k in got):
-        return "iterations=%s, the oracle's loops ran %d iterations" % (got[-1], outcome.iterations)
-    mon = [l.strip() for l in out.splitlines() if l.strip().startswith("monitor:")]
-    if mon:
-        want = [dtl.monitor_line(r) for r in outcome.monitor]
-        if len(mon) % max(1, len(want)) or not want:
-            return "%d monitor lines, the oracle's loops make %d" % (len(mon), len(want))
-        for n, line in enumerate(mon):
-            w = want[n % len(want)]
-            if line.split(":")[:2] != w.split(":")[:2] or \
-                    re.findall(r"(\w+)=", line) != re.findall(r"(\w+)=", w):
-                return "monitor line %r, expected %r" % (line, w)
+        return "iterations=%s, the oracle's loops ran %d iterations (each loop: %s)" % (
+            got[-1], outcome.iterations,
+            ", ".join("loop %d: %s" % kv for kv in sorted(outcome.loop_iterations.items())))
+    if monitor is False and mon:
+        return "monitor lines without --monitor: %r" % mon[0]
+    if not mon and not (monitor and outcome.monitor):
+        return None
+    want = [dtl.monitor_line(r) for r in outcome.monitor]
+    if len(mon) % max(1, len(want)) or (mon and not want) or (want and not mon):
+        return "%d monitor lines, the oracle's loops make %d%s" % (
+            len(mon), len(want), " (first: %r)" % want[0] if want else "")
+    scale = {}
+    for number, _, pairs in outcome.monitor:
+        for name, v in pairs:
+            scale[number, name] = max(scale.get((number, name), 0.0), abs(float(v)))
+    for n, line in enumerate(mon):
+        w = want[n % len(want)]
+        if line.split(":")[:2] != w.split(":")[:2] or re.findall(r"(\w+)=", line) != re.findall(r"(\w+)=", w):
+            return "monitor line %r, expected %r" % (line, w)
+        try:
             gv = [float(x) for x in re.findall(r"=(\S+)", line)]
-            rec, rmags = outcome.monitor[n % len(want)], outcome.monitor_mags[n % len(want)]
-            for (name, b), a, m in zip(rec[2], gv, rmags):
-                # %.6e keeps 7 digits; a floating value may differ by the results' tolerance
-                tol = 1e-6 * abs(b) + dtl.RTOL[prog.decl(name).type] * m
-                if not abs(a - b) <= tol + 1e-300:
-                    return "monitor line %r: %s=%r, the oracle's %r" % (line, name, a, b)
+        except ValueError:
+            return "monitor line %r: a value is no number" % line
+        rec, rmags = outcome.monitor[n % len(want)], outcome.monitor_mags[n % len(want)]
+        for (name, b), a, m in zip(rec[2], gv, rmags):
+            # %.6e keeps 7 digits; a floating value may differ by the results' tolerance
+            slack = dtl.RTOL[prog.decl(name).type] * m
+            if not math.isfinite(slack) or slack > 1e-5 * scale[rec[0], name]:
+                slack = 1e-5 * scale[rec[0], name]
+            if not abs(a - b) <= 1e-6 * abs(b) + slack + 1e-300:
+                return "monitor line %r: %s=%r, the oracle's %r" % (line, name, a, b)
     return None
+
+
 
 
 def program_lines(out):

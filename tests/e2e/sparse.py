@@ -7,7 +7,8 @@ from order 2 some slices of the first dimension (rows) and of the last entirely 
 values like the dense inputs' (floats in [-1, 1), integers in [-4, 4], never zero).
 write_input picks one of the files at random and writes it; it returns the dense array
 that the file means, which is what the oracle computes with and what `--save T=F.npy`
-must give back.  The files vary the ways a reader can go wrong:
+must give back.  write_given writes a given array's nonzeros unchanged (a matrix that an
+iterative method converges on).  The files vary the ways a reader can go wrong:
   - .mtx: `real`, `integer` or `pattern` (every stored value 1), `general` or
     `symmetric` (square only: the lower triangle is stored and means its mirror image
     too) or `skew-symmetric` (the strictly lower triangle, mirrored negated), `%`
@@ -217,6 +218,35 @@ def write_input(path_base, shape, dtype, rng, form=None):
     save(path, lines, dense)
     desc += ", %d nonzeros" % int(np.count_nonzero(dense))
     return path, dense, desc, lines
+
+
+def write_given(path_base, a, rng, form=None):
+    """The nonzeros of the array a, as they are (no duplicates, no explicit zeros, no
+    pattern or integer fields that would change a value), written to path_base + ".mtx"
+    (order 2: `real`, `symmetric` when a is, else `general`), ".tns" or ".npy" (form:
+    which one; None: chosen at random).  For inputs that must keep their values, such as
+    a matrix an iterative method converges on.  Returns what write_input returns."""
+    a = np.array(a)
+    if form is None:
+        r = rng.random()
+        form = ("mtx" if r < 0.5 else "tns" if r < 0.75 else "npy") if a.ndim == 2 else (
+            "tns" if r < 0.75 else "npy")
+    lines = None
+    desc = form
+    if form == "mtx":
+        symmetry = "symmetric" if a.shape[0] == a.shape[1] and np.array_equal(a, a.T) else "general"
+        entries = _arrange(_entries(a, symmetry), rng)
+        lines = ["%%%%MatrixMarket matrix coordinate real %s" % symmetry,
+                 "%d %d %d" % (a.shape[0], a.shape[1], len(entries))]
+        lines += ["%d %d %s" % (c[0] + 1, c[1] + 1, format_value(v, a.dtype)) for c, v in entries]
+        desc = "mtx real %s" % symmetry
+    elif form == "tns":
+        lines = ["%s %s" % (" ".join(str(x + 1) for x in c), format_value(v, a.dtype))
+                 for c, v in _arrange(_entries(a), rng)]
+    path = "%s.%s" % (path_base, form)
+    save(path, lines, a)
+    desc += ", %d nonzeros" % int(np.count_nonzero(a))
+    return path, a, desc, lines
 
 
 def save(path, lines, dense):

@@ -1119,6 +1119,54 @@ static void test_spmd_allreduce(void **state) {
   finish(&r);
 }
 
+/* SpMV over CSR row blocks: the broadcast of the whole vector becomes a halo exchange at the
+ * stored coordinates of A's level 1; where x is read at a dense j (A not a factor of the whole
+ * right side) or at the inner half of a split of j, the broadcast stays and the log says why. */
+static void test_spmd_halo(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "tensor b(n) @ M(i -> i);\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = b(i) - A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M).split(j, jo, ji, 3);\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *h = find_node(sp->funcs[0].body, SN_COMM, SC_HALO);
+  assert_non_null(h);
+  assert_int_equal(count_nodes(sp->funcs[0].body, SN_COMM, SC_BCAST), 0);
+  assert_int_equal(h->mask, 1u);
+  assert_string_equal(sp->tensors[h->halo_tensor].name, "A");
+  assert_int_equal(h->halo_level, 1);
+  assert_string_equal(sp->tensors[sp->bufs[h->buf].tensor].name, "x");
+  const sp_log *l = log_of(sp, "halo", 0);
+  assert_non_null(l);
+  assert_null(l->why);
+  for (int f = 1; f < 3; f++) {
+    assert_int_equal(count_nodes(sp->funcs[f].body, SN_COMM, SC_HALO), 0);
+    assert_int_equal(count_nodes(sp->funcs[f].body, SN_COMM, SC_BCAST), 1);
+  }
+  assert_non_null(strstr(log_of(sp, "halo", 1)->why, "no loop over the stored coordinates"));
+  assert_non_null(log_of(sp, "halo", 2)->why);
+  finish(&r);
+  /* a sparse operand that a statement writes: its stored coordinates change */
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor B(n, n) csr @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "B(i, j) = A(i, j) * 2.distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = B(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n");
+  sp = spmd_build(r.lp);
+  assert_int_equal(count_nodes(sp->funcs[1].body, SN_COMM, SC_HALO), 0);
+  assert_non_null(strstr(log_of(sp, "halo", 0)->why, "writes the sparse operand"));
+  finish(&r);
+}
+
 /* Ids are program-wide: two statements' variables and buffers do not share ids, and every
  * variable a node names belongs to that node's statement. */
 static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
@@ -1201,13 +1249,64 @@ static void test_spmd_store(void **state) {
   finish(&r);
 }
 
+/* fusion, sums joined to a group, merged allreduces, registers and in-place reads; and the
+ * rules that keep pairs apart, each logged with its reason; spmd_build_ex(lp, false) (distalc
+ * --no-fuse) leaves every statement alone. */
+static void test_spmd_fusion(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 9;\n"
+               "machine M = grid(g);\n"
+               "tensor a(n) @ M(i -> i);\n"
+               "tensor b(n) @ M(i -> i);\n"
+               "tensor c(n) @ M(i -> i);\n"
+               "tensor s;\ntensor u;\n"
+               "temp t(n) @ M(i -> i);\n"
+               "t(i) = a(i) * 2 + b(i);\n"        /* 1 */
+               "b(i) = t(i) * t(i) + b(i);\n"     /* 2: fused into 1, reads b in place */
+               "s = b(i) * a(i);\n"               /* 3: a sum that takes 1, 2 into its loop */
+               "u = a(i) * a(i);\n"               /* 4: one allreduce with 3 */
+               "c(i) = s * a(i);\n"               /* 5: after the allreduce: alone */
+               "a(i) = c(i) + 1;\n");              /* 6: alike, fused with 5 */
+  sp_program *sp = spmd_build(r.lp);
+  assert_int_equal(sp->nfuncs, 6);
+  assert_int_equal(sp->funcs[0].fused_into, 2);
+  assert_int_equal(sp->funcs[1].fused_into, 2);
+  assert_int_equal(sp->funcs[2].fused_into, -1);
+  assert_int_equal(sp->funcs[3].fused_into, 2);
+  assert_int_equal(sp->funcs[4].fused_into, -1);
+  assert_int_equal(sp->funcs[5].fused_into, 4);
+  /* one allreduce for s and u; t is a register */
+  const sp_node *ar = find_node(sp->funcs[2].body, SN_COMM, SC_ALLREDUCE);
+  assert_non_null(ar);
+  assert_int_equal(ar->nmerged, 1);
+  assert_int_equal(count_nodes(sp->funcs[2].body, SN_COMM, SC_ALLREDUCE), 1);
+  assert_non_null(find_node(sp->funcs[2].body, SN_REGISTER, -1));
+  assert_null(find_node(sp->funcs[1].body, SN_INIT, -1)); /* emptied */
+  bool inplace = false, refused = false;
+  for (int q = 0; q < sp->nlog; q++) {
+    inplace |= !strcmp(sp->log[q].rewrite, "inplace") && !sp->log[q].why;
+    if (!strcmp(sp->log[q].rewrite, "fuse") && sp->log[q].why && strstr(sp->log[q].where, "statements 3 and 5"))
+      refused = strstr(sp->log[q].why, "statement 3") != NULL;
+  }
+  assert_true(inplace);
+  assert_true(refused);
+  /* --no-fuse */
+  sp_program *nf = spmd_build_ex(r.lp, false);
+  for (int i = 0; i < nf->nfuncs; i++) assert_int_equal(nf->funcs[i].fused_into, -1);
+  assert_null(find_node(nf->funcs[0].body, SN_REGISTER, -1));
+  finish(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summa),
+      cmocka_unit_test(test_spmd_fusion),
       cmocka_unit_test(test_rewrite_table),
       cmocka_unit_test(test_spmd_pipeline),
       cmocka_unit_test(test_spmd_pipeline_refused),
       cmocka_unit_test(test_spmd_allreduce),
+      cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_cannon_square),

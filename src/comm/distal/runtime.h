@@ -77,7 +77,7 @@ void dtl_zero(dtl_type t, void *buf, int64_t count);
 
 /* ---- the processor grid ---------------------------------------------------------------- */
 typedef enum { DTL_OP_EXCHANGE, DTL_OP_BCAST, DTL_OP_SHIFT, DTL_OP_REDUCE, DTL_OP_ALLREDUCE,
-               DTL_OP_IO, DTL_NOPS } dtl_op;
+               DTL_OP_IO, DTL_OP_HALO, DTL_NOPS } dtl_op;
 
 typedef struct dtl_ctx dtl_ctx;
 struct dtl_ctx {
@@ -495,6 +495,28 @@ int dtl_sparse_merge(dtl_ctx *ctx, dtl_sparse *s, const dtl_coo *add);
  * of its block, from every producer. */
 int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsigned exec_mask,
                           dtl_box_fn prod, const void *arg, const dtl_coo *produced);
+
+/* Halo exchange (halo.c).  Collective over the sub-communicator of grid dim `dim`.  d describes a
+ * vector (order 1) partitioned in blocks along dim and replicated over every other grid dim;
+ * local is this rank's block of it (own: the block's box).  buf is laid out over `box` (the
+ * vector's whole extent, as a broadcast would fill it), but only the entries at the distinct
+ * coordinates that this rank's piece s stores at `level` (a compressed level; coordinates
+ * relative to s->box.lo) are filled: this rank's own from local, the others received from
+ * their owners along dim (owner of coordinate g: g / ceil(N / G)).  Nothing else moves.
+ * *cache (NULL at first; release it with dtl_halo_free) holds what the inspector found: the
+ * coordinates, which rank sends which entries to whom; it is reused while the piece keeps its
+ * crd and pos arrays at the level (the same addresses), their lengths and its box, and own and
+ * box stay the same.  Where any member's key changed, or its cache is NULL, every member
+ * inspects again (the members agree by one small allreduce each call).  Arrays rewritten in
+ * place with other coordinates are not noticed: drop the cache (dtl_halo_free) then.  Ranks
+ * with an empty piece, or that need nothing, take part and exchange nothing.  The values
+ * moved are counted as DTL_OP_HALO (a message per peer on both ends); the inspector's
+ * coordinate lists are not counted. */
+typedef struct dtl_halo dtl_halo;
+int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
+                      const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
+                      dtl_halo **cache);
+void dtl_halo_free(dtl_halo **cache); /* not collective; sets *cache to NULL */
 
 /* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
  * of key in [lo, hi) or -1. */

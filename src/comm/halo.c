@@ -1,0 +1,382 @@
+/* halo.c -- the halo exchange of a vector read at the stored coordinates of a sparse piece (the
+ * SPMD rewrite `halo`: the x of y = A x with A held in row blocks, each rank reading x only at
+ * the columns its rows store; PETSc's VecScatter does the same).
+ *
+ * The vector is partitioned in blocks along one grid dim D (replicated over the others).  Every
+ * rank's buffer is laid out over the vector's whole box, but only the entries at the distinct
+ * coordinates the rank's piece stores at one level are filled: the rank's own entries from its
+ * block, the others from their owners along D.
+ *
+ * Inspector (once): the distinct coordinates, grouped by owner (the blocked formula of
+ * LANGUAGE.md section 3: owner = g / ceil(N / G)); the request counts go to every member of the
+ * sub-communicator of D (MPI_Alltoall), then the requested coordinates (MPI_Alltoallv), so that
+ * every owner knows what to send to whom.  The result is cached (struct dtl_halo) under a key:
+ * the piece's coordinate and position arrays at the level (their addresses), their lengths and
+ * its box, the vector's block and the buffer's box.  A piece rebuilt elsewhere in memory, or
+ * with another entry count or box, is noticed; one whose arrays were rewritten in place is not
+ * (dtl_halo_free, which the generated PREFIX_structure_changed calls, drops the cache).
+ *
+ * Executor (every call): the members agree whether any of them must inspect again (a one-int
+ * MPI_Allreduce over D's sub-communicator, so that no rank enters the inspector's collectives
+ * alone), then owners pack the requested values and one exchange moves them (MPI_Irecv and
+ * MPI_Isend with only the ranks that need something or send something); receivers unpack at
+ * coordinate - box.lo.  Statistics: the values, under DTL_OP_HALO, a message per peer on both
+ * ends; the inspector's coordinate lists and the agreement are control traffic and not counted. */
+#include "comm_internal.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct dtl_halo {
+  /* the key: what the lists were computed from */
+  dtl_type t;
+  int level;
+  const int64_t *crd, *pos;
+  int64_t npos, nparent;
+  dtl_box sbox, own, box;
+  /* peers along D (ranks of the sub-communicator), with at least one value each */
+  int nsend, nrecv;
+  int *speer, *rpeer;
+  int64_t *scnt, *rcnt;
+  int64_t *sidx; /* per send peer in turn: element offsets into the rank's block */
+  int64_t *ridx; /* per receive peer in turn: element offsets into the buffer */
+  int64_t nsidx, nridx;
+  int64_t nlocal; /* the rank's own entries: block offset -> buffer offset */
+  int64_t *lsrc, *ldst;
+  char *sbuf, *rbuf; /* packed values */
+  MPI_Request *req;
+};
+
+void dtl_halo_free(dtl_halo **cache) {
+  if (!cache || !*cache)
+    return;
+  dtl_halo *h = *cache;
+  free(h->speer);
+  free(h->rpeer);
+  free(h->scnt);
+  free(h->rcnt);
+  free(h->sidx);
+  free(h->ridx);
+  free(h->lsrc);
+  free(h->ldst);
+  free(h->sbuf);
+  free(h->rbuf);
+  free(h->req);
+  free(h);
+  *cache = NULL;
+}
+
+static bool same_box(const dtl_box *a, const dtl_box *b) {
+  if (a->nd != b->nd)
+    return false;
+  for (int x = 0; x < a->nd; x++)
+    if (a->lo[x] != b->lo[x] || a->hi[x] != b->hi[x])
+      return false;
+  return true;
+}
+
+static int64_t parent_count(const dtl_sparse *s, int level) {
+  return level == 0 ? 1 : s->npos[level - 1];
+}
+
+static bool key_matches(const dtl_halo *h, dtl_type t, const dtl_sparse *s, int level, const dtl_box *own,
+                        const dtl_box *box) {
+  return h->t == t && h->level == level && h->crd == s->crd[level] && h->pos == s->pos[level] &&
+         h->npos == s->npos[level] && h->nparent == parent_count(s, level) && same_box(&h->sbox, &s->box) &&
+         same_box(&h->own, own) && same_box(&h->box, box);
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Does any member of sub have err set?  (err is this rank's.) */
+static int agree(dtl_ctx *ctx, MPI_Comm sub, int err, const char *what) {
+  int any = 0;
+  int rc = MPI_Allreduce(&err, &any, 1, MPI_INT, MPI_MAX, sub);
+  if (rc != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, what);
+  if (any && !err)
+    return dtl_fail(ctx, "halo exchange: another rank failed (%s)", what);
+  return any;
+}
+
+/* Element size in bytes, for the packing loops. */
+static void gather_vals(size_t es, const char *src, const int64_t *idx, int64_t n, char *dst) {
+  if (es == 8) {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + k * 8, src + idx[k] * 8, 8);
+  } else if (es == 4) {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + k * 4, src + idx[k] * 4, 4);
+  } else {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + k * (int64_t)es, src + idx[k] * (int64_t)es, es);
+  }
+}
+
+static void scatter_vals(size_t es, const char *src, const int64_t *idx, int64_t n, char *dst) {
+  if (es == 8) {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + idx[k] * 8, src + k * 8, 8);
+  } else if (es == 4) {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + idx[k] * 4, src + k * 4, 4);
+  } else {
+    for (int64_t k = 0; k < n; k++)
+      memcpy(dst + idx[k] * (int64_t)es, src + k * (int64_t)es, es);
+  }
+}
+
+/* The checks every rank can make alone; a message, or NULL. */
+static const char *check_args(const dtl_ctx *ctx, int dim, const dtl_dist *d, const dtl_sparse *s, int level,
+                              const dtl_box *box) {
+  if (dim < 0 || dim >= ctx->ndims)
+    return "the grid dim is out of range";
+  if (d->order != 1 || d->replicated_everywhere || d->kind[dim] != DTL_DIM_PART || d->tdim[dim] != 0)
+    return "the vector is not partitioned along the grid dim";
+  for (int g = 0; g < d->ngrid; g++)
+    if (g != dim && d->kind[g] != DTL_DIM_STAR)
+      return "the vector is not replicated over the other grid dims";
+  if (!s || level < 0 || level >= s->order || s->level[level] != DTL_LEVEL_COMPRESSED)
+    return "the sparse piece has no compressed level there";
+  if (box->nd != 1)
+    return "the buffer's box is not a vector's";
+  return NULL;
+}
+
+/* The distinct global coordinates of s at level inside [lo, hi), sorted (malloc'ed into *out). */
+static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t hi, int64_t **out, int64_t *n) {
+  int64_t m = parent_count(s, level) > 0 ? s->npos[level] : 0;
+  *out = NULL, *n = 0;
+  if (m <= 0)
+    return 0;
+  int64_t *c = malloc((size_t)m * sizeof *c);
+  if (!c)
+    return 1;
+  int64_t k = 0, base = s->box.lo[level];
+  for (int64_t q = 0; q < m; q++) {
+    int64_t g = s->crd[level][q] + base;
+    if (g >= lo && g < hi)
+      c[k++] = g;
+  }
+  qsort(c, (size_t)k, sizeof *c, cmp64);
+  int64_t u = 0;
+  for (int64_t q = 0; q < k; q++)
+    if (u == 0 || c[q] != c[u - 1])
+      c[u++] = c[q];
+  *out = c, *n = u;
+  return 0;
+}
+
+/* The inspector: collective over sub (every member inspects together).  Returns nonzero on every
+ * member when one fails. */
+static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_type t, const dtl_box *own,
+                   const dtl_sparse *s, int level, const dtl_box *box, dtl_halo **cache) {
+  const int G = (int)ctx->dims[dim], me = (int)ctx->coords[dim];
+  const int64_t N = d->extent[0], blk = dtl_ceildiv(N, G);
+  const size_t es = dtl_type_size(t);
+  int err = 0, rc;
+  int64_t *want = NULL, nwant = 0;
+  int64_t *scount = calloc((size_t)G, sizeof *scount), *rcount = calloc((size_t)G, sizeof *rcount);
+  int *sc = calloc((size_t)G, sizeof *sc), *sd = calloc((size_t)G, sizeof *sd);
+  int *rcv = calloc((size_t)G, sizeof *rcv), *rd = calloc((size_t)G, sizeof *rd);
+  int64_t *got = NULL;
+  dtl_halo *h = calloc(1, sizeof *h);
+  const char *why = check_args(ctx, dim, d, s, level, box);
+  if (why)
+    err = dtl_fail(ctx, "halo exchange: %s", why);
+  else if (!scount || !rcount || !sc || !sd || !rcv || !rd || !h)
+    err = dtl_fail(ctx, "halo exchange: out of memory");
+  else if (distinct_coords(s, level, dtl_max(box->lo[0], 0), dtl_min(box->hi[0], N), &want, &nwant))
+    err = dtl_fail(ctx, "halo exchange: out of memory for %lld coordinates", (long long)s->npos[level]);
+  /* what this rank asks of each owner (want is sorted: each owner's coordinates are a run) and
+   * what it copies from its own block */
+  int64_t nlocal = 0;
+  for (int64_t k = 0; k < nwant && !err; k++) {
+    int64_t c = want[k] / blk;
+    if (c == me)
+      nlocal++;
+    else
+      scount[c]++;
+  }
+  int64_t total = 0;
+  for (int c = 0; c < G && !err; c++) {
+    total += scount[c];
+    if (scount[c] > INT_MAX || total > INT_MAX)
+      err = dtl_fail(ctx, "halo exchange: more than %d coordinates to ask for", INT_MAX);
+  }
+  if ((err = agree(ctx, sub, err, "halo inspector, local lists")))
+    goto done;
+  if ((rc = MPI_Alltoall(scount, 1, MPI_INT64_T, rcount, 1, MPI_INT64_T, sub)) != MPI_SUCCESS) {
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall (halo request counts)");
+    goto done;
+  }
+  int64_t rtotal = 0;
+  for (int c = 0; c < G; c++) {
+    sc[c] = (int)scount[c], sd[c] = c ? sd[c - 1] + sc[c - 1] : 0;
+    rtotal += rcount[c];
+    if (rcount[c] < 0 || rtotal > INT_MAX)
+      err = dtl_fail(ctx, "halo exchange: more than %d coordinates asked of this rank", INT_MAX);
+    else
+      rcv[c] = (int)rcount[c], rd[c] = c ? rd[c - 1] + rcv[c - 1] : 0;
+  }
+  int64_t *asked = malloc((size_t)(total > 0 ? total : 1) * sizeof *asked);
+  got = malloc((size_t)(rtotal > 0 ? rtotal : 1) * sizeof *got);
+  if (!err && (!asked || !got))
+    err = dtl_fail(ctx, "halo exchange: out of memory for the coordinate lists");
+  if (!err) {
+    h->lsrc = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *h->lsrc);
+    h->ldst = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *h->ldst);
+    h->ridx = malloc((size_t)(total > 0 ? total : 1) * sizeof *h->ridx);
+    if (!h->lsrc || !h->ldst || !h->ridx)
+      err = dtl_fail(ctx, "halo exchange: out of memory for the coordinate lists");
+  }
+  if (!err) {
+    /* want is sorted and owners' blocks increase with their coordinate: asked[] is in the
+     * order of the send displacements already */
+    int64_t a = 0;
+    for (int64_t k = 0; k < nwant; k++) {
+      int64_t g = want[k];
+      if (g / blk == me) {
+        h->lsrc[h->nlocal] = g - own->lo[0], h->ldst[h->nlocal] = g - box->lo[0];
+        h->nlocal++;
+        if (g < own->lo[0] || g >= own->hi[0])
+          err = dtl_fail(ctx, "halo exchange: coordinate %lld is not in this rank's block", (long long)g);
+      } else {
+        asked[a] = g;
+        h->ridx[a++] = g - box->lo[0];
+      }
+    }
+    h->nridx = total;
+  }
+  if ((err = agree(ctx, sub, err, "halo inspector, lists"))) {
+    free(asked);
+    goto done;
+  }
+  rc = MPI_Alltoallv(asked, sc, sd, MPI_INT64_T, got, rcv, rd, MPI_INT64_T, sub);
+  free(asked);
+  if (rc != MPI_SUCCESS) {
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoallv (halo requests)");
+    goto done;
+  }
+  /* what this rank sends: the requested coordinates as offsets into its block */
+  h->nsidx = rtotal;
+  h->sidx = malloc((size_t)(rtotal > 0 ? rtotal : 1) * sizeof *h->sidx);
+  if (!h->sidx)
+    err = dtl_fail(ctx, "halo exchange: out of memory for the send list");
+  for (int64_t k = 0; k < rtotal && !err; k++) {
+    if (got[k] < own->lo[0] || got[k] >= own->hi[0])
+      err = dtl_fail(ctx, "halo exchange: coordinate %lld asked of a rank whose block is [%lld, %lld)", (long long)got[k],
+                     (long long)own->lo[0], (long long)own->hi[0]);
+    else
+      h->sidx[k] = got[k] - own->lo[0];
+  }
+  /* the peers that exchange at least one value */
+  if (!err) {
+    for (int c = 0; c < G; c++)
+      h->nsend += rcount[c] > 0, h->nrecv += scount[c] > 0;
+    h->speer = malloc((size_t)(h->nsend + 1) * sizeof *h->speer);
+    h->scnt = malloc((size_t)(h->nsend + 1) * sizeof *h->scnt);
+    h->rpeer = malloc((size_t)(h->nrecv + 1) * sizeof *h->rpeer);
+    h->rcnt = malloc((size_t)(h->nrecv + 1) * sizeof *h->rcnt);
+    h->req = malloc((size_t)(h->nsend + h->nrecv + 1) * sizeof *h->req);
+    h->sbuf = malloc((size_t)(rtotal > 0 ? rtotal : 1) * es);
+    h->rbuf = malloc((size_t)(total > 0 ? total : 1) * es);
+    if (!h->speer || !h->scnt || !h->rpeer || !h->rcnt || !h->req || !h->sbuf || !h->rbuf)
+      err = dtl_fail(ctx, "halo exchange: out of memory for the message buffers");
+  }
+  if (!err) {
+    int ns = 0, nr = 0;
+    for (int c = 0; c < G; c++) {
+      if (rcount[c] > 0)
+        h->speer[ns] = c, h->scnt[ns++] = rcount[c];
+      if (scount[c] > 0)
+        h->rpeer[nr] = c, h->rcnt[nr++] = scount[c];
+    }
+  }
+  if ((err = agree(ctx, sub, err, "halo inspector, send lists")))
+    goto done;
+  h->t = t, h->level = level;
+  h->crd = s->crd[level], h->pos = s->pos[level];
+  h->npos = s->npos[level], h->nparent = parent_count(s, level);
+  h->sbox = s->box, h->own = *own, h->box = *box;
+  *cache = h;
+  h = NULL;
+done:
+  dtl_halo_free(&h);
+  free(want);
+  free(got);
+  free(scount);
+  free(rcount);
+  free(sc);
+  free(sd);
+  free(rcv);
+  free(rd);
+  return err;
+}
+
+int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
+                      const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
+                      dtl_halo **cache) {
+  if (dim < 0 || dim >= ctx->ndims)
+    return dtl_fail(ctx, "halo exchange: grid dim %d is out of range", dim);
+  MPI_Comm sub = dtl_subcomm(ctx, 1u << dim);
+  if (sub == MPI_COMM_NULL)
+    return dtl_fail(ctx, "halo exchange: no sub-communicator for grid dim %d", dim);
+  /* inspect again where any member's piece changed (or was never seen) */
+  int stale = !*cache || !s || level < 0 || level >= s->order || !key_matches(*cache, t, s, level, own, box);
+  int any = 0, rc = MPI_Allreduce(&stale, &any, 1, MPI_INT, MPI_MAX, sub);
+  if (rc != MPI_SUCCESS)
+    return dtl_mpi_fail(ctx, rc, "MPI_Allreduce (halo structure check)");
+  if (any) {
+    dtl_halo_free(cache);
+    if (inspect(ctx, sub, dim, d, t, own, s, level, box, cache))
+      return 1;
+  }
+  dtl_halo *h = *cache;
+  const size_t es = dtl_type_size(t);
+  MPI_Datatype base = dtl_type_mpi(t);
+  int err = 0, nreq = 0;
+  /* receive first, then pack and send */
+  int64_t off = 0;
+  for (int k = 0; k < h->nrecv && !err; k++) {
+    int cnt;
+    MPI_Datatype dt = base;
+    if ((rc = dtl_count_type(t, h->rcnt[k], &cnt, &dt)) == MPI_SUCCESS) {
+      rc = MPI_Irecv(h->rbuf + off * (int64_t)es, cnt, dt, h->rpeer[k], DTL_TAG_HALO, sub, &h->req[nreq]);
+      dtl_count_free(&dt);
+    }
+    if (rc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc, "MPI_Irecv (halo)");
+    else
+      nreq++, dtl_count_recv(ctx, DTL_OP_HALO, h->rcnt[k] * (int64_t)es, 1);
+    off += h->rcnt[k];
+  }
+  gather_vals(es, local, h->sidx, h->nsidx, h->sbuf);
+  off = 0;
+  for (int k = 0; k < h->nsend && !err; k++) {
+    int cnt;
+    MPI_Datatype dt = base;
+    if ((rc = dtl_count_type(t, h->scnt[k], &cnt, &dt)) == MPI_SUCCESS) {
+      rc = MPI_Isend(h->sbuf + off * (int64_t)es, cnt, dt, h->speer[k], DTL_TAG_HALO, sub, &h->req[nreq]);
+      dtl_count_free(&dt);
+    }
+    if (rc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc, "MPI_Isend (halo)");
+    else
+      nreq++, dtl_count_send(ctx, DTL_OP_HALO, h->scnt[k] * (int64_t)es, 1);
+    off += h->scnt[k];
+  }
+  /* the rank's own entries while the messages travel */
+  for (int64_t k = 0; k < h->nlocal; k++)
+    memcpy((char *)buf + h->ldst[k] * (int64_t)es, (const char *)local + h->lsrc[k] * (int64_t)es, es);
+  if (nreq && (rc = MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Waitall (halo)");
+  if (!err)
+    scatter_vals(es, h->rbuf, h->ridx, h->nridx, buf);
+  return err;
+}
