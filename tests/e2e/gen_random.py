@@ -1001,7 +1001,7 @@ def main(argv=None):
             # --monitor in a third of the programs with loops: its lines must be the oracle's
             r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s,
                     compile_env=None if s % 4 == 0 else {"DISTAL_EXTRA_CFLAGS": (extra + " -O1").strip()},
-                    args=["--monitor"] if prog.has_loops() and s % 3 == 0 else [])
+                    monitor=prog.has_loops() and s % 3 == 0)
             legs = [r]
             if no_fuse:
                 # the same program with the program-level rewrites off, at another rank count
