@@ -1184,6 +1184,8 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
         if isinstance(val, np.ndarray) and val.ndim:
             shape = tuple(extents[v] for v in vars_)
             val, mag = np.broadcast_to(val, shape), np.broadcast_to(mag, shape)
+    # an unknown bound (0 times an infinite one: sqrt's at 0) is no bound
+    mag = np.where(np.isnan(mag), np.inf, mag) if np.any(np.isnan(mag)) else mag
     here = _count(e, {})
     red = [] if inner else [v for v in vars_ if v in summed and here.get(v, 0) == totals[v]]
     if red:
@@ -1316,6 +1318,7 @@ def eval_cond(c, env, mags, params, borderline=None):
         # the sides' own magnitudes, and ten times the tolerance of the results: a value
         # that the distributed run computes in another order may differ by that much
         tol = 10 * max(ra, rb) * (ma + mb)
+        tol = math.inf if math.isnan(tol) else tol
         if borderline is not None and ((tol > 0 and abs(a - b) <= tol)
                                        or not (math.isfinite(a) and math.isfinite(b))):
             borderline.append("%s: %r against %r (tolerance %.3g)" % (cond_str(c), a, b, tol))
@@ -1396,8 +1399,8 @@ def evaluate(prog, params, inputs):
 def monitor_line(record):
     """The line --monitor prints for a monitor record of an Outcome."""
     number, k, values = record
-    return "monitor: loop %d iteration %d:%s" % (number, k, "".join(
-        " %s=%.6e" % (name, v) for name, v in values))
+    return "monitor: loop %d iteration %d%s" % (number, k, ":" + "".join(
+        " %s=%.6e" % (name, v) for name, v in values) if values else "")
 
 
 def random_inputs(prog, params, rng, names=None):
@@ -1429,7 +1432,7 @@ def compare(tensor, got, want, mag, exact=False):
         g, w = got.astype(np.float64), want.astype(np.float64)
         tol = RTOL[tensor.type] * np.asarray(mag) + 1e-300
         with np.errstate(invalid="ignore"):
-            bad = ~(np.abs(g - w) <= tol)
+            bad = ~((np.abs(g - w) <= tol) | (g == w))
     nbad = int(np.count_nonzero(bad))
     if not nbad:
         return None

@@ -1,7 +1,19 @@
 #!/usr/bin/env python3
 """gen_random.py -- random valid .dtl programs, compiled, run and checked with the oracle.
 
-Each program has 1 to 4 input tensors of orders 0 to 4 (at most 5 distinct index
+Even seeds make programs of one statement (below), odd seeds programs of several
+statements (gen_multi): tensors and temporaries (vectors, a matrix, scalars), `repeat`
+loops (nested, with and without `until`), element-wise functions, `-=`, integer and
+floating params in expressions, scalars computed by a reduction and used by the next
+statements, each statement with a random schedule or none.  Their values stay bounded and
+their loop conditions are never decided by rounding (see gen_multi), so the distributed
+run takes the oracle's number of iterations: the executable's iterations=K must be the
+oracle's, and with --monitor (a third of them) so must its monitor lines.
+
+Every program is checked three ways: compiled as is, compiled with --no-fuse (where
+distalc has that option; at another rank count), each run compared with the oracle.
+
+A program of one statement has 1 to 4 input tensors of orders 0 to 4 (at most 5 distinct index
 variables, extents 1..9 through params or literals), an output of order 0 to 3, an
 expression of sums and products (and negations, constants, and divisions by constants
 for floating types), a random element type (mostly double), a 1-D to 3-D machine, a
@@ -38,7 +50,8 @@ compared with the oracle's, and `+=` starts from a random sparse file.  With --t
 cuda, which compiles neither, programs have no sparse tensors and no precompute (these
 choices come from other random streams of the seed, so the rest is drawn alike).
 Each program is run at a random rank count that fits its machine and compared with the
-oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it.
+oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it
+(--print shows the program).
 
 usage: gen_random.py [--count N] [--seed S] [--long] [-j N] [--keep] [--print]
                      [--target cpu|cuda]
@@ -47,6 +60,7 @@ usage: gen_random.py [--count N] [--seed S] [--long] [-j N] [--keep] [--print]
 import argparse
 import os
 import random
+import re
 import sys
 import time
 import shutil
@@ -656,7 +670,8 @@ class MultiProgram:
             if rng.random() < 0.4:
                 other = "-" + other
             return "%s(%s, %s)" % (f, x, other) if rng.random() < 0.5 else "%s(%s, %s)" % (f, other, x)
-        return {"sqrt": "sqrt(abs(%s))", "log": "log(1 + abs(%s))", "exp": "exp(min(%s, 1))",
+        # (sqrt away from 0, where a rounding difference of its argument would grow)
+        return {"sqrt": "sqrt(0.5 + abs(%s))", "log": "log(1 + abs(%s))", "exp": "exp(min(%s, 1))",
                 "pow": "pow(0.5 + abs(%s), " + rng.choice(["2", "0.5", "1.5"]) + ")",
                 "abs": "abs(%s)", "erf": "erf(%s)"}[f] % x
 
@@ -671,8 +686,9 @@ class MultiProgram:
         if r < 0.75 and scal:
             return rng.choice(scal)
         if r < 0.85 and kind == "n" and self.names("A") and self.names("m"):
-            # a matrix-vector product, scaled so that a loop does not make it grow
-            return "(A(i, j) * %s / m)" % self.acc(rng.choice(self.names("m")))
+            # a matrix-vector product, scaled so that a loop does not make it grow (not in
+            # integer statements: distalc divides each term of a sum, truncating each)
+            return ("(A(i, j) * %s)" if self.is_int else "(A(i, j) * %s / m)") % self.acc(rng.choice(self.names("m")))
         if r < 0.9:
             return rng.choice(["n", "m"] + ([] if self.is_int else ["alpha"]))
         return self.lit()
@@ -689,9 +705,11 @@ class MultiProgram:
             e = self.func(e)
         return e
 
-    def bounded(self, e):
-        """e in a form whose value stays bounded however often a loop repeats it."""
+    def bounded(self, e, out_vars):
+        """e in a form whose value stays bounded however often a loop repeats it (a summed
+        variable may not appear in a denominator: x/(1+|x|) only where e sums nothing)."""
         rng = self.rng
+        used = {v for args in re.findall(r"\b[A-Za-z_]\w*\(([ij](?:, [ij])*)\)", e) for v in args.split(", ")}
         if self.is_int:
             return "min(max(%s, -8), 8)" % e
         r = rng.random()
@@ -699,7 +717,7 @@ class MultiProgram:
             return "erf(%s)" % e
         if r < 0.8:
             return "min(max(%s, -2), 2)" % e if rng.random() < 0.5 else "max(-2, min(2, %s))" % e
-        return "%s / (1 + abs(%s))" % (e, e) if len(e) < 40 else "erf(%s)" % e
+        return "%s / (1 + abs(%s))" % (e, e) if len(e) < 40 and used <= set(out_vars) else "erf(%s)" % e
 
     def reduction(self):
         """The right side of a scalar statement: a sum over i and/or j, or arithmetic of
@@ -709,7 +727,7 @@ class MultiProgram:
         forms = []
         if ns:
             a, b = self.acc(rng.choice(ns)), self.acc(rng.choice(ns))
-            forms += ["%s * %s" % (a, b), self.func(a), "%s * %s / n" % (a, a)]
+            forms += ["%s * %s" % (a, b), self.func(a), ("%s * %s" if self.is_int else "%s * %s / n") % (a, a)]
         if ms and ns and self.names("A"):
             forms.append("A(i, j) * %s * %s" % (self.acc(rng.choice(ns)), self.acc(rng.choice(ms))))
         if ms:
@@ -731,7 +749,7 @@ class MultiProgram:
             out = rng.choice([n for n, k in self.kind.items() if k == "s" and n not in ("k",)])
             rhs = self.reduction()
             if in_loop:
-                rhs = self.bounded(rhs)
+                rhs = self.bounded(rhs, "")
             self.write(out, "=", rhs, None)
             if rng.random() < 0.7:
                 self.vector_statement(in_loop, out)
@@ -750,9 +768,9 @@ class MultiProgram:
         op = "="
         if out in self.defined and rng.random() < 0.3:
             op = rng.choice(["+=", "-="])
-            rhs = self.bounded(rhs) if in_loop else rhs
+            rhs = self.bounded(rhs, MULTI_KINDS[kind]) if in_loop else rhs
         elif in_loop:
-            rhs = self.bounded(rhs)
+            rhs = self.bounded(rhs, MULTI_KINDS[kind])
         self.write(out, op, rhs, None)
 
 
@@ -862,11 +880,11 @@ def gen_multi(seed, max_ranks=6, target="cpu"):
         opening = ["open", depth, bound, None]
         body.append(opening)
         g.loop_depth = depth + 1
-        emit_statements(rng.randint(1, 3), True)
-        if depth < 2 and rng.random() < 0.35:
+        emit_statements(rng.randint(1, 2), True)
+        if depth < 2 and rng.random() < 0.3:
             loop(depth + 1)
             g.loop_depth = depth + 1
-        if rng.random() < 0.5:
+        if rng.random() < 0.4:
             emit_statements(1, True)
         if counter:
             body.append(("stmt", depth + 1, "k", "+=", "1"))
@@ -950,7 +968,7 @@ def main(argv=None):
     if args.print:
         for s, text, overrides, nranks in programs:
             print("%s# run with: -np %d %s\n" % (text, nranks, " ".join(
-                "-%s %d" % kv for kv in overrides.items())))
+                "-%s %s" % kv for kv in overrides.items())))
         return 0
     run_e2e.setup_environment()
     missing = run_e2e.distalc_missing()
@@ -962,7 +980,8 @@ def main(argv=None):
     workdir = run_e2e.make_workdir(args.keep)
     runs = []
     t0 = time.time()
-    runner = Runner(workdir, timeout=args.timeout, jobs=args.jobs)
+    # compilations args.jobs at a time, runs twice that: mpirun's start-up mostly waits
+    runner = Runner(workdir, timeout=args.timeout, jobs=args.jobs, run_jobs=2 * args.jobs)
     try:
         os.makedirs(os.path.join(workdir, "src"))
         for s, text, overrides, nranks in programs:
@@ -974,19 +993,25 @@ def main(argv=None):
             values = prog.param_values(overrides)
             for st in prog.stmts:
                 dtl.var_extents(prog, st, values)
-            r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s)
+            # The C compiler's optimization level does not change results (no fast-math, no
+            # contraction): a quarter of the programs are compiled as users compile them
+            # (-O3), the rest with -O1, and the --no-fuse leg with -O0, which keeps the
+            # time of a run of three checks per program near that of one check at -O3.
+            extra = os.environ.get("DISTAL_EXTRA_CFLAGS", "")
+            # --monitor in a third of the programs with loops: its lines must be the oracle's
+            r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s,
+                    compile_env=None if s % 4 == 0 else {"DISTAL_EXTRA_CFLAGS": (extra + " -O1").strip()},
+                    monitor=prog.has_loops() and s % 3 == 0)
             legs = [r]
             if no_fuse:
                 # the same program with the program-level rewrites off, at another rank count
-                # where the machine allows (compiled without optimization: it is the
-                # compiler's lowering that differs between the legs, not the C compiler's)
+                # where the machine allows
                 fits = [p for p in range(1, max_ranks + 1)
                         if grid_fit(prog, p, prog.param_values(overrides)) is not None]
                 p = random.Random("no-fuse %d" % s).choice(fits)
-                args_ = ["--monitor"] if prog.has_loops() and s % 3 == 0 else []
                 legs.append(Run("random", path, p, overrides, validate=(s % 10 == 5), label="seed=%d" % s,
-                                compile_args=["--no-fuse"], compile_env={"DISTAL_EXTRA_CFLAGS": "-O0"},
-                                args=args_))
+                                compile_args=["--no-fuse"],
+                                compile_env={"DISTAL_EXTRA_CFLAGS": (extra + " -O0").strip()}))
             for leg in legs:
                 leg.seed_value = s
                 leg.text = text
@@ -997,8 +1022,9 @@ def main(argv=None):
                 run_e2e.PYTHON, os.path.join(HERE, "gen_random.py"), run.seed_value,
                 "\n".join("        " + l for l in run.text.rstrip().splitlines()))
 
-        print("distalc: %s\nmpirun: %s\n%d random programs from seed %d, %d runs, %d at a time%s"
-              % (run_e2e.DISTALC, run_e2e.MPIRUN, count, seed0, len(runs), args.jobs,
+        print("distalc: %s\nmpirun: %s\n%d random programs from seed %d, %d runs, %d at a time "
+              "(%d compilations)%s"
+              % (run_e2e.DISTALC, run_e2e.MPIRUN, count, seed0, len(runs), 2 * args.jobs, args.jobs,
                  "" if no_fuse else " (distalc has no --no-fuse: that leg is skipped)"))
         runner.reproduce = reproduce
         runner.run_all(runs)

@@ -275,10 +275,13 @@ class Result:
 
 
 class Runner:
-    def __init__(self, workdir, timeout=RUN_TIMEOUT, jobs=2, reproduce=None, verbose=False):
+    def __init__(self, workdir, timeout=RUN_TIMEOUT, jobs=2, reproduce=None, verbose=False, run_jobs=None):
+        """jobs: compilations at a time (they are CPU-bound); run_jobs (default jobs): runs at
+        a time, counting the compilations among them (mpirun's start-up mostly waits)."""
         self.workdir = workdir
         self.timeout = timeout
-        self.jobs = jobs
+        self.jobs = max(1, run_jobs or jobs)
+        self.compile_slots = threading.Semaphore(max(1, jobs))
         self.reproduce = reproduce  # run -> command line that reruns it
         self.verbose = verbose
         self.compiled = {}  # path -> (exe or None, message, command)
@@ -337,7 +340,8 @@ class Runner:
             if not (os.path.isfile(DISTALC) and os.access(DISTALC, os.X_OK)):
                 res = (None, "distalc not found at %s (set DISTALC)" % DISTALC, cmd)
             else:
-                rc, out = self.execute(cmd, d, COMPILE_TIMEOUT, more_env)
+                with self.compile_slots:
+                    rc, out = self.execute(cmd, d, COMPILE_TIMEOUT, more_env)
                 if rc is None:
                     res = (None, "distalc timed out after %d s\n%s" % (COMPILE_TIMEOUT, out), cmd)
                 elif rc != 0:

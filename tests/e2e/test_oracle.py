@@ -2,11 +2,16 @@
 """test_oracle.py -- checks the NumPy oracle (dtl.py) against a brute-force interpreter.
 
 The interpreter below shares nothing with the oracle but the parser: it walks the
-expression tree once per point of the iteration space, in plain Python, and places
+expression tree once per point of the iteration space, in plain Python, runs loops and
+evaluates their conditions with Python numbers, and places
 each summation at the lowest common ancestor of the variable's occurrences, found from
 the occurrences' paths in the tree, where an occurrence inside a function call counts as
-one at the (outermost) call.  Random small programs are generated as text,
-parsed, run by both, and compared.  Last, the oracle's reading of sparse level formats,
+one at the (outermost) call.  Random small programs are generated as text (every other
+one with temporaries, a floating param and nested loops), parsed, run by both, and
+compared: values, iteration counts and monitor records.  Programs with known answers
+(loops among them), programs the oracle must reject (the errors of temporaries, floating
+params and loops) and the harness's check of an executable's iterations=K and --monitor
+lines come first.  Last, the oracle's reading of sparse level formats,
 its results for statements that write sparse tensors (those of the same program with
 every tensor dense), and the sparse input files of sparse.py (.mtx, .tns), read back
 independently.
@@ -850,6 +855,25 @@ def main():
         prog = dtl.parse(_LOOP_DECLS + "repeat maxit { x(i) = b(i); } s = x(i);\n", "read")
         if prog.read() != ["b", "x"]:
             errs.append("read() of a loop that may not run: %r" % prog.read())
+        # the harness's check of an executable's iterations=K and --monitor lines
+        import run_e2e
+        prog = dtl.parse(_LOOP_DECLS + "r = 1;\nrepeat maxit until (r < tol) { r = r / 2; }\n"
+                         "repeat 2 { s += 1; }\n", "monitor")
+        out = dtl.execute(prog, prog.param_values({"g": 1}), {})
+        summary = "prog: ranks=1 grid=1 n=2 iterations=%d iters=1 min=0.1 s\n"
+        mon = ("monitor: loop 1 iteration 1: r=5.000000e-01\nmonitor: loop 1 iteration 2: r=2.500000e-01\n"
+               "monitor: loop 1 iteration 3: r=1.250000e-01\nmonitor: loop 2 iteration 1\n"
+               "monitor: loop 2 iteration 2\n")
+        for text, ok in ((summary % 5, True), (summary % 4, False), ("prog: ranks=1\n", False),
+                         ('{"program": "prog", "iterations": 5, "iters": 1}\n', True),
+                         (mon + summary % 5, True), (mon + mon + summary % 5, True),
+                         (mon.replace("r=1.25", "r=1.26") + summary % 5, False),
+                         (mon.replace("loop 2 iteration 2", "loop 2 iteration 3") + summary % 5, False),
+                         (mon.replace("r=5.0", "q=5.0") + summary % 5, False),
+                         ("\n".join(mon.splitlines()[:4]) + "\n" + summary % 5, False)):
+            msg = run_e2e.check_iterations(prog, out, text)
+            if (msg is None) != ok:
+                errs.append("check_iterations: %s for %r" % (msg or "accepted", text))
         for e in errs:
             print("FAIL (programs) %s" % e)
         failed += 1 if errs else 0
