@@ -468,6 +468,40 @@ static void check_denominators(checker *c, vars *vs, const fe_expr *e, bool in_d
   check_denominators(c, vs, e->b, in_denominator || e->kind == FE_E_DIV);
 }
 
+/* The first summed variable that e uses, or NULL. */
+static const var *summed_in(vars *vs, const fe_expr *e) {
+  if (!e)
+    return NULL;
+  for (int k = 0; e->kind == FE_E_ACCESS && k < e->acc.nidx; k++) {
+    const var *v = find_var(vs, e->acc.idx[k]);
+    if (v && !v->lhs)
+      return v;
+  }
+  const var *v = summed_in(vs, e->a);
+  return v ? v : summed_in(vs, e->b);
+}
+
+/* In an integer statement, a sum divided by something is the sum's quotient (LANGUAGE.md
+ * section 4: the reduction encloses the smallest subexpression that holds the summed
+ * variable), but the generated loops would divide each term and truncate it; until they
+ * divide after summing, such a division is a located error. */
+static void check_integer_division(checker *c, vars *vs, const fe_expr *e, const fe_tensor *lhs) {
+  if (!e || !(lhs->type == FE_INT32 || lhs->type == FE_INT64))
+    return;
+  if (e->kind == FE_E_DIV) {
+    const var *v = summed_in(vs, e->a);
+    if (v) {
+      error(c, e->loc,
+            "integer division of a sum over '%s' is not supported ('%s' is %s): write the sum into a temporary first, "
+            "then divide it in a second statement",
+            v->name, lhs->name, fe_type_name(lhs->type));
+      return;
+    }
+  }
+  check_integer_division(c, vs, e->a, lhs);
+  check_integer_division(c, vs, e->b, lhs);
+}
+
 /* Literals take the type of the statement's result (LANGUAGE.md section 4; README,
  * "Choices"): integer literals are exact int64 values and must fit an int32 result; a
  * floating literal in an integer statement truncates toward zero and must fit; a float
@@ -524,6 +558,8 @@ static void check_stmt(checker *c, fe_stmt *s) {
       error(c, v->loc, "index variable '%s' has the same name as a %s", v->name, kind);
   }
   check_denominators(c, &vs, s->rhs, false);
+  if (s->lhs.tensor >= 0 && s->lhs.tensor < c->prog->ntensors)
+    check_integer_division(c, &vs, s->rhs, &c->prog->tensors[s->lhs.tensor]);
   free(vs.v);
   if (s->lhs.tensor >= 0 && s->lhs.tensor < c->prog->ntensors)
     check_literals(c, s->rhs, &c->prog->tensors[s->lhs.tensor]);
