@@ -1463,7 +1463,7 @@ static void test_programs_errors(void **state) {
   expect_error("param tol = 1e-8;\ntensor I(4) int64;\nI(i) = I(i) + tol;", 3, 15,
                "'tol' is a floating param and 'I' is int64");
   /* an integer sum divided: the loops would truncate each term */
-  expect_error("tensor A(2, 3) int32;\ntensor w(3) int32;\ntensor x(2) int32;\nx(i) = A(i, j) * w(j) / 2;", 4, 22,
+  expect_error("tensor A(2, 3) int32;\ntensor w(3) int32;\ntensor x(2) int32;\nx(i) = A(i, j) * w(j) / 2;", 4, 23,
                "integer division of a sum over 'j' is not supported");
 }
 
