@@ -1122,6 +1122,16 @@ static void contract(sp_program *sp) {
         continue;
       }
       c_apply(t, nest);
+      /* its buffers are not needed any more: their declarations and views go */
+      sp_node *body = A->body;
+      int nk = 0;
+      for (int q = 0; q < body->nkids; q++) {
+        sp_node *x = body->kids[q];
+        bool of_t = x != nest && ((x->kind == SN_INIT && x->init == SI_DECLARE) || (x->kind == SN_COMM && x->op == SC_VIEW)) &&
+                    x->buf >= 0 && sp->bufs[x->buf].tensor == t;
+        if (!of_t) body->kids[nk++] = x;
+      }
+      body->nkids = nk;
       sp_node *r = sp_new(SN_REGISTER);
       r->tensor = t, r->type = T->type;
       sp_node **k = ir_alloc((in->nkids + 2) * sizeof *k);
