@@ -218,26 +218,6 @@ static int build_exe(const char *src_c, const char *out, const char *kobj) {
   return rc;
 }
 
-/* ---- --emit plan: the halo exchanges that the SPMD rewrite `halo` puts in place of broadcasts ---- */
-static void halo_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
-  if (!n) return;
-  if (n->kind == SN_COMM && n->op == SC_HALO) {
-    const sp_tensor *T = &sp->tensors[sp->bufs[n->buf].tensor], *S = &sp->tensors[n->halo_tensor];
-    if (!*head) fputs("halo exchanges (the SPMD rewrite halo; each replaces the broadcast of that read above):\n", f);
-    *head = true;
-    fprintf(f, "  statement %d, read %s: only its entries at the stored coordinates of the rank's piece of %s at level %d, "
-               "from their owners along grid dim %d (MPI_Isend/MPI_Irecv; an inspector finds them once, the plan caches them)\n",
-            fn->index + 1, T->name, S->name, n->halo_level, __builtin_ctz(n->mask));
-    fprintf(f, "    bytes per rank: %d per ghost entry (a distinct stored coordinate outside the rank's block of %s), known once %s is loaded\n",
-            T->type == FE_FLOAT || T->type == FE_INT32 ? 4 : 8, T->name, S->name);
-  }
-  for (int q = 0; q < n->nkids; q++) halo_walk(f, sp, fn, n->kids[q], head);
-}
-static void halo_notes(FILE *f, const sp_program *sp) {
-  bool head = false;
-  for (int i = 0; i < sp->nfuncs; i++) halo_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
-}
-
 /* ---- the grid of --emit plan, solved as plan_create of the generated code solves it ---- */
 
 /* The ranks of one node of a hierarchical machine when all dims of its inner levels are
@@ -530,7 +510,7 @@ int main(int argc, char **argv) {
     }
     lw_print_plan(stdout, lp, vals, ranks);
     sp_program *sp = NULL;
-    if (dc_spmd(u, lp, &sp) == DC_OK && sp) halo_notes(stdout, sp);
+    if (dc_spmd(u, lp, &sp) == DC_OK && sp) spmd_print_plan_notes(stdout, sp);
     free(vals);
     status = 0;
     goto done;

@@ -731,7 +731,7 @@ static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const
   for (int q = 0; q < sp->nbufs; q++) map[q] = -1;
   int ni = into->nkids - 1;
   sp_node **pro = ir_alloc((ni + from->nkids + 1) * sizeof *pro);
-  memcpy(pro, into->kids, ni * sizeof *pro);
+  if (ni > 0) memcpy(pro, into->kids, ni * sizeof *pro);
   int n = ni;
   for (int q = 0; q + 1 < from->nkids; q++) {
     sp_node *k = from->kids[q];
@@ -965,9 +965,9 @@ static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
         if (ph != phase) continue;
         if (side && x->kind == SN_COMM && x->op == SC_ALLREDUCE) { /* joins A's */
           int *m = ir_alloc((ared->nmerged + x->nmerged + 2) * sizeof *m);
-          memcpy(m, ared->merged, ared->nmerged * sizeof *m);
+          if (ared->nmerged) memcpy(m, ared->merged, ared->nmerged * sizeof *m);
           m[ared->nmerged] = x->buf;
-          memcpy(m + ared->nmerged + 1, x->merged, x->nmerged * sizeof *m);
+          if (x->nmerged) memcpy(m + ared->nmerged + 1, x->merged, x->nmerged * sizeof *m);
           ared->merged = m, ared->nmerged += 1 + x->nmerged;
           continue;
         }
@@ -1136,7 +1136,7 @@ static void contract(sp_program *sp) {
       r->tensor = t, r->type = T->type;
       sp_node **k = ir_alloc((in->nkids + 2) * sizeof *k);
       k[0] = r;
-      memcpy(k + 1, in->kids, in->nkids * sizeof *k);
+      if (in->nkids) memcpy(k + 1, in->kids, in->nkids * sizeof *k);
       in->kids = k, in->nkids++;
       sp_logf(sp, "contract", NULL, "%s", w);
     }

@@ -318,6 +318,9 @@ typedef struct {
  * fuse: also the program-level ones (fusion across statements, LANGUAGE.md section 9). */
 sp_program *spmd_build(const lw_program *lp);
 sp_program *spmd_build_ex(const lw_program *lp, bool fuse);
+/* distalc --emit plan, after the lowering's plan: what the rewrites changed in it (the halo
+ * exchanges that replace broadcasts). */
+void spmd_print_plan_notes(FILE *f, const sp_program *sp);
 /* distalc --emit spmd: the program, one line per node, and the rewrites applied or not. */
 void spmd_print(FILE *f, const sp_program *sp);
 

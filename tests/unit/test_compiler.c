@@ -194,6 +194,7 @@ static char *plan_of(const lw_program *lp, const int64_t *vals, int64_t ranks) {
   FILE *f = open_memstream(&buf, &n);
   assert_non_null(f);
   lw_print_plan(f, lp, vals, ranks);
+  spmd_print_plan_notes(f, spmd_build(lp));
   fclose(f);
   return buf;
 }
