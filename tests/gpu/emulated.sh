@@ -1,7 +1,7 @@
 #!/bin/sh
 # The device path end to end without a GPU: every example and end-to-end program compiled
 # for --target cuda against the host emulation of CUDA, NCCL and cuBLAS (tests/cuemu; its
-# kernels compiled as C), run under mpirun at 1..8 ranks and compared with the NumPy oracle
+# kernels compiled as C), run under mpirun at 1..4 ranks (the CPU suites run 6 and 8) and compared with the oracle
 # like the CPU target; plus random programs.  This checks the generated host code, the
 # kernels' index arithmetic and thread mapping, and libdistal_cuda's piece plans, packing and
 # NCCL call structure; it cannot check concurrency on a real device (tests/gpu/run.sh does).
@@ -29,8 +29,8 @@ if "$DISTALC" "$top_srcdir/examples/johnson.dtl" --target cuda --emit plan --ran
 else
   echo "FAIL --emit plan does not name ncclReduce (johnson)"; status=1
 fi
-"$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite all --target cuda "$@" || status=1
-"$py" "$top_srcdir/tests/e2e/gen_random.py" --count 60 --seed 7000 --target cuda || status=1
+"$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite all --target cuda --max-ranks 4 "$@" || status=1
+"$py" "$top_srcdir/tests/e2e/gen_random.py" --count 30 --seed 7000 --target cuda || status=1
 "$py" "$top_srcdir/tests/e2e/run_e2e.py" --suite gpu --target cuda "$@" || status=1
 hier_runs 8 || status=1
 exit $status
