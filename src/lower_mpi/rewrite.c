@@ -597,14 +597,22 @@ static sp_node *inner_loop(const sp_node *l) {
   return NULL;
 }
 
+/* Do loops a and b run alike (kind, grid dim, threads, bounds, with b's variables renamed to
+ * a's)?  NULL: yes, and r renames b's loop variables to a's; else why not. */
+static const char *same_loop(const sp_program *sp, renaming *r, const sp_node *a, const sp_node *b) {
+  if (a->loop != b->loop || a->dim != b->dim || a->par != b->par) return "their loops are of different kinds or distributed differently";
+  rn_add(r, b->var, a->var);
+  if (a->loop == SL_COLL_BLOCK) rn_add(r, b->lvar, a->lvar);
+  if (!sym_same(a->lo, rn_sym(sp, r, b->lo)) || !sym_same(a->hi, rn_sym(sp, r, b->hi)) || !sym_same(a->value, rn_sym(sp, r, b->value)))
+    return "their loops run over different ranges";
+  return NULL;
+}
+
 /* Match the nests level by level, renaming B's variables to A's; *ia, *ib: the innermost loops. */
 static const char *match_nests(const sp_program *sp, renaming *r, sp_node *a, sp_node *b, sp_node **ia, sp_node **ib) {
   for (;;) {
-    if (a->loop != b->loop || a->dim != b->dim || a->par != b->par) return "their loops are of different kinds or distributed differently";
-    rn_add(r, b->var, a->var);
-    if (a->loop == SL_COLL_BLOCK) rn_add(r, b->lvar, a->lvar);
-    if (!sym_same(a->lo, rn_sym(sp, r, b->lo)) || !sym_same(a->hi, rn_sym(sp, r, b->hi)) || !sym_same(a->value, rn_sym(sp, r, b->value)))
-      return "their loops run over different ranges";
+    const char *why = same_loop(sp, r, a, b);
+    if (why) return why;
     a = level(a), b = level(b);
     sp_node *na = inner_loop(a), *nb = inner_loop(b);
     if (!na != !nb) return "their loop nests differ in depth";
@@ -838,11 +846,7 @@ static const char *sum_fuse_can(const sp_program *sp, const sp_func *A, const sp
   if (!(la = fusable(sp, A, &why))) return snprintf(w, sizeof w, "statement %d: %s", A->index + 1, why), w;
   if (!(lb = sum_shape(sp, B, &acc, &why))) return snprintf(w, sizeof w, "statement %d: %s", B->index + 1, why), w;
   /* the outer loops, then the nest inside the register sum (A renamed to B) */
-  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
-  rn_add(r, la->var, lb->var);
-  if (lb->loop == SL_COLL_BLOCK) rn_add(r, la->lvar, lb->lvar);
-  if (!sym_same(lb->lo, rn_sym(sp, r, la->lo)) || !sym_same(lb->hi, rn_sym(sp, r, la->hi)) || !sym_same(lb->value, rn_sym(sp, r, la->value)))
-    return "their loops run over different ranges";
+  if ((why = same_loop(sp, r, lb, la))) return why;
   sp_node *ai = inner_loop(level(la));
   if (!ai) return "the sum's loops are deeper than the first statement's";
   for (int q = 0; q < level(la)->nkids; q++)
@@ -936,11 +940,7 @@ static const char *sums_can(const sp_program *sp, const sp_func *A, const sp_fun
   if (sp->tensors[ta].type != sp->tensors[tb].type) return "the sums' results have different types";
   sp_node *aa = find_op(level(la), SC_ALLREDUCE), *ab = find_op(level(lb), SC_ALLREDUCE);
   if (!aa || !ab || aa->mask != ab->mask) return "the sums are not allreduced over the same grid dims";
-  if (la->loop != lb->loop || la->dim != lb->dim) return "their loops are distributed differently";
-  rn_add(r, lb->var, la->var);
-  if (la->loop == SL_COLL_BLOCK) rn_add(r, lb->lvar, la->lvar);
-  if (!sym_same(la->lo, rn_sym(sp, r, lb->lo)) || !sym_same(la->hi, rn_sym(sp, r, lb->hi)) || !sym_same(la->value, rn_sym(sp, r, lb->value)))
-    return "their loops run over different ranges";
+  if ((why = same_loop(sp, r, la, lb))) return why;
   if (touches(la, tb) || touches(lb, ta)) return "one sum reads the other's result";
   return NULL;
 }
