@@ -269,6 +269,16 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
         continue;
       const sym *stp = Rl->kind == REL_SPLIT ? Rl->factor : sym_ceildiv(s->vars[Rl->in[0]].extent, Rl->factor);
       *base = R(g, sym_mul(sym_var(Rl->out[0]), stp));
+      if (hoist) {
+        /* the loop runs once per block of j (the outer half is bound above it): the terms
+         * that count once count at the first block only (j == 0 iff outer == 0 and inner == 0) */
+        ir_expr *h = ir_alloc(sizeof *h);
+        *h = *hoist;
+        h->guards = ir_alloc((hoist->nguards + 1) * sizeof *h->guards);
+        if (hoist->nguards) memcpy(h->guards, hoist->guards, hoist->nguards * sizeof *h->guards);
+        h->guards[h->nguards++] = Rl->out[0];
+        hoist = h;
+      }
     }
     *acc = a, *level = x;
     g->hoist = hoist, g->strip = strip;

@@ -265,6 +265,7 @@ _FUNCTION_PROGRAMS = [
     ("param_values.dtl", [({"n": 7, "m": 5, "scale": 3, "offset": 2}, [2, 4, 8]),
                           ({"n": 10, "m": 3, "scale": 7, "offset": 5}, [1, 3, 6])]),
     ("sparse_functions.dtl", [({"n": 11, "m": 9}, [1, 4, 6]), ({"n": 7, "m": 13}, [2, 3, 8])]),
+    ("sparse_split_once.dtl", [({"n": 10, "m": 11, "p": 5}, [1, 3, 8]), ({"n": 7, "m": 5, "p": 3}, [2, 4, 6])]),
 ]
 _FUNCTION_HEAD = """param n = 4;
 machine M = grid(g);
@@ -292,7 +293,7 @@ _FUNCTION_REJECTED = [
 
 def function_programs(long=False):
     """tests/e2e/programs/functions*.dtl, minus_assign.dtl, param_values.dtl and
-    sparse_functions.dtl: element-wise functions, -= and params as values, on double,
+    sparse_functions.dtl, sparse_split_once.dtl: element-wise functions, -= and params as values, on double,
     float, int32 and int64; and programs that distalc must reject (a function that an
     integer statement does not allow, a wrong argument count, a floating param in a shape
     or an integer statement)."""
