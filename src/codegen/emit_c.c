@@ -529,7 +529,10 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       reserve(g, nm, b->slot, vol, ty);
     }
     set_layout(g, nm, box);
-    if (c->op == SC_PRODUCE) {
+    if (c->reuses) {
+      line(g, "/* no communication: the slot holds this box of %s, fetched by statement %d and not written since */", T(g, t)->name,
+           g->sp->funcs[B(g, c->reuses - 1)->func].index + 1);
+    } else if (c->op == SC_PRODUCE) {
       if (g->sp->cuda) line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl_%s, dtl_%s_vol)) return 1;", dt, nm, nm);
       else line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", dt, nm, nm);
     } else if (c->op == SC_BCAST) {

@@ -1143,8 +1143,132 @@ static void contract(sp_program *sp) {
   }
 }
 
+/* ---- merged fetches (LANGUAGE.md section 9: "the same box of the same tensor is fetched once")
+ * A later statement that fetches the same box of the same tensor, while nothing has written the
+ * tensor since an earlier statement fetched it, finds the data in the earlier one's buffer:
+ *   S1: bcast|fetch T box X into a (slot s) ... S2: bcast|fetch T box X into b
+ *     =>  S2: b is slot s over box X, no communication
+ * Precondition: both operations are whole broadcasts or point-to-point fetches of a dense tensor
+ * at the top of their statement's body, before every loop but collective loops of one
+ * iteration per rank (var = coord[dim]), neither double-buffered nor of a snapshot or output;
+ * the boxes, with those loops' variables written as grid coordinates, are equal dim by dim as
+ * symbolic expressions and use no other variable (a function of params and coordinates); the two statements are calls of the same list of the program (no
+ * loop boundary between them, so S1's fetch ran in the same pass); neither S1's group nor any
+ * statement between the two writes T (S2's group writes only after its top-level fetches); no
+ * other buffer uses slot s (slots are per buffer, so S1's data stays there until S1 runs
+ * again). */
+static bool group_writes(const sp_program *sp, int f, int t) {
+  for (int j = 0; j < sp->nfuncs; j++)
+    if ((j == f || sp->funcs[j].fused_into == f) && sp->funcs[j].lhs_tensor == t) return true;
+  return false;
+}
+static bool fetch_kind(const sp_program *sp, const sp_node *n) {
+  if (n->kind != SN_COMM || (n->op != SC_BCAST && n->op != SC_FETCH)) return false;
+  const sp_buf *b = &sp->bufs[n->buf];
+  return !b->doubled && !b->snapshot && !b->output && !sp->tensors[b->tensor].sparse;
+}
+/* A fetch at the top of a statement: before every loop but the collective loops of one
+ * iteration per rank (var = coord[dim]), whose variables its box is written over as coords. */
+typedef struct {
+  sp_node *n;
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS];
+} topfetch;
+typedef struct {
+  int n;
+  topfetch f[16];
+} topfetches;
+static void tops_in(const sp_program *sp, sp_node *seq, int nsub, const int *vars, const int *dims, topfetches *out) {
+  for (int q = 0; q < seq->nkids; q++) {
+    sp_node *x = seq->kids[q];
+    if (x->kind == SN_LOOP && x->loop == SL_COORD && x->nkids == 1 && x->kids[0]->kind == SN_SEQ && nsub < LW_MAX_DIMS) {
+      int v2[LW_MAX_DIMS], d2[LW_MAX_DIMS];
+      memcpy(v2, vars, nsub * sizeof *v2), memcpy(d2, dims, nsub * sizeof *d2);
+      v2[nsub] = x->var, d2[nsub] = x->dim;
+      tops_in(sp, x->kids[0], nsub + 1, v2, d2, out);
+      return;
+    }
+    if (x->kind == SN_LOOP || x->kind == SN_GUARD || x->kind == SN_IF) return; /* the rest runs per iteration, or not everywhere */
+    if (!fetch_kind(sp, x) || out->n == 16) continue;
+    topfetch *t = &out->f[out->n++];
+    t->n = x;
+    const sp_buf *b = &sp->bufs[x->buf];
+    for (int d = 0; d < b->order; d++) {
+      t->lo[d] = b->lo[d], t->hi[d] = b->hi[d];
+      for (int k = 0; k < nsub; k++) {
+        t->lo[d] = sym_subst(&sp->facts, t->lo[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+        t->hi[d] = sym_subst(&sp->facts, t->hi[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+      }
+    }
+  }
+}
+static void tops(const sp_program *sp, const sp_func *F, topfetches *out) {
+  out->n = 0;
+  if (F->body && F->body->kind == SN_SEQ) tops_in(sp, F->body, 0, NULL, NULL, out);
+}
+static bool same_box(const sp_program *sp, const topfetch *a, const topfetch *b) {
+  const sp_buf *x = &sp->bufs[a->n->buf], *y = &sp->bufs[b->n->buf];
+  if (x->tensor != y->tensor || x->order != y->order) return false;
+  for (int d = 0; d < x->order; d++)
+    if (!sym_equal(a->lo[d], b->lo[d]) || !sym_equal(a->hi[d], b->hi[d])) return false;
+  for (int d = 0; d < x->order; d++) /* a box over the loops' variables is not the same box */
+    for (int v = 0; v < sp->nvars; v++)
+      if (sym_uses(a->lo[d], SYM_VAR, v) || sym_uses(a->hi[d], SYM_VAR, v)) return false;
+  return true;
+}
+static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
+  for (int k = 0; k < nitems; k++) {
+    if (list[k].kind == SP_REPEAT) {
+      merge_fetches(sp, list[k].items, list[k].nitems);
+      continue;
+    }
+    sp_func *F2 = &sp->funcs[list[k].func];
+    if (F2->fused_into >= 0) continue;
+    topfetches t2;
+    tops(sp, F2, &t2);
+    for (int q = 0; q < t2.n; q++) {
+      sp_node *n2 = t2.f[q].n;
+      sp_buf *b2 = &sp->bufs[n2->buf];
+      char w[160];
+      snprintf(w, sizeof w, "statement %d, %s %s", F2->index + 1, sp_comm_name(n2->op), sp->tensors[b2->tensor].name);
+      const char *block = NULL, *why = NULL;
+      bool found = false;
+      for (int m = k - 1; m >= 0 && !found; m--) {
+        if (list[m].kind == SP_REPEAT) {
+          if (!block) block = "a loop runs between the two fetches";
+          continue;
+        }
+        const sp_func *F1 = &sp->funcs[list[m].func];
+        if (F1->fused_into >= 0) continue;
+        if (!block && group_writes(sp, F1->index, b2->tensor)) block = "a statement between the two fetches writes the tensor";
+        topfetches t1;
+        tops(sp, F1, &t1);
+        const sp_node *n1 = NULL, *other = NULL;
+        for (int r = 0; r < t1.n && !n1; r++) {
+          if (sp->bufs[t1.f[r].n->buf].tensor != b2->tensor) continue;
+          if (same_box(sp, &t1.f[r], &t2.f[q])) n1 = t1.f[r].n;
+          else other = t1.f[r].n;
+        }
+        if (!n1 && !other) continue;
+        found = true;
+        snprintf(w + strlen(w), sizeof w - strlen(w), " (statement %d fetched it)", F1->index + 1);
+        if (block) {
+          why = block;
+        } else if (!n1) {
+          why = "the earlier fetch is of another box, or of a box that depends on its loops";
+        } else {
+          b2->slot = sp->bufs[n1->buf].slot; /* n1 itself may reuse an earlier one: the same slot */
+          n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
+          n2->comment = "the box an earlier statement fetched: nothing wrote the tensor since";
+        }
+      }
+      if (found) sp_logf(sp, "fetch", why, "%s", w);
+    }
+  }
+}
+
 void spmd_fuse(sp_program *sp) {
   if (!sp->fuse) return;
   fuse_items(sp, sp->items, sp->nitems);
   contract(sp);
+  merge_fetches(sp, sp->items, sp->nitems);
 }

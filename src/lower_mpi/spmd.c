@@ -1397,7 +1397,11 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       const sp_buf *B = &c->sp->bufs[n->buf];
       pbox(f, c, B->order, B->lo, B->hi);
     }
-    if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
+    if (n->reuses) {
+      fputs(" (no communication: as ", f);
+      pbuf(f, c, n->reuses - 1);
+      fputs(" fetched it, in its slot)", f);
+    } else if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
       fputs(" (point to point: every rank evaluates the others' boxes)", f);
     if (n->op == SC_HALO)
       fprintf(f, " (inspector: the stored coordinates of %s at level %d)", c->sp->tensors[n->halo_tensor].name, n->halo_level);
@@ -1541,7 +1545,8 @@ void spmd_print(FILE *f, const sp_program *sp) {
   }
 }
 
-/* ---- --emit plan: what the SPMD rewrites changed in the plan (the halo exchanges that replace broadcasts) ---- */
+/* ---- --emit plan: what the SPMD rewrites changed in the plan (the halo exchanges that replace broadcasts, the
+ * fetches merged into an earlier one's) ---- */
 static void halo_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
   if (!n) return;
   if (n->kind == SN_COMM && n->op == SC_HALO) {
@@ -1556,8 +1561,22 @@ static void halo_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp
   }
   for (int q = 0; q < n->nkids; q++) halo_walk(f, sp, fn, n->kids[q], head);
 }
+
+static void reuse_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
+  if (!n) return;
+  if (n->kind == SN_COMM && n->reuses) {
+    const sp_buf *b = &sp->bufs[n->buf], *from = &sp->bufs[n->reuses - 1];
+    if (!*head) fputs("merged fetches (the SPMD rewrite fetch; each moves nothing):\n", f);
+    *head = true;
+    fprintf(f, "  statement %d, read %s: the box statement %d fetched, in its buffer (no write of %s in between): 0 bytes\n",
+            fn->index + 1, sp->tensors[b->tensor].name, sp->funcs[from->func].index + 1, sp->tensors[b->tensor].name);
+  }
+  for (int q = 0; q < n->nkids; q++) reuse_walk(f, sp, fn, n->kids[q], head);
+}
 void spmd_print_plan_notes(FILE *f, const sp_program *sp) {
   bool head = false;
   for (int i = 0; i < sp->nfuncs; i++) halo_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
+  head = false;
+  for (int i = 0; i < sp->nfuncs; i++) reuse_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
 }
 

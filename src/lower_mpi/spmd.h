@@ -189,6 +189,9 @@ struct sp_node {
   const sym **box_lo, **box_hi; /* SC_BCAST_BEGIN / SC_SHIFT_BEGIN: the box posted */
   int other_slot;       /* SC_*_BEGIN: 0 posts into slot + cur, 1 into slot + (cur ^ 1) */
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
+  int reuses;           /* SC_BCAST, SC_FETCH: 1 + the buffer of an earlier statement that holds
+                         * the same box of the same tensor (the rewrite "fetch"): no
+                         * communication, the buffer is that one's slot; 0: communicates */
   int nmerged;          /* SC_ALLREDUCE of a scalar: more scalars' sums, of the same type and mask, in the same call */
   const int *merged;    /* ... their buffers */
   int halo_tensor;      /* SC_HALO: the sparse tensor (read as the rank's own piece) whose stored coordinates */

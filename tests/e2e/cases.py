@@ -206,6 +206,8 @@ def programs(long=False):
     add("owner_hier.dtl", [{"n": 10, "m": 6}], [{"n": 5, "m": 13}])
     add("chosen_layout.dtl", [{"n": 7, "m": 5}], [{"n": 12, "m": 3}])
     add("fusion_program.dtl", [{"n": 13, "m": 7}], [{"n": 5, "m": 11}])
+    add("fetch_merge.dtl", [{"n": 10, "m": 7, "it": 3}], [{"n": 5, "m": 12, "it": 2}])
+    add("fetch_merge2d.dtl", [{"n": 10, "m": 7}], [{"n": 5, "m": 13}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -215,6 +217,8 @@ def programs(long=False):
         runs.append(Run("programs", "literal_%s.dtl" % name, None, compile_error=[line], source=text))
     # runs that must fail cleanly: one message, a nonzero exit, no hang
     runs.append(Run("programs", pr("fusion_program.dtl"), 3, {"n": 9, "m": 4}, compile_args=["--no-fuse"]))
+    runs.append(Run("programs", pr("fetch_merge.dtl"), 3, {"n": 9, "m": 4, "it": 2}, compile_args=["--no-fuse"]))
+    runs.append(Run("programs", pr("fetch_merge2d.dtl"), 4, {"n": 9, "m": 5}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
     runs.append(Run("programs", pr("matvec.dtl"), 2, {"n": 10, "m": 7}, error="shape"))

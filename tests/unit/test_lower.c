@@ -1302,6 +1302,47 @@ static void test_spmd_fusion(void **state) {
   finish(&r);
 }
 
+/* merged fetches: the same box of the same tensor, fetched by a later statement with no write
+ * of the tensor in between, is read from the earlier statement's buffer (same slot, no
+ * communication); a write in between or a loop in between keeps the fetch; --no-fuse keeps
+ * every fetch. */
+static void test_spmd_fetch_merge(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 9;\n"
+               "param m = 5;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, m) @ M(ij -> i);\n"
+               "tensor x(m) @ M(j -> j);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "tensor z(n) @ M(i -> i);\n"
+               "y(i) = A(i, j) * x(j);\n"        /* 1: broadcasts x */
+               "z(i) = A(i, j) * x(j) + y(i);\n" /* 2: x from 1's buffer */
+               "x(j) = x(j) * 2;\n"              /* 3: writes x */
+               "z(i) += A(i, j) * x(j);\n"       /* 4: x again: refused */
+               "repeat 2 { y(i) += A(i, j) * x(j); }\n"); /* 5: a loop in between: refused */
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *b1 = find_node(sp->funcs[0].body, SN_COMM, SC_BCAST), *b2 = find_node(sp->funcs[1].body, SN_COMM, SC_BCAST),
+                *b4 = find_node(sp->funcs[3].body, SN_COMM, SC_BCAST), *b5 = find_node(sp->funcs[4].body, SN_COMM, SC_BCAST);
+  assert_non_null(b1), assert_non_null(b2), assert_non_null(b4), assert_non_null(b5);
+  assert_int_equal(b1->reuses, 0);
+  assert_int_equal(b2->reuses, 1 + b1->buf);
+  assert_int_equal(sp->bufs[b2->buf].slot, sp->bufs[b1->buf].slot);
+  assert_int_equal(b4->reuses, 0);
+  assert_int_equal(b5->reuses, 0);
+  const sp_log *l0 = log_of(sp, "fetch", 0), *l1 = log_of(sp, "fetch", 1);
+  assert_non_null(l0), assert_non_null(l1);
+  assert_null(l0->why);
+  assert_non_null(strstr(l0->where, "statement 2"));
+  assert_non_null(strstr(l1->why, "writes the tensor"));
+  sp_program *nf = spmd_build_ex(r.lp, false);
+  for (int i = 0; i < nf->nfuncs; i++) {
+    const sp_node *b = find_node(nf->funcs[i].body, SN_COMM, SC_BCAST);
+    if (b) assert_int_equal(b->reuses, 0);
+  }
+  finish(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summa),
@@ -1313,6 +1354,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
+      cmocka_unit_test(test_spmd_fetch_merge),
       cmocka_unit_test(test_cannon_square),
       cmocka_unit_test(test_cannon_rectangular),
       cmocka_unit_test(test_pumma),
