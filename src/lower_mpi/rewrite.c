@@ -1182,7 +1182,7 @@ static void tops_in(const sp_program *sp, sp_node *seq, int nsub, const int *var
     sp_node *x = seq->kids[q];
     if (x->kind == SN_LOOP && x->loop == SL_COORD && x->nkids == 1 && x->kids[0]->kind == SN_SEQ && nsub < LW_MAX_DIMS) {
       int v2[LW_MAX_DIMS], d2[LW_MAX_DIMS];
-      memcpy(v2, vars, nsub * sizeof *v2), memcpy(d2, dims, nsub * sizeof *d2);
+      for (int k = 0; k < nsub; k++) v2[k] = vars[k], d2[k] = dims[k];
       v2[nsub] = x->var, d2[nsub] = x->dim;
       tops_in(sp, x->kids[0], nsub + 1, v2, d2, out);
       return;
