@@ -1310,6 +1310,10 @@ static void cond_access(FILE *f, const sp_expr *e, void *vc) {
 static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const sp_item *list, int n, int ind, bool top) {
   for (int k = 0; k < n; k++) {
     const sp_item *it = &list[k];
+    if (it->kind == SP_CALL && sp->funcs[it->func].removed) {
+      fprintf(c, "%*s/* statement %d removed: %s */\n", ind, "", it->func + 1, sp->funcs[it->func].removed);
+      continue;
+    }
     if (it->kind == SP_CALL && sp->funcs[it->func].fused_into >= 0) {
       fprintf(c, "%*s/* statement %d runs inside statement %d (fused) */\n", ind, "", it->func + 1, sp->funcs[it->func].fused_into + 1);
       continue;
@@ -1321,13 +1325,22 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
       continue;
     }
     int L = it->number;
+    if (it->peel) { /* fused across the back edge: the first statements' first run */
+      fprintf(c, "%*s/* loop %d: its first iteration's statement %d, before the loop; each next one runs inside statement %d */\n", ind, "", L,
+              sp->funcs[list[k].items[0].func].fused_into >= 0 ? sp->funcs[list[k].items[0].func].fused_into + 1 : list[k].items[0].func + 1,
+              it->peel_into + 1);
+      emit_items(c, sp, o, it->items, it->peel, ind, false);
+    }
     fprintf(c, "%*s/* loop %d (line %d)%s%s */\n", ind, "", L, it->src_line, it->cond_text ? ": until " : "",
             it->cond_text ? it->cond_text : "");
     fprintf(c, "%*sfor (int64_t dtl_it%d = 0, dtl_n%d = ", ind, "", L, L);
     cg_sym(c, sp, it->bound, false);
     fprintf(c, "; dtl_it%d < dtl_n%d; dtl_it%d++) {\n", L, L, L);
     if (top) fprintf(c, "%*sdtl_plan->iters++;\n", ind + 2, "");
-    emit_items(c, sp, o, it->items, it->nitems, ind + 2, false);
+    for (int q = 0; q < it->peel; q++)
+      fprintf(c, "%*s/* statement %d runs inside statement %d, for the next iteration (fused across the back edge) */\n", ind + 2, "",
+              it->items[q].func + 1, it->peel_into + 1);
+    emit_items(c, sp, o, it->items + it->peel, it->nitems - it->peel, ind + 2, false);
     int in = ind + 2;
     /* the condition's scalars on this rank, as doubles */
     for (int r = 0; r < it->nreads; r++) {
@@ -1382,7 +1395,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
             o->prefix, o->source_name, o->prefix);
   emit_plan(c, sp, o);
   for (int i = 0; i < sp->nfuncs; i++) {
-    if (sp->funcs[i].fused_into >= 0) continue; /* it runs inside another statement's function */
+    if (sp->funcs[i].fused_into >= 0 || sp->funcs[i].removed) continue; /* it runs inside another statement's function, or not at all */
     /* the statement function goes after the declarations its kernels need */
     char *body = NULL, *decl = NULL;
     size_t bl = 0, dl = 0;

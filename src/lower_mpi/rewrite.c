@@ -984,16 +984,297 @@ static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
   B->fused_into = A->index;
 }
 
+
+
+static bool cond_reads(const sp_item *list, int n, int t);
+static bool group_writes(const sp_program *sp, int f, int t);
+
+/* ---- a redistribution followed by its inverse (Keller and Chakravarty's split . join = id) --
+ * A statement that copies a tensor into another layout, S1: u(v1..vk) = v(v1..vk), makes u
+ * equal to v until one of them is written again.  Until then:
+ *   (inverse)  S2: v(v1..vk) = u(v1..vk)  copies back what v holds: S2 is removed;
+ *   (source)   a later statement that reads u in a box that is the rank's own block of v reads
+ *              v's block instead (a view, no communication);
+ * and S1, when no statement reads u any more (u a temporary that no loop condition reads), is
+ * removed too.
+ * Precondition: S1 is `=` (not +=) of one access of v at the same variables in the same order
+ * as its left side, u and v dense, of one type and the same extents, u != v; S2 (or the reader)
+ * is a later call of the same list of the program (no loop boundary between) and neither u nor
+ * v is written in between; a reader's buffer of u is read only (no snapshot, not
+ * double-buffered), communicated by one view, broadcast or fetch, its box (with the collective
+ * loops of one iteration per rank written as grid coordinates) equal to the rank's block of v,
+ * v held by every rank (no fixed grid coordinate), and the reader has no other buffer of v. */
+static bool pure_copy(const sp_program *sp, const sp_func *F, int *u, int *v) {
+  const sp_expr *l = F->ref_lhs, *r = F->ref_rhs;
+  if (F->accumulate || F->fused_into >= 0 || F->removed || !l || !r || r->kind != SE_ACCESS || r->nguards || l->nguards) return false;
+  if (r->buf < -1 || r->tensor < 0 || l->tensor < 0 || l->tensor == r->tensor || l->nidx != r->nidx) return false;
+  const sp_tensor *U = &sp->tensors[l->tensor], *V = &sp->tensors[r->tensor];
+  if (U->sparse || V->sparse || U->type != V->type || U->order != V->order) return false;
+  for (int d = 0; d < U->order; d++)
+    if (l->vars[d] != r->vars[d] || !sym_equal(U->ext[d], V->ext[d])) return false;
+  *u = l->tensor, *v = r->tensor;
+  return true;
+}
+/* the single communication node of buffer b in n (NULL: none or several) */
+static sp_node *only_comm(sp_node *n, int b, int *count) {
+  if (!n) return NULL;
+  sp_node *found = NULL;
+  if (n->kind == SN_COMM && n->buf == b) found = n, ++*count;
+  for (int q = 0; q < n->nkids; q++) {
+    sp_node *x = only_comm(n->kids[q], b, count);
+    if (x) found = x;
+  }
+  return *count == 1 ? found : NULL;
+}
+/* the node's box in coordinates (collective loops of one iteration written as grid coords);
+ * false when n is not at the top of the body */
+static bool top_box(const sp_program *sp, sp_node *seq, const sp_node *n, int nsub, const int *vars, const int *dims,
+                    const sym **lo, const sym **hi) {
+  for (int q = 0; q < seq->nkids; q++) {
+    sp_node *x = seq->kids[q];
+    if (x == n) {
+      const sp_buf *b = &sp->bufs[n->buf];
+      for (int d = 0; d < b->order; d++) {
+        lo[d] = b->lo[d], hi[d] = b->hi[d];
+        for (int k = 0; k < nsub; k++) {
+          lo[d] = sym_subst(&sp->facts, lo[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+          hi[d] = sym_subst(&sp->facts, hi[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+        }
+      }
+      return true;
+    }
+    if (x->kind == SN_LOOP && x->loop == SL_COORD && x->nkids == 1 && x->kids[0]->kind == SN_SEQ && nsub < LW_MAX_DIMS) {
+      int v2[LW_MAX_DIMS], d2[LW_MAX_DIMS];
+      for (int k = 0; k < nsub; k++) v2[k] = vars[k], d2[k] = dims[k];
+      v2[nsub] = x->var, d2[nsub] = x->dim;
+      return top_box(sp, x->kids[0], n, nsub + 1, v2, d2, lo, hi);
+    }
+    if (x->kind == SN_LOOP || x->kind == SN_GUARD || x->kind == SN_IF) return false;
+  }
+  return false;
+}
+static const sp_expr *retensor(const sp_expr *e, int buf, int t) {
+  if (!e) return NULL;
+  sp_expr *x = ir_alloc(sizeof *x);
+  *x = *e;
+  if (e->kind == SE_ACCESS && e->buf == buf) x->tensor = t;
+  x->a = retensor(e->a, buf, t), x->b = retensor(e->b, buf, t);
+  return x;
+}
+static void retensor_node(sp_node *n, int buf, int t) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN || n->kind == SN_ACC) n->rhs = retensor(n->rhs, buf, t), n->lhs = retensor(n->lhs, buf, t);
+  for (int q = 0; q < n->nkids; q++) retensor_node(n->kids[q], buf, t);
+}
+/* can F read v's own block where it reads u?  NULL: yes, *node and *buf say where */
+static const char *source_can(const sp_program *sp, const sp_func *F, int u, int v, sp_node **node, int *buf) {
+  int bu = -1;
+  for (int q = 0; q < F->nbufs; q++) {
+    const sp_buf *b = &sp->bufs[F->bufs[q]];
+    if (b->tensor == v) return "it also accesses the source";
+    if (b->tensor == u) {
+      if (b->output || b->snapshot || b->doubled) return "it writes the copy, or reads it double-buffered";
+      if (bu >= 0) return "it reads the copy at more than one point";
+      bu = F->bufs[q];
+    }
+  }
+  if (bu < 0) return "it does not read the copy";
+  int count = 0;
+  sp_node *c = only_comm(F->body, bu, &count);
+  if (!c || !(c->op == SC_VIEW || c->op == SC_BCAST || c->op == SC_FETCH)) return "the copy arrives by more than one operation";
+  const sp_tensor *V = &sp->tensors[v];
+  const lw_owner *o = V->owner;
+  if (!o) return "the source has no layout";
+  for (int d = 0; d < sp->ndims && !o->everywhere; d++)
+    if (o->kind[d] == OWN_FIXED) return "the source is held only at a fixed grid coordinate";
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS];
+  if (!top_box(sp, F->body, c, 0, NULL, NULL, lo, hi)) return "the copy is read inside the statement's loops";
+  for (int d = 0; d < V->order; d++) {
+    const sym *ol = o->everywhere ? sym_const(0) : o->lo[d], *oh = o->everywhere ? V->ext[d] : o->hi[d];
+    if (!sym_equal(lo[d], ol) || !sym_equal(hi[d], oh)) return "the box it reads is not the rank's own block of the source";
+  }
+  *node = c, *buf = bu;
+  return NULL;
+}
+static bool anyone_reads(const sp_program *sp, int t, int except) {
+  for (int j = 0; j < sp->nfuncs; j++) {
+    const sp_func *F = &sp->funcs[j];
+    if (j == except || F->removed) continue;
+    for (int q = 0; q < F->nbufs; q++)
+      if (sp->bufs[F->bufs[q]].tensor == t && !sp->bufs[F->bufs[q]].output) return true;
+  }
+  return cond_reads(sp->items, sp->nitems, t);
+}
+static void remove_func(sp_func *F, const char *why) {
+  F->removed = why;
+  F->body = sp_new(SN_SEQ);
+}
+static void redistribute_items(sp_program *sp, sp_item *list, int n) {
+  for (int k = 0; k < n; k++) {
+    if (list[k].kind == SP_REPEAT) {
+      redistribute_items(sp, list[k].items, list[k].nitems);
+      continue;
+    }
+    sp_func *S1 = &sp->funcs[list[k].func];
+    int u, v;
+    if (!pure_copy(sp, S1, &u, &v)) continue;
+    char w[160];
+    bool any = false;
+    for (int m = k + 1; m < n; m++) {
+      if (list[m].kind == SP_REPEAT) break;
+      sp_func *S2 = &sp->funcs[list[m].func];
+      if (S2->removed) continue;
+      int u2, v2;
+      snprintf(w, sizeof w, "statement %d, the copy of %s into %s at statement %d", S2->index + 1, sp->tensors[v].name, sp->tensors[u].name,
+               S1->index + 1);
+      if (pure_copy(sp, S2, &u2, &v2) && u2 == v && v2 == u) { /* the inverse */
+        remove_func(S2, "it copies back what the tensor already holds (the inverse of an earlier copy)");
+        sp_logf(sp, "redistribute", NULL, "%s (the inverse: removed)", w);
+        any = true;
+        continue; /* v is not written after all */
+      }
+      bool reads_u = false;
+      for (int q = 0; q < S2->nbufs; q++) reads_u |= sp->bufs[S2->bufs[q]].tensor == u && !sp->bufs[S2->bufs[q]].output;
+      if (reads_u) {
+        sp_node *c;
+        int bu;
+        const char *why = source_can(sp, S2, u, v, &c, &bu);
+        if (!why) {
+          sp->bufs[bu].tensor = v;
+          c->op = SC_VIEW, c->reuses = 0, c->from_copy = 1 + u;
+          c->comment = "the rank's own block of the source of the copy (the copy equals it)";
+          retensor_node(S2->body, bu, v);
+          any = true;
+        }
+        sp_logf(sp, "redistribute", why, "%s (read from the source)", w);
+      }
+      if (group_writes(sp, S2->index, u) || group_writes(sp, S2->index, v)) break;
+    }
+    if (any && sp->tensors[u].temp && !anyone_reads(sp, u, S1->index)) {
+      remove_func(S1, "nothing reads the copy any more");
+      sp_logf(sp, "redistribute", NULL, "statement %d, the copy of %s into %s (nothing reads it any more: removed)", S1->index + 1,
+              sp->tensors[v].name, sp->tensors[u].name);
+    }
+  }
+}
+
+/* ---- fusion across a loop's back edge ------------------------------------------------------
+ * The first statement (or fused group) B of a loop body runs, for the next iteration, inside
+ * the loop nest of the last one, A (Diffuse fuses the AXPY of one iteration with the dot
+ * product of the next):
+ *   repeat { B; S...; A }   =>   B; repeat { S...; A+B' }          (B': the next iteration's B)
+ * A+B' is A and B fused by one of the rules above (fuse, a sum after a group, two sums), built
+ * from a copy of B, which keeps its own function for the run before the loop.
+ * Precondition: B is not A; the loop's bound is not a literal below 1 (a param is at least 1);
+ * the fused nest runs B once more after the last iteration, so that extra run must be invisible: every
+ * statement of B writes a temporary that no statement outside the loop body accesses and that
+ * no loop condition reads (the condition is evaluated after A+B'); and A and B fuse. */
+static bool uses_tensor(const sp_node *n, const void *arg);
+static int head_of(const sp_program *sp, int f) { return sp->funcs[f].fused_into >= 0 ? sp->funcs[f].fused_into : f; }
+static void funcs_in(const sp_item *list, int n, bool *in) {
+  for (int k = 0; k < n; k++) {
+    if (list[k].kind == SP_CALL) in[list[k].func] = true;
+    else funcs_in(list[k].items, list[k].nitems, in);
+  }
+}
+static bool cond_reads(const sp_item *list, int n, int t) {
+  for (int k = 0; k < n; k++) {
+    if (list[k].kind != SP_REPEAT) continue;
+    for (int q = 0; q < list[k].nreads; q++)
+      if (list[k].reads[q] == t) return true;
+    if (cond_reads(list[k].items, list[k].nitems, t)) return true;
+  }
+  return false;
+}
+static const char *backedge_pre(const sp_program *sp, const sp_item *loop, int *peel, int *ha, int *hb) {
+  const sp_item *body = loop->items;
+  int n = loop->nitems;
+  if (n < 2 || body[0].kind != SP_CALL || body[n - 1].kind != SP_CALL) return "the body does not begin and end with a statement";
+  if (sp->funcs[body[0].func].removed || sp->funcs[body[n - 1].func].removed) return "its first or last statement was removed";
+  *hb = head_of(sp, body[0].func), *ha = head_of(sp, body[n - 1].func);
+  if (*ha == *hb) return "the body is one statement or one fused group";
+  int64_t bound;
+  if (sym_is_const(loop->bound, &bound) && bound < 1) return "the loop runs no iteration";
+  int k = 0;
+  while (k < n && body[k].kind == SP_CALL && head_of(sp, body[k].func) == *hb) k++;
+  for (int j = k; j < n; j++)
+    if (body[j].kind == SP_CALL && head_of(sp, body[j].func) == *hb) return "the first group is not at the start of the body";
+  *peel = k;
+  bool *in = ir_alloc((sp->nfuncs + 1) * sizeof *in);
+  funcs_in(body, n, in);
+  static char w[200];
+  for (int f = 0; f < sp->nfuncs; f++) {
+    if (head_of(sp, f) != *hb) continue;
+    int t = sp->funcs[f].lhs_tensor;
+    if (!sp->tensors[t].temp) {
+      snprintf(w, sizeof w, "statement %d writes %s, which is not a temporary (the first statement runs once more after the last iteration)", f + 1, sp->tensors[t].name);
+      return w;
+    }
+    if (cond_reads(sp->items, sp->nitems, t)) {
+      snprintf(w, sizeof w, "a loop condition reads %s, which statement %d writes", sp->tensors[t].name, f + 1);
+      return w;
+    }
+    for (int j = 0; j < sp->nfuncs; j++)
+      if (!in[j] && sp->funcs[j].fused_into < 0 && find(sp->funcs[j].body, uses_tensor, &t)) {
+        snprintf(w, sizeof w, "statement %d, outside the loop, uses %s, which statement %d writes", j + 1, sp->tensors[t].name, f + 1);
+        return w;
+      }
+  }
+  return NULL;
+}
+static void backedge_fuse(sp_program *sp, sp_item *loop) {
+  int peel = 0, ha = -1, hb = -1;
+  char w[96];
+  snprintf(w, sizeof w, "the back edge of loop %d", loop->number);
+  const char *why = backedge_pre(sp, loop, &peel, &ha, &hb);
+  if (why) {
+    sp_logf(sp, "fuse", why, "%s", w);
+    return;
+  }
+  snprintf(w, sizeof w, "the back edge of loop %d: statements %d and %d", loop->number, ha + 1, hb + 1);
+  sp_func *A = &sp->funcs[ha], *B = &sp->funcs[hb];
+  int *fa = ir_alloc((sp->nfuncs + 1) * sizeof *fa);
+  for (int f = 0; f < sp->nfuncs; f++) fa[f] = sp->funcs[f].fused_into;
+  sp_node *orig = B->body;
+  renaming none = {0};
+  B->body = rn_node(sp, &none, orig); /* the copy that joins A; B keeps its own */
+  renaming r = {0}, r2 = {0}, r3 = {0};
+  sp_node *ia, *ib, *acc0;
+  const char *w0, *how;
+  if (!(why = fuse_can(sp, A, B, &r, &ia, &ib))) {
+    fuse_apply(sp, A, B, &r, ia, ib);
+    how = "";
+  } else if (sum_shape_n(sp, A, &acc0, &w0, true) && !sums_can(sp, A, B, &r3)) {
+    sums_apply(sp, A, B, &r3);
+    how = ", two sums, one allreduce";
+  } else if (!(w0 = sum_fuse_can(sp, A, B, &r2, &ia, &ib))) {
+    sum_fuse_apply(sp, A, B, &r2, ia, ib); /* the fused nest is B's copy: it becomes A's */
+    A->body = B->body;
+    how = ", the sum's loop runs the first's iterations";
+  } else {
+    if (sum_shape(sp, B, &acc0, &how)) why = w0; /* B is a sum: why the update did not join it */
+    B->body = orig;
+    sp_logf(sp, "fuse", why, "%s", w);
+    return;
+  }
+  B->body = orig;
+  for (int f = 0; f < sp->nfuncs; f++) sp->funcs[f].fused_into = fa[f]; /* the groups stay as they were */
+  loop->peel = peel, loop->peel_into = ha;
+  sp_logf(sp, "fuse", NULL, "%s (statement %d also runs once before the loop%s)", w, hb + 1, how);
+}
+
 static void fuse_items(sp_program *sp, sp_item *list, int n) {
   int head = -1;
   for (int k = 0; k < n; k++) {
     sp_item *it = &list[k];
     if (it->kind == SP_REPEAT) {
       fuse_items(sp, it->items, it->nitems);
+      backedge_fuse(sp, it);
       head = -1;
       continue;
     }
     sp_func *B = &sp->funcs[it->func];
+    if (B->removed) continue; /* it does nothing: its neighbours meet */
     if (head < 0) {
       head = it->func;
       continue;
@@ -1268,6 +1549,7 @@ static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
 
 void spmd_fuse(sp_program *sp) {
   if (!sp->fuse) return;
+  redistribute_items(sp, sp->items, sp->nitems);
   fuse_items(sp, sp->items, sp->nitems);
   contract(sp);
   merge_fetches(sp, sp->items, sp->nitems);

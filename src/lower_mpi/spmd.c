@@ -1489,12 +1489,18 @@ static void pitems(FILE *f, const pctx *c, const sp_item *list, int n, int ind) 
       fprintf(f, "%*sstatement %d\n", ind, "", it->func + 1);
       continue;
     }
+    if (it->peel) {
+      fprintf(f, "%*s# the first iteration's run of the loop's first statements (fused across the back edge)\n", ind, "");
+      pitems(f, c, it->items, it->peel, ind);
+    }
     fprintf(f, "%*sloop %d (line %d): at most ", ind, "", it->number, it->src_line);
     ps(f, c, it->bound);
     fputs(" iterations", f);
     if (it->cond) fprintf(f, ", until %s (rank 0 decides, broadcast)", it->cond_text ? it->cond_text : "?");
     fputc('\n', f);
-    pitems(f, c, it->items, it->nitems, ind + 2);
+    for (int q = 0; q < it->peel; q++)
+      fprintf(f, "%*s# statement %d: inside statement %d, for the next iteration\n", ind + 2, "", it->items[q].func + 1, it->peel_into + 1);
+    pitems(f, c, it->items + it->peel, it->nitems - it->peel, ind + 2);
   }
 }
 
@@ -1520,6 +1526,10 @@ void spmd_print(FILE *f, const sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++) {
     const sp_func *fn = &sp->funcs[i];
     fprintf(f, "\nstatement %d (line %d): %s\n", fn->index + 1, fn->src_line, fn->text);
+    if (fn->removed) {
+      fprintf(f, "  removed: %s\n", fn->removed);
+      continue;
+    }
     if (fn->fused_into >= 0) {
       fprintf(f, "  fused: runs inside the loop nest of statement %d\n", fn->fused_into + 1);
       continue;
@@ -1573,10 +1583,29 @@ static void reuse_walk(FILE *f, const sp_program *sp, const sp_func *fn, const s
   }
   for (int q = 0; q < n->nkids; q++) reuse_walk(f, sp, fn, n->kids[q], head);
 }
+static void copy_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
+  if (!n) return;
+  if (n->kind == SN_COMM && n->from_copy) {
+    if (!*head) fputs("reads of a copy from its source (the SPMD rewrite redistribute; each moves nothing):\n", f);
+    *head = true;
+    fprintf(f, "  statement %d, read %s: the rank's own block of %s, which %s copies: 0 bytes\n", fn->index + 1,
+            sp->tensors[n->from_copy - 1].name, sp->tensors[sp->bufs[n->buf].tensor].name, sp->tensors[n->from_copy - 1].name);
+  }
+  for (int q = 0; q < n->nkids; q++) copy_walk(f, sp, fn, n->kids[q], head);
+}
 void spmd_print_plan_notes(FILE *f, const sp_program *sp) {
   bool head = false;
   for (int i = 0; i < sp->nfuncs; i++) halo_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
   head = false;
   for (int i = 0; i < sp->nfuncs; i++) reuse_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
+  head = false;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    if (!sp->funcs[i].removed) continue;
+    if (!head) fputs("statements removed (the SPMD rewrite redistribute; each moves nothing):\n", f);
+    head = true;
+    fprintf(f, "  statement %d: %s\n", i + 1, sp->funcs[i].removed);
+  }
+  head = false;
+  for (int i = 0; i < sp->nfuncs; i++) copy_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
 }
 

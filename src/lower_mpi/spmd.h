@@ -189,6 +189,8 @@ struct sp_node {
   const sym **box_lo, **box_hi; /* SC_BCAST_BEGIN / SC_SHIFT_BEGIN: the box posted */
   int other_slot;       /* SC_*_BEGIN: 0 posts into slot + cur, 1 into slot + (cur ^ 1) */
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
+  int from_copy;        /* SC_VIEW made by the rewrite "redistribute": 1 + the tensor the loops read
+                         * before (a copy of this one, equal to it here) */
   int reuses;           /* SC_BCAST, SC_FETCH: 1 + the buffer of an earlier statement that holds
                          * the same box of the same tensor (the rewrite "fetch"): no
                          * communication, the buffer is that one's slot; 0: communicates */
@@ -259,6 +261,10 @@ typedef struct {
   /* fusion: >= 0, the statement whose loop nest now runs this one's (its body is then empty and
    * compute does not call it); -1 where it runs alone */
   int fused_into;
+  /* the rewrite "redistribute": the statement does nothing the program can observe (a copy
+   * back into the tensor it was copied from, or a copy nobody reads any more); its body is
+   * empty and compute does not call it.  NULL: it runs */
+  const char *removed;
 } sp_func;
 
 /* The program's control structure (LANGUAGE.md section 9): statement calls and loops. */
@@ -276,6 +282,10 @@ struct sp_item {
   int nreads;
   const int *reads;     /* the scalar tensors the condition reads, in order of first appearance */
   int number, src_line; /* the loop's number (1-based, source order) and line */
+  /* fusion across the back edge (rewrite.c): the first `peel` items of the body (one statement
+   * or fused group) run once before the loop, and each iteration's next run of them is fused
+   * into the loop nest of the body's last statement, function `peel_into`; 0: none */
+  int peel, peel_into;
   int nitems;
   sp_item *items;
 };

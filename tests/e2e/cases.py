@@ -208,6 +208,7 @@ def programs(long=False):
     add("fusion_program.dtl", [{"n": 13, "m": 7}], [{"n": 5, "m": 11}])
     add("fetch_merge.dtl", [{"n": 10, "m": 7, "it": 3}], [{"n": 5, "m": 12, "it": 2}])
     add("fetch_merge2d.dtl", [{"n": 10, "m": 7}], [{"n": 5, "m": 13}])
+    add("redistribute.dtl", [{"n": 10, "m": 7}], [{"n": 13, "m": 4}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -219,6 +220,7 @@ def programs(long=False):
     runs.append(Run("programs", pr("fusion_program.dtl"), 3, {"n": 9, "m": 4}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("fetch_merge.dtl"), 3, {"n": 9, "m": 4, "it": 2}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("fetch_merge2d.dtl"), 4, {"n": 9, "m": 5}, compile_args=["--no-fuse"]))
+    runs.append(Run("programs", pr("redistribute.dtl"), 6, {"n": 9, "m": 5}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
     runs.append(Run("programs", pr("matvec.dtl"), 2, {"n": 10, "m": 7}, error="shape"))
@@ -323,6 +325,8 @@ _LOOP_PROGRAMS = [
     ("float_params.dtl", [({"n": 8, "k": 3}, [1, 4]),
                           ({"n": 7, "k": 2, "alpha": -0.75, "beta": 3e-2, "gamma": 0.5, "tol": 1e-4}, [6])]),
     ("conditions.dtl", [({"n": 10}, [1, 3]), ({"n": 9, "k": 5, "lo": 10.0, "hi": 100.0}, [2])]),
+    # fusion across the back edge (also a loop of one iteration)
+    ("backedge.dtl", [({"n": 10, "it": 4}, [1, 3, 8]), ({"n": 13, "it": 2}, [2]), ({"n": 7, "it": 1}, [4, 6])]),
 ]
 # The declarations of the rejected programs below (ten lines).
 _LOOP_HEAD = """param n = 4;
@@ -369,8 +373,8 @@ _LOOP_REJECTED = [
 
 
 def loop_programs(long=False):
-    """tests/e2e/programs/temps.dtl, temp_loop.dtl, nested_loops.dtl, float_params.dtl and
-    conditions.dtl (sparse_temp.dtl is among the sparse programs): temporaries, floating
+    """tests/e2e/programs/temps.dtl, temp_loop.dtl, nested_loops.dtl, float_params.dtl,
+    conditions.dtl and backedge.dtl (sparse_temp.dtl is among the sparse programs): temporaries, floating
     params and loops, each run's iteration count against the oracle's; --monitor; runs
     that --load or --save a temporary (a clean failure); and programs that distalc must
     reject."""
@@ -380,6 +384,7 @@ def loop_programs(long=False):
         for k, (params, rk) in enumerate(sets):
             runs.extend(_expand("programs", pr(name), [params], RANKS if long else rk,
                                 monitor=k == 1 and name != "temps.dtl"))
+    runs.append(Run("programs", pr("backedge.dtl"), 3, {"n": 11, "it": 3}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("temps.dtl"), 2, {"n": 5, "m": 4}, error="load-temp"))
     runs.append(Run("programs", pr("temp_loop.dtl"), 3, {"n": 6, "m": 4}, error="save-temp"))
     for name, line, text in _LOOP_REJECTED:

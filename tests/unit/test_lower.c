@@ -1343,6 +1343,109 @@ static void test_spmd_fetch_merge(void **state) {
   finish(&r);
 }
 
+static bool assigns_to(const sp_node *n, const void *arg) {
+  return n->kind == SN_ASSIGN && n->lhs && n->lhs->tensor == *(const int *)arg;
+}
+static bool find(const sp_node *n, bool (*pred)(const sp_node *, const void *), const void *arg) {
+  if (!n) return false;
+  if (pred(n, arg)) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (find(n->kids[q], pred, arg)) return true;
+  return false;
+}
+
+/* fusion across a loop's back edge: the first statement of the body (a temporary's update)
+ * runs once before the loop and, for each next iteration, inside the last statement's nest;
+ * refused where the first statement writes a tensor of the caller, and under --no-fuse. */
+static void test_spmd_backedge(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 9;\n"
+               "machine M = grid(g);\n"
+               "tensor R(n, n) @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "temp w(n) @ M(i -> i);\n"
+               "temp q(n) @ M(i -> i);\n"
+               "temp v(n) @ M(i -> i);\n"
+               "repeat 3 {\n"
+               "  w(i) = x(i) * 0.5 + 1;\n"          /* 1: B */
+               "  q(i) = R(i, j) * w(j);\n"          /* 2 */
+               "  x(i) = x(i) * 0.75 + q(i);\n"      /* 3: A, runs 1 for the next iteration */
+               "}\n"
+               "repeat 2 {\n"
+               "  x(i) = x(i) * 0.5 + 1;\n"          /* 4: writes x: refused */
+               "  q(i) = R(i, j) * x(j);\n"
+               "  v(i) = q(i) * 2;\n"
+               "}\n");
+  sp_program *sp = spmd_build(r.lp);
+  assert_int_equal(sp->nitems, 2);
+  assert_int_equal(sp->items[0].peel, 1);
+  assert_int_equal(sp->items[0].peel_into, 2);
+  assert_int_equal(sp->items[1].peel, 0);
+  assert_int_equal(sp->funcs[0].fused_into, -1); /* B keeps its function for the first run */
+  /* A's nest stores x, then w for the next iteration */
+  int tw = -1;
+  for (int t = 0; t < sp->ntensors; t++)
+    if (!strcmp(sp->tensors[t].name, "w")) tw = t;
+  assert_true(tw >= 0);
+  assert_true(find(sp->funcs[2].body, assigns_to, &tw));
+  assert_int_equal(count_nodes(sp->funcs[2].body, SN_ASSIGN, -1), 2);
+  const sp_log *l0 = NULL, *l1 = NULL;
+  for (int q = 0; q < sp->nlog; q++)
+    if (!strcmp(sp->log[q].rewrite, "fuse") && strstr(sp->log[q].where, "back edge")) *(l0 ? &l1 : &l0) = &sp->log[q];
+  assert_non_null(l0), assert_non_null(l1);
+  assert_null(l0->why);
+  assert_non_null(strstr(l1->why, "not a temporary"));
+  sp_program *nf = spmd_build_ex(r.lp, false);
+  assert_int_equal(nf->items[0].peel, 0);
+  assert_int_equal(count_nodes(nf->funcs[2].body, SN_ASSIGN, -1), 1);
+  finish(&r);
+}
+
+/* a redistribution followed by its inverse: the copy back is removed, a read of the copy in
+ * the source's own block reads the source, and the copy, read by nobody then, is removed;
+ * --no-fuse keeps every statement. */
+static void test_spmd_redistribute(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 9;\n"
+               "machine M = grid(gx, gy);\n"
+               "tensor A(n, n) @ M(ij -> ij);\n"
+               "tensor x(n) @ M(j -> j*);\n"
+               "tensor y(n) @ M(i -> i*);\n"
+               "tensor b(n) @ M(i -> i*);\n"
+               "temp xc(n) @ M(j -> *j);\n"
+               "temp yr(n);\n"
+               "xc(j) = x(j);\n"               /* 1: kept (2 reads xc in its column block) */
+               "b(i) = A(i, j) * xc(j);\n"     /* 2 */
+               "x(j) = xc(j);\n"               /* 3: the inverse: removed */
+               "yr(i) = y(i);\n"               /* 4: removed once 5 reads y */
+               "b(i) += yr(i) * 2;\n");        /* 5: reads y's own block */
+  sp_program *sp = spmd_build(r.lp);
+  assert_null(sp->funcs[0].removed);
+  assert_non_null(sp->funcs[2].removed);
+  assert_non_null(strstr(sp->funcs[2].removed, "inverse"));
+  assert_non_null(sp->funcs[3].removed);
+  assert_null(sp->funcs[4].removed);
+  int ty = -1, tyr = -1;
+  for (int t = 0; t < sp->ntensors; t++) {
+    if (!strcmp(sp->tensors[t].name, "y")) ty = t;
+    if (!strcmp(sp->tensors[t].name, "yr")) tyr = t;
+  }
+  bool reads_y = false, reads_yr = false;
+  for (int q = 0; q < sp->funcs[4].nbufs; q++) {
+    reads_y |= sp->bufs[sp->funcs[4].bufs[q]].tensor == ty;
+    reads_yr |= sp->bufs[sp->funcs[4].bufs[q]].tensor == tyr;
+  }
+  assert_true(reads_y);
+  assert_false(reads_yr);
+  assert_null(find_node(sp->funcs[4].body, SN_COMM, SC_FETCH));
+  assert_null(find_node(sp->funcs[4].body, SN_COMM, SC_BCAST));
+  sp_program *nf = spmd_build_ex(r.lp, false);
+  for (int i = 0; i < nf->nfuncs; i++) assert_null(nf->funcs[i].removed);
+  finish(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summa),
@@ -1355,6 +1458,8 @@ int main(void) {
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),
+      cmocka_unit_test(test_spmd_backedge),
+      cmocka_unit_test(test_spmd_redistribute),
       cmocka_unit_test(test_cannon_square),
       cmocka_unit_test(test_cannon_rectangular),
       cmocka_unit_test(test_pumma),
