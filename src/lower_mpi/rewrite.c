@@ -1140,7 +1140,7 @@ static void redistribute_items(sp_program *sp, sp_item *list, int n) {
         int bu;
         const char *why = source_can(sp, S2, u, v, &c, &bu);
         if (!why) {
-          sp->bufs[bu].tensor = v;
+          sp->bufs[bu].tensor = v, sp->bufs[bu].boxfn = -1;
           c->op = SC_VIEW, c->reuses = 0, c->from_copy = 1 + u;
           c->comment = "the rank's own block of the source of the copy (the copy equals it)";
           retensor_node(S2->body, bu, v);
@@ -1538,6 +1538,7 @@ static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
           why = "the earlier fetch is of another box, or of a box that depends on its loops";
         } else {
           b2->slot = sp->bufs[n1->buf].slot; /* n1 itself may reuse an earlier one: the same slot */
+          b2->boxfn = -1;                      /* nobody evaluates its box for others */
           n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
           n2->comment = "the box an earlier statement fetched: nothing wrote the tensor since";
         }

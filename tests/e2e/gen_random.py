@@ -779,7 +779,8 @@ def gen_multi(seed, max_ranks=6, target="cpu"):
     statements: tensors and temporaries (vectors over i and j, a matrix A(i, j), scalars),
     element-wise functions, `+=`/`-=`, integer and floating params, scalars computed by a
     reduction and used by the next statements, and `repeat` loops (nested, with and
-    without `until`).  Values stay bounded: inside a loop every statement is bounded
+    without `until`), and copies of a vector into another layout (a temporary c) that
+    later statements read and that is sometimes copied back.  Values stay bounded: inside a loop every statement is bounded
     (erf, min/max clamps, x/(1+|x|)) or adds a bounded value; loops run few iterations.
     The conditions do not sit on a boundary: they count iterations (an int64 counter, a
     floating counter that holds integers exactly), or compare a scalar with a threshold
@@ -836,6 +837,14 @@ def gen_multi(seed, max_ranks=6, target="cpu"):
                                             random_distribution(rng, order, gdims)))
     decl_lines.append("temp k int64;  # an iteration counter")
     g.kind["k"] = "counter"
+    # a copy of a vector into another layout (a redistribution), read later, sometimes
+    # copied back (its inverse): the SPMD rewrite redistribute
+    crng = random.Random("copies %d" % seed)
+    copy_src = crng.choice(["x", "u"]) if crng.random() < 0.35 else None
+    if copy_src:
+        decl_lines.append("temp c(n) %s%s;" % (type_, random_distribution(crng, 1, gdims)))
+        g.kind["c"] = "n"
+        g.temp.add("c")
 
     body = []  # (depth, text) of statements and loop lines
 
@@ -896,7 +905,12 @@ def gen_multi(seed, max_ranks=6, target="cpu"):
         body.append(("close", depth))
         g.loop_depth = depth
 
+    if copy_src:
+        body.append(("stmt", 0, "c", "=", "%s(i)" % copy_src))
+        g.defined.add("c")
     emit_statements(rng.randint(1, 2), False)
+    if copy_src and crng.random() < 0.5:
+        body.append(("stmt", 0, copy_src, "=", "c(i)"))
     for _ in range(rng.choice([1, 1, 1, 2])):
         loop(0)
         if rng.random() < 0.5:
