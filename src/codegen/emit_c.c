@@ -620,8 +620,12 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       reserve(g, nm, b->slot, vol, ty);
     }
     set_layout(g, nm, box);
-    line(g, "if (dtl_halo_exchange(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d])) return 1;",
+    line(g, "if (dtl_halo_exchange(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d], dtl_plan->epoch)) return 1;",
          __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
+    line(g, "if (dtl_halo_is_local(dtl_plan->halo[%d])) { /* every entry it reads is its own: the block in place */", b->slot);
+    line(g, "  dtl_%s = (%s *)%s, %s = dtl_plan->own[%d];", nm, ct, localptr, box, t);
+    line(g, "  dtl_layout_(&%s, dtl_%s_lo, dtl_%s_st);", box, nm, nm);
+    line(g, "}");
     return;
   }
 }
@@ -699,7 +703,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     line(g, "for (int64_t dtl_sp%d_p%d = %s(dtl_sp%d_b%d <= 0 ? dtl_%s_pos[%d][%s] : dtl_sp_lower(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_sp%d_e%d, dtl_sp%d_b%d)); dtl_sp%d_p%d < dtl_sp%d_e%d; dtl_sp%d_p%d++) {",
          a, x, chk, a, x, tn, x, par, tn, x, tn, x, par, a, x, a, x, a, x, a, x, a, x);
     line(g, "  const int64_t %s = dtl_%s_crd[%d][dtl_sp%d_p%d] - dtl_sp%d_b%d;", v, tn, x, a, x, a, x);
-    line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
+    if (!n->within) line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
     break;
   }
   case SL_THREAD: break;
@@ -805,7 +809,7 @@ static void emit_acc(cg_st *g, const sp_node *n) {
     MBUF(b);
     FILE *m = mopen(&b);
     out_elem(m, g, n->lhs);
-    fputs(" += dtl__acc;", m);
+    fputs(n->store ? " = dtl__acc;" : " += dtl__acc;", m);
     fclose(m);
     if (n->atomic) line(g, "#pragma omp atomic");
     line(g, "%s", b);
@@ -1105,7 +1109,9 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             nslots);
   fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
   if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
-  if (halo) fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n", nslots);
+  if (halo)
+    fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n"
+               "  int64_t epoch; /* compute calls so far: the members of a halo exchange agree once per call */\n", nslots);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
   fputs("};\n\n", c);
@@ -1413,6 +1419,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
   for (int t = 0; t < sp->ntensors; t++)
     if (!sp->tensors[t].temp) cg_tensor_param(c, sp, t);
   fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n  dtl_plan->iters = 0;\n", c);
+  if (has_halo(sp)) fputs("  dtl_plan->epoch++; /* the sparse pieces may have changed since the last call */\n", c);
   for (int t = 0; t < sp->ntensors; t++) {
     const sp_tensor *x = &sp->tensors[t];
     if (!x->temp) continue;

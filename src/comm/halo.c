@@ -43,11 +43,15 @@ struct dtl_halo {
   int64_t *sidx; /* per send peer in turn: element offsets into the rank's block */
   int64_t *ridx; /* per receive peer in turn: element offsets into the buffer */
   int64_t nsidx, nridx;
-  int64_t nlocal; /* the rank's own entries: block offset -> buffer offset */
-  int64_t *lsrc, *ldst;
+  int64_t nlocal; /* the rank's own entries, as runs of consecutive coordinates: block offset
+                   * -> buffer offset, llen entries each */
+  int64_t *lsrc, *ldst, *llen;
+  int64_t epoch;  /* the caller's epoch in which the members last agreed on the lists */
   char *sbuf, *rbuf; /* packed values */
   MPI_Request *req;
 };
+
+int dtl_halo_is_local(const dtl_halo *cache) { return cache && cache->nrecv == 0; }
 
 void dtl_halo_free(dtl_halo **cache) {
   if (!cache || !*cache)
@@ -61,6 +65,7 @@ void dtl_halo_free(dtl_halo **cache) {
   free(h->ridx);
   free(h->lsrc);
   free(h->ldst);
+  free(h->llen);
   free(h->sbuf);
   free(h->rbuf);
   free(h->req);
@@ -231,8 +236,9 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
   if (!err) {
     h->lsrc = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *h->lsrc);
     h->ldst = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *h->ldst);
+    h->llen = malloc((size_t)(nlocal > 0 ? nlocal : 1) * sizeof *h->llen);
     h->ridx = malloc((size_t)(total > 0 ? total : 1) * sizeof *h->ridx);
-    if (!h->lsrc || !h->ldst || !h->ridx)
+    if (!h->lsrc || !h->ldst || !h->llen || !h->ridx)
       err = dtl_fail(ctx, "halo exchange: out of memory for the coordinate lists");
   }
   if (!err) {
@@ -242,8 +248,11 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     for (int64_t k = 0; k < nwant; k++) {
       int64_t g = want[k];
       if (g / blk == me) {
-        h->lsrc[h->nlocal] = g - own->lo[0], h->ldst[h->nlocal] = g - box->lo[0];
-        h->nlocal++;
+        /* a run of consecutive coordinates grows (want is sorted and distinct) */
+        if (h->nlocal && h->lsrc[h->nlocal - 1] + h->llen[h->nlocal - 1] == g - own->lo[0])
+          h->llen[h->nlocal - 1]++;
+        else
+          h->lsrc[h->nlocal] = g - own->lo[0], h->ldst[h->nlocal] = g - box->lo[0], h->llen[h->nlocal++] = 1;
         if (g < own->lo[0] || g >= own->hi[0])
           err = dtl_fail(ctx, "halo exchange: coordinate %lld is not in this rank's block", (long long)g);
       } else {
@@ -321,7 +330,7 @@ done:
 
 int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
-                      dtl_halo **cache) {
+                      dtl_halo **cache, int64_t epoch) {
   if (dim < 0 || dim >= ctx->ndims)
     return dtl_fail(ctx, "halo exchange: grid dim %d is out of range", dim);
   MPI_Comm sub = dtl_subcomm(ctx, 1u << dim);
@@ -329,13 +338,22 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
     return dtl_fail(ctx, "halo exchange: no sub-communicator for grid dim %d", dim);
   /* inspect again where any member's piece changed (or was never seen) */
   int stale = !*cache || !s || level < 0 || level >= s->order || !key_matches(*cache, t, s, level, own, box);
-  int any = 0, rc = MPI_Allreduce(&stale, &any, 1, MPI_INT, MPI_MAX, sub);
-  if (rc != MPI_SUCCESS)
-    return dtl_mpi_fail(ctx, rc, "MPI_Allreduce (halo structure check)");
-  if (any) {
-    dtl_halo_free(cache);
-    if (inspect(ctx, sub, dim, d, t, own, s, level, box, cache))
-      return 1;
+  int rc;
+  if (*cache && epoch >= 0 && (*cache)->epoch == epoch) {
+    /* the members agreed in this epoch already, and a piece does not change inside one */
+    if (stale)
+      return dtl_fail(ctx, "halo exchange: the sparse piece changed within one compute");
+  } else {
+    int any = 0;
+    rc = MPI_Allreduce(&stale, &any, 1, MPI_INT, MPI_MAX, sub);
+    if (rc != MPI_SUCCESS)
+      return dtl_mpi_fail(ctx, rc, "MPI_Allreduce (halo structure check)");
+    if (any) {
+      dtl_halo_free(cache);
+      if (inspect(ctx, sub, dim, d, t, own, s, level, box, cache))
+        return 1;
+    }
+    (*cache)->epoch = epoch;
   }
   dtl_halo *h = *cache;
   const size_t es = dtl_type_size(t);
@@ -371,9 +389,10 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
       nreq++, dtl_count_send(ctx, DTL_OP_HALO, h->scnt[k] * (int64_t)es, 1);
     off += h->scnt[k];
   }
-  /* the rank's own entries while the messages travel */
-  for (int64_t k = 0; k < h->nlocal; k++)
-    memcpy((char *)buf + h->ldst[k] * (int64_t)es, (const char *)local + h->lsrc[k] * (int64_t)es, es);
+  /* the rank's own entries while the messages travel (none where it receives nothing: the
+   * caller reads its block in place then, dtl_halo_is_local) */
+  for (int64_t k = 0; k < h->nlocal && h->nrecv; k++)
+    memcpy((char *)buf + h->ldst[k] * (int64_t)es, (const char *)local + h->lsrc[k] * (int64_t)es, (size_t)h->llen[k] * es);
   if (nreq && (rc = MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS && !err)
     err = dtl_mpi_fail(ctx, rc, "MPI_Waitall (halo)");
   if (!err)

@@ -305,11 +305,73 @@ static bool adds_or_skips(const sp_node *n, const void *arg) {
          n->kind == SN_PRODUCER || (n->kind == SN_ASSIGN && (n->to_entries || n->to_acc));
 }
 
+/* A sum into a register per element (SN_ACC) stores it the same way when the register holds the
+ * element's whole sum:
+ *   zero T; for v { sum { for k ... } ; T(v) += it }   =>   for v { sum { for k ... }; T(v) = it }
+ * Precondition, beside the view of T's own block: no precompute, distinct variables on the left;
+ * every write of T is the result of a register sum that no loop over a summed variable (or one
+ * derived from it) and no loop over stored coordinates encloses, so each element's register
+ * holds all its terms; nothing else writes T (no kernel, no plain update). */
+static bool reduction_var(const sp_program *sp, const sp_func *fn, int v) {
+  int local = v - fn->var0;
+  const lw_stmt *ls = &sp->lp->stmts[fn->index];
+  if (v < 0 || sp->vars[v].kind != SV_INDEX || local < 0 || local >= ls->s->nvars) return true; /* unknown: as if summed */
+  return ls->s->vars[local].reduction;
+}
+static const char *acc_store_walk(const sp_program *sp, const sp_func *fn, const sp_node *n, int t, bool red) {
+  if (!n) return NULL;
+  switch (n->kind) {
+  case SN_LOOP:
+    red = red || n->loop == SL_SPARSE || n->loop == SL_THREAD || reduction_var(sp, fn, n->var);
+    break;
+  case SN_ACC:
+    if (n->lhs && n->lhs->tensor == t) {
+      if (n->to_entries) return "its register sums become sparse entries";
+      if (n->atomic) return "its register sums add atomically (threads share the element)";
+      if (red) return "a loop over a summed variable or over stored coordinates encloses its register sum";
+      return NULL; /* the register's own loops are the sum's */
+    }
+    break;
+  case SN_ASSIGN:
+    if (n->lhs && n->lhs->tensor == t && !n->to_acc) return "it updates the output outside a register sum";
+    break;
+  case SN_KERNEL: case SN_PRODUCER: case SN_DEVICE: return "a kernel or a precompute runs in it";
+  default: break;
+  }
+  for (int q = 0; q < n->nkids; q++) {
+    const char *w = acc_store_walk(sp, fn, n->kids[q], t, red);
+    if (w) return w;
+  }
+  return NULL;
+}
+static bool distinct_lhs(const sp_func *fn) {
+  const sp_expr *l = fn->ref_lhs;
+  if (!l) return false;
+  for (int a = 0; a < l->nidx; a++)
+    for (int b = a + 1; b < l->nidx; b++)
+      if (l->vars[a] == l->vars[b]) return false;
+  return true;
+}
+static bool has_acc_of(const sp_node *n, const void *arg) {
+  return n->kind == SN_ACC && n->lhs && n->lhs->tensor == *(const int *)arg;
+}
+
 static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
   const sp_node *n = seq->kids[at];
   if (n->kind != SN_INIT || n->init != SI_ZERO) return not_here;
   if (sp->tensors[n->tensor].sparse) return not_here;
-  if (!fn->distinct_writes) return "the statement sums, repeats an index on its left, or precomputes";
+  if (!fn->distinct_writes) {
+    const lw_stmt *ls = &sp->lp->stmts[fn->index];
+    if (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor))
+      return "the statement sums, repeats an index on its left, or precomputes";
+    bool view = false;
+    for (int q = 0; q < fn->body->nkids; q++) {
+      const sp_node *k = fn->body->kids[q];
+      view |= k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == n->tensor;
+    }
+    if (!view) return "the output is not written in place in the rank's own block";
+    return acc_store_walk(sp, fn, fn->body, n->tensor, false);
+  }
   bool view = false;
   for (int q = 0; q < fn->body->nkids; q++) {
     const sp_node *k = fn->body->kids[q];
@@ -322,7 +384,11 @@ static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_n
 
 static void set_store(sp_node *n) {
   if (!n) return;
-  if (n->kind == SN_ASSIGN) n->store = true, n->atomic = false;
+  if (n->kind == SN_ASSIGN && !n->to_acc) n->store = true, n->atomic = false;
+  if (n->kind == SN_ACC) { /* the register's total is stored; its own updates still add */
+    n->store = true, n->atomic = false;
+    return;
+  }
   for (int q = 0; q < n->nkids; q++) set_store(n->kids[q]);
 }
 

@@ -714,6 +714,8 @@ static void level(bst *g, sp_node *seq, int k) {
       L->sparse = drv_a, L->level = drv_x, L->base = base;
       L->tensor = g->sp_e[drv_a]->tensor;
       L->parent_maybe_absent = drv_x > 0 && !g->sp_valid[drv_a][drv_x - 1];
+      int64_t b0;
+      L->within = sym_is_const(base, &b0) && b0 == 0 && sym_equal(L->hi, g->sp->tensors[L->tensor].ext[drv_x]);
       g->sp_known[drv_a] = drv_x + 1;
       g->sp_valid[drv_a][drv_x] = true;
     }
@@ -1346,6 +1348,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     case SL_SPARSE:
       fprintf(f, "for %s in stored coordinates of sp%d level %d, below ", vn(c, n->var), n->sparse, n->level);
       ps(f, c, n->hi);
+      if (n->within) fputs(" (all are)", f);
       break;
     default:
       fprintf(f, "for %s in [0, ", vn(c, n->var));
@@ -1438,7 +1441,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
   case SN_ACC:
     fprintf(f, "sum into a register, then ");
     pexpr(f, c, n->lhs);
-    fprintf(f, " += it%s%s\n", n->atomic ? " (atomic)" : "", n->to_entries ? " (as an entry)" : "");
+    fprintf(f, " %s it%s%s\n", n->store ? "=" : "+=", n->atomic ? " (atomic)" : "", n->to_entries ? " (as an entry)" : "");
     pkids(f, c, n, ind + 2);
     return;
   case SN_KERNEL:

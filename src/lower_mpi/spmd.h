@@ -169,6 +169,8 @@ struct sp_node {
   int sparse, level;
   const sym *base;
   bool parent_maybe_absent;
+  bool within;          /* SL_SPARSE: every stored coordinate is below hi (base 0 and hi the
+                         * level's extent): no check in the loop */
   /* SN_BIND: var = value */
   const sym *bind;
   /* SN_GUARD, SN_IF */

@@ -1212,9 +1212,10 @@ static void test_spmd_program_ids(void **state) {
   finish(&r);
 }
 
-/* store: an '=' that writes each element of the rank's block once loses its zeroing pass; a
- * sum or an output held elsewhere keep it.  (A repeated left index, also refused, is an error
- * of the language.) */
+/* store: an '=' that writes each element of the rank's block once loses its zeroing pass (2:
+ * the element's whole sum is in a register, stored once); a sum whose summed loop encloses
+ * the element's update (4) or an output held elsewhere (3) keep it.  (A repeated left index,
+ * also refused, is an error of the language.) */
 static void test_spmd_store(void **state) {
   (void)state;
   run r;
@@ -1226,17 +1227,23 @@ static void test_spmd_store(void **state) {
                "tensor B(n, n) @ M(xy -> y);\n"
                "a(i) = b(i) * 2.distribute({i}, {io}, {ii}, M);\n"
                "a(i) = A(i, j) * b(j).distribute({i}, {io}, {ii}, M);\n"
-               "B(i, j) = A(i, j).distribute({i}, {io}, {ii}, M);\n");
+               "B(i, j) = A(i, j).distribute({i}, {io}, {ii}, M);\n"
+               "a(i) = A(i, j) * b(j).distribute({i}, {io}, {ii}, M).reorder({j, ii});\n");
   sp_program *sp = spmd_build(r.lp);
-  assert_int_equal(sp->nfuncs, 3);
-  /* 1: stored once, no zeroing */
-  for (int q = 0; q < sp->funcs[0].body->nkids; q++) {
-    const sp_node *k = sp->funcs[0].body->kids[q];
-    assert_false(k->kind == SN_INIT && k->init == SI_ZERO);
-  }
+  assert_int_equal(sp->nfuncs, 4);
+  /* 1, 2: stored once, no zeroing */
+  for (int i = 0; i < 2; i++)
+    for (int q = 0; q < sp->funcs[i].body->nkids; q++) {
+      const sp_node *k = sp->funcs[i].body->kids[q];
+      assert_false(k->kind == SN_INIT && k->init == SI_ZERO);
+    }
   assert_true(find_node(sp->funcs[0].body, SN_ASSIGN, -1)->store);
-  /* 2, 3 keep their zeroing pass and add, each saying why */
-  for (int i = 1; i < 3; i++) {
+  const sp_node *acc = find_node(sp->funcs[1].body, SN_ACC, -1);
+  assert_non_null(acc);
+  assert_true(acc->store);
+  assert_false(find_node(acc, SN_ASSIGN, -1)->store); /* the register's own updates still add */
+  /* 3, 4 keep their zeroing pass and add, each saying why */
+  for (int i = 2; i < 4; i++) {
     bool zero = false;
     for (int q = 0; q < sp->funcs[i].body->nkids; q++) {
       const sp_node *k = sp->funcs[i].body->kids[q];
@@ -1246,10 +1253,12 @@ static void test_spmd_store(void **state) {
     const sp_node *a = find_node(sp->funcs[i].body, SN_ASSIGN, -1);
     if (a) assert_false(a->store);
   }
-  const sp_log *l0 = log_of(sp, "store", 0), *l1 = log_of(sp, "store", 1), *l2 = log_of(sp, "store", 2);
+  const sp_log *l0 = log_of(sp, "store", 0), *l1 = log_of(sp, "store", 1), *l2 = log_of(sp, "store", 2),
+               *l3 = log_of(sp, "store", 3);
   assert_null(l0->why);
-  assert_non_null(strstr(l1->why, "sums"));
+  assert_null(l1->why);
   assert_non_null(strstr(l2->why, "own block"));
+  assert_non_null(strstr(l3->why, "sums"));
   finish(&r);
 }
 

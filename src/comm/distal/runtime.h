@@ -507,7 +507,10 @@ int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsi
  * coordinates, which rank sends which entries to whom; it is reused while the piece keeps its
  * crd and pos arrays at the level (the same addresses), their lengths and its box, and own and
  * box stay the same.  Where any member's key changed, or its cache is NULL, every member
- * inspects again (the members agree by one small allreduce each call).  Arrays rewritten in
+ * inspects again; the members agree on that by one small allreduce at the first call of each
+ * epoch (the caller's count of its compute calls: a piece does not change within one compute;
+ * a negative epoch agrees at every call), and later calls of the same epoch trust the cache
+ * (one whose piece changed fails).  Arrays rewritten in
  * place with other coordinates are not noticed: drop the cache (dtl_halo_free) then.  Ranks
  * with an empty piece, or that need nothing, take part and exchange nothing.  The values
  * moved are counted as DTL_OP_HALO (a message per peer on both ends); the inspector's
@@ -515,8 +518,11 @@ int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsi
 typedef struct dtl_halo dtl_halo;
 int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
-                      dtl_halo **cache);
+                      dtl_halo **cache, int64_t epoch);
 void dtl_halo_free(dtl_halo **cache); /* not collective; sets *cache to NULL */
+/* After an exchange: the rank receives nothing (every entry it reads is in its own block), so
+ * the exchange filled nothing of buf and the caller reads its block in place. */
+int dtl_halo_is_local(const dtl_halo *cache);
 
 /* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
  * of key in [lo, hi) or -1. */
