@@ -348,6 +348,12 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
     rc = MPI_Allreduce(&stale, &any, 1, MPI_INT, MPI_MAX, sub);
     if (rc != MPI_SUCCESS)
       return dtl_mpi_fail(ctx, rc, "MPI_Allreduce (halo structure check)");
+    int members = 1;
+    MPI_Comm_size(sub, &members);
+    if (members > 1) {
+      dtl_count_send(ctx, DTL_OP_ALLREDUCE, (int64_t)sizeof stale, 1);
+      dtl_count_recv(ctx, DTL_OP_ALLREDUCE, (int64_t)sizeof stale, 1);
+    }
     if (any) {
       dtl_halo_free(cache);
       if (inspect(ctx, sub, dim, d, t, own, s, level, box, cache))

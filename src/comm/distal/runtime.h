@@ -513,8 +513,8 @@ int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsi
  * (one whose piece changed fails).  Arrays rewritten in
  * place with other coordinates are not noticed: drop the cache (dtl_halo_free) then.  Ranks
  * with an empty piece, or that need nothing, take part and exchange nothing.  The values
- * moved are counted as DTL_OP_HALO (a message per peer on both ends); the inspector's
- * coordinate lists are not counted. */
+ * moved are counted as DTL_OP_HALO (a message per peer on both ends), the agreement as one
+ * DTL_OP_ALLREDUCE; the inspector's coordinate lists are not counted. */
 typedef struct dtl_halo dtl_halo;
 int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
