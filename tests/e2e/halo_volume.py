@@ -9,6 +9,8 @@ outside its own block, from their owners, and --stats counts them under `halo`:
   - block-diagonal with blocks equal to the ranks' blocks: nothing moves (no halo line);
   - the 5-point Poisson matrix of a k x k grid (n = k * k, rows numbered row-major) with G
     dividing k, so that every rank's block is whole grid rows: k entries from each neighbour.
+Beside the values, each rank of an exchange over several ranks makes one agreement per compute
+on the inspector's cache (an allreduce of 4 bytes); nothing else moves.
 Every run also checks y against NumPy, and the per-rank counts against the ghost columns
 counted directly from the matrix.  Runs with --warmup 1 --iters 2: the counted run reuses
 what the inspector found in the first.  Needs DISTALC, MPIRUN (default mpirun), and the
@@ -105,16 +107,16 @@ def write_mtx(path, a):
 
 
 def stats(text):
-    """rank -> (bytes sent, messages sent, bytes received, messages received) of op halo, and
-    the set of ops that moved anything."""
-    halo, ops = {}, set()
+    """rank -> (bytes sent, messages sent, bytes received, messages received) of op halo, the
+    same of op allreduce, and the set of ops that moved anything."""
+    halo, allreduce, ops = {}, {}, set()
     for line in text.splitlines():
         f = line.split()
         if len(f) == 7 and f[0].isdigit():
             ops.add(f[2])
-            if f[2] == "halo":
-                halo[int(f[0])] = tuple(int(v) for v in f[3:])
-    return halo, ops
+            if f[2] in ("halo", "allreduce"):
+                (halo if f[2] == "halo" else allreduce)[int(f[0])] = tuple(int(v) for v in f[3:])
+    return halo, allreduce, ops
 
 
 def main():
@@ -141,7 +143,7 @@ def main():
                    "--save", "y=" + ypath, "--stats", "--warmup", "1", "--iters", "2"]
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
             label = "%s n=%d at %d ranks" % (kind, n, g)
-            halo, ops = stats(p.stdout)
+            halo, allreduce, ops = stats(p.stdout)
             want = closed_form(kind, n, g, k)
             got = [halo.get(c, (0, 0, 0, 0)) for c in range(g)]
             why = []
@@ -153,8 +155,13 @@ def main():
                 why.append("halo per rank %s, closed form %s" % (got, want))
             if want != from_matrix(a, g):
                 why.append("closed form %s, from the matrix %s" % (want, from_matrix(a, g)))
-            if ops - {"halo"}:
-                why.append("other communication: %s" % sorted(ops - {"halo"}))
+            # beside the values, one agreement per compute on the inspector's cache: an
+            # allreduce of one int (4 bytes) on every rank of an exchange of several ranks
+            agree = {c: (4, 1, 4, 1) for c in range(g)} if g > 1 else {}
+            if allreduce != agree:
+                why.append("allreduce per rank %s, one agreement of 4 bytes expected" % allreduce)
+            if ops - {"halo", "allreduce"}:
+                why.append("other communication: %s" % sorted(ops - {"halo", "allreduce"}))
             if why:
                 fails += 1
                 print("FAIL %s: %s" % (label, "; ".join(why)))
