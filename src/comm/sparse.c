@@ -760,8 +760,19 @@ static void lower_word(char *s) {
     *s = (char)tolower((unsigned char)*s);
 }
 
-/* Matrix Market: the banner, comments, the size line, then exactly the announced entries. */
-static int read_mtx(reader *r, dtl_type t, int order, const int64_t *extent, const dtl_box *box, coo *a) {
+/* What the header of a text file says (Matrix Market: banner and size line; FROSTT: nothing)
+ * and where its entries begin. */
+typedef struct {
+  bool pattern, integer, symmetric, skew;
+  char sym[64];
+  long long dim[3];     /* Matrix Market: rows, columns, entries */
+  int64_t size_line;    /* ... the size line's number */
+  int64_t data_start;   /* the byte offset of the first line after the header */
+  int64_t lines_before; /* the lines before it */
+} text_header;
+
+/* Matrix Market: the banner, comments and the size line. */
+static int mtx_header(reader *r, dtl_type t, int order, const int64_t *extent, text_header *h) {
   int rc = raw_line(r);
   if (rc < 0)
     return 1;
@@ -820,92 +831,258 @@ static int read_mtx(reader *r, dtl_type t, int order, const int64_t *extent, con
                    (long long)extent[0], (long long)extent[1]);
   if (symmetric && dim[0] != dim[1])
     return rd_fail(r, size_line, "a %s matrix must be square, this one is %lld x %lld", sym, dim[0], dim[1]);
-  /* the entries */
-  const int want = pattern ? 2 : 3;
-  int64_t seen = 0;
-  while ((rc = next_line(r)) > 0) {
-    if (seen == dim[2])
-      return rd_fail(r, r->lineno, "more entries than the %lld the size line (line %lld) announces", dim[2],
-                     (long long)size_line);
-    if (r->nf != want)
-      return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%s)", r->nf < want ? "too few" : "too many",
-                     r->nf, want, pattern ? "row column: a pattern file has no values" : "row column value");
-    int64_t c[2];
-    for (int k = 0; k < 2; k++)
-      if (parse_coord(r, r->field[k], k ? "column" : "row", -1, extent[k], &c[k]))
-        return 1;
-    char v[8];
-    if (pattern)
-      set_one(t, v);
-    else if (parse_value(r, t, r->field[2], integer, v))
-      return 1;
-    if (symmetric && (skew ? c[0] <= c[1] : c[0] < c[1]))
-      return rd_fail(r, r->lineno, "entry (%lld, %lld) %s the diagonal: a %s file stores the %slower triangle only",
-                     (long long)c[0] + 1, (long long)c[1] + 1, c[0] == c[1] ? "on" : "above", sym,
-                     skew ? "strictly " : "");
-    seen++;
-    for (int mirror = 0; mirror < (symmetric && c[0] != c[1] ? 2 : 1); mirror++) {
-      int64_t cc[2] = {mirror ? c[1] : c[0], mirror ? c[0] : c[1]};
-      if (mirror && skew)
-        negate(t, v);
-      if (cc[0] >= box->lo[0] && cc[0] < box->hi[0] && cc[1] >= box->lo[1] && cc[1] < box->hi[1])
-        coo_push(a, cc, v);
-    }
-  }
-  if (rc < 0)
-    return 1;
-  if (seen != dim[2])
-    return rd_fail(r, size_line, "the size line announces %lld entries, the file has %lld", dim[2], (long long)seen);
+  h->pattern = pattern, h->integer = integer, h->symmetric = symmetric, h->skew = skew;
+  snprintf(h->sym, sizeof h->sym, "%s", sym);
+  memcpy(h->dim, dim, sizeof dim);
+  h->size_line = size_line;
   return 0;
 }
 
-/* FROSTT: one entry per line, the coordinates (1-based) then the value; the order of the
- * file is the number of coordinates of its first entry. */
-static int read_tns(reader *r, dtl_type t, int order, const int64_t *extent, const dtl_box *box, coo *a) {
-  int rc;
-  int64_t first = 0;
-  while ((rc = next_line(r)) > 0) {
-    if (!first) {
-      first = r->lineno;
-      if (r->nf != order + 1)
-        return rd_fail(r, r->lineno, "an entry of order %d (%d field%s: coordinates then a value), the tensor has order %d",
-                       r->nf - 1, r->nf, r->nf == 1 ? "" : "s", order);
-    } else if (r->nf != order + 1) {
-      return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%d coordinates then a value, as on line %lld)",
-                     r->nf < order + 1 ? "too few" : "too many", r->nf, order + 1, order, (long long)first);
-    }
-    int64_t c[DTL_MAX_DIMS];
-    for (int k = 0; k < order; k++)
-      if (parse_coord(r, r->field[k], "coordinate", k, extent[k], &c[k]))
-        return 1;
-    char v[8];
-    if (parse_value(r, t, r->field[order], false, v))
+/* One entry line of a Matrix Market file (the index-th entry of the file, 0-based). */
+static int mtx_entry(reader *r, dtl_type t, const int64_t *extent, const text_header *h, int64_t index,
+                     const dtl_box *box, coo *a) {
+  if (index == h->dim[2])
+    return rd_fail(r, r->lineno, "more entries than the %lld the size line (line %lld) announces", h->dim[2],
+                   (long long)h->size_line);
+  const int want = h->pattern ? 2 : 3;
+  if (r->nf != want)
+    return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%s)", r->nf < want ? "too few" : "too many", r->nf, want,
+                   h->pattern ? "row column: a pattern file has no values" : "row column value");
+  int64_t c[2];
+  for (int k = 0; k < 2; k++)
+    if (parse_coord(r, r->field[k], k ? "column" : "row", -1, extent[k], &c[k]))
       return 1;
-    bool in = true;
-    for (int k = 0; k < order; k++)
-      in &= c[k] >= box->lo[k] && c[k] < box->hi[k];
-    if (in)
-      coo_push(a, c, v);
+  char v[8];
+  if (h->pattern)
+    set_one(t, v);
+  else if (parse_value(r, t, r->field[2], h->integer, v))
+    return 1;
+  if (h->symmetric && (h->skew ? c[0] <= c[1] : c[0] < c[1]))
+    return rd_fail(r, r->lineno, "entry (%lld, %lld) %s the diagonal: a %s file stores the %slower triangle only",
+                   (long long)c[0] + 1, (long long)c[1] + 1, c[0] == c[1] ? "on" : "above", h->sym,
+                   h->skew ? "strictly " : "");
+  for (int mirror = 0; mirror < (h->symmetric && c[0] != c[1] ? 2 : 1); mirror++) {
+    int64_t cc[2] = {mirror ? c[1] : c[0], mirror ? c[0] : c[1]};
+    if (mirror && h->skew)
+      negate(t, v);
+    if (cc[0] >= box->lo[0] && cc[0] < box->hi[0] && cc[1] >= box->lo[1] && cc[1] < box->hi[1])
+      coo_push(a, cc, v);
   }
-  return rc < 0;
+  return 0;
 }
 
-/* Read the entries of the file that lie in box (global coordinates, 0-based) into a. */
-static int read_text(const char *path, dtl_type t, int order, const int64_t *extent,
-                     const dtl_box *box, coo *a, char *err, size_t errlen) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+/* One entry line of a FROSTT file; first: the line of the file's first entry (whose field
+ * count says the file's order). */
+static int tns_entry(reader *r, dtl_type t, int order, const int64_t *extent, int64_t first, const dtl_box *box, coo *a) {
+  if (r->lineno == first && r->nf != order + 1)
+    return rd_fail(r, r->lineno, "an entry of order %d (%d field%s: coordinates then a value), the tensor has order %d",
+                   r->nf - 1, r->nf, r->nf == 1 ? "" : "s", order);
+  if (r->nf != order + 1)
+    return rd_fail(r, r->lineno, "%s fields: %d, expected %d (%d coordinates then a value, as on line %lld)",
+                   r->nf < order + 1 ? "too few" : "too many", r->nf, order + 1, order, (long long)first);
+  int64_t c[DTL_MAX_DIMS];
+  for (int k = 0; k < order; k++)
+    if (parse_coord(r, r->field[k], "coordinate", k, extent[k], &c[k]))
+      return 1;
+  char v[8];
+  if (parse_value(r, t, r->field[order], false, v))
+    return 1;
+  bool in = true;
+  for (int k = 0; k < order; k++)
+    in &= c[k] >= box->lo[k] && c[k] < box->hi[k];
+  if (in)
+    coo_push(a, c, v);
+  return 0;
+}
+
+/* ---- reading .mtx and .tns in parallel (MPI-IO) ----------------------------------------------
+ * Rank 0 reads the header (Matrix Market: banner and size line) and broadcasts it with the
+ * byte offset where the entries begin.  The rest of the file is split into P byte ranges; each
+ * rank owns the lines that begin in its range (found by reading a little past each range's
+ * start to the next line break), reads them with MPI_File_read_at, numbers them from the
+ * counts of the ranks before it (MPI_Exscan of line and entry counts), parses them with the
+ * same strict rules as one reader would, and routes its entries to the ranks whose blocks hold
+ * them (dtl_sparse_import: one all-to-all; duplicates summed).  The first error in the file's
+ * order wins: a rank's lines all come before the next rank's, and the ranks agree on the
+ * lowest failing rank.  Memory per rank: its share of the bytes and of the entries. */
+enum { SCAN_BLOCK = 1 << 16, READ_MAX = 1 << 30 };
+
+static int read_at(MPI_File fh, int64_t off, char *buf, int64_t n, int64_t *got) {
+  *got = 0;
+  while (*got < n) {
+    int want = (int)(n - *got > READ_MAX ? READ_MAX : n - *got), cnt = 0;
+    MPI_Status st;
+    int rc = MPI_File_read_at(fh, (MPI_Offset)(off + *got), buf + *got, want, MPI_BYTE, &st);
+    if (rc != MPI_SUCCESS)
+      return rc;
+    MPI_Get_count(&st, MPI_BYTE, &cnt);
+    if (cnt <= 0)
+      break;
+    *got += cnt;
+  }
+  return MPI_SUCCESS;
+}
+
+/* The first line start at or after pos (pos itself if pos == from or a line break precedes
+ * it), in [from, size]. */
+static int line_start(MPI_File fh, int64_t from, int64_t pos, int64_t size, int64_t *out) {
+  if (pos <= from) {
+    *out = from;
+    return MPI_SUCCESS;
+  }
+  char buf[SCAN_BLOCK];
+  for (int64_t at = pos - 1; at < size; at += SCAN_BLOCK) {
+    int64_t got;
+    int rc = read_at(fh, at, buf, SCAN_BLOCK < size - at ? SCAN_BLOCK : size - at, &got);
+    if (rc != MPI_SUCCESS)
+      return rc;
+    char *nl = memchr(buf, '\n', (size_t)got);
+    if (nl) {
+      *out = at + (nl - buf) + 1;
+      return MPI_SUCCESS;
+    }
+    if (got == 0)
+      break;
+  }
+  *out = size;
+  return MPI_SUCCESS;
+}
+
+/* Entry lines (neither blank nor comments) of a text, and the offset of the first one (-1). */
+static int64_t count_entries(const char *p, int64_t n, int64_t *first_off) {
+  int64_t count = 0;
+  *first_off = -1;
+  for (int64_t i = 0; i < n;) {
+    const char *nl = memchr(p + i, '\n', (size_t)(n - i));
+    int64_t end = nl ? nl - p : n, j = i;
+    while (j < end && isspace((unsigned char)p[j]))
+      j++;
+    if (j < end && p[j] != '%' && p[j] != '#') {
+      if (*first_off < 0)
+        *first_off = i;
+      count++;
+    }
+    i = end + 1;
+  }
+  return count;
+}
+
+static int64_t count_lines(const char *p, int64_t n) {
+  int64_t count = 0;
+  for (const char *q = p; (q = memchr(q, '\n', (size_t)(n - (q - p)))); q++)
+    count++;
+  return count + (n > 0 && p[n - 1] != '\n');
+}
+
+static int read_text_parallel(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, coo *a) {
+  const int order = d->order, P = ctx->size, me = ctx->rank;
+  const bool mtx = ends_with(path, ".mtx");
+  char err[400] = "";
+  MPI_File fh;
+  int rc = MPI_File_open(ctx->comm, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
+  if (rc != MPI_SUCCESS) {
+    /* say why from the file system where it can */
+    FILE *f = fopen(path, "r");
+    int e = f ? 0 : errno;
+    if (f)
+      fclose(f);
+    dtl_any_error(ctx, dtl_fail(ctx, "%s: cannot open: %s", path, e ? strerror(e) : "MPI_File_open failed"));
     return 1;
   }
-  reader r = {.path = path, .f = f, .err = err, .errlen = errlen};
-  int rc = ends_with(path, ".mtx") ? read_mtx(&r, t, order, extent, box, a)
-                                   : read_tns(&r, t, order, extent, box, a);
-  if (!rc && a->oom)
-    rc = rd_fail(&r, r.lineno, "out of memory");
-  free(r.line);
-  fclose(f);
-  return rc;
+  MPI_Offset fsize = 0;
+  int bad = 0;
+  if ((rc = MPI_File_get_size(fh, &fsize)) != MPI_SUCCESS)
+    bad = dtl_mpi_fail(ctx, rc, "MPI_File_get_size");
+  /* the header, on rank 0 */
+  text_header h = {0};
+  if (!bad && me == 0 && mtx) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+      bad = dtl_fail(ctx, "%s: cannot open: %s", path, strerror(errno));
+    } else {
+      reader r = {.path = path, .f = f, .err = err, .errlen = sizeof err};
+      if (mtx_header(&r, t, order, d->extent, &h))
+        bad = dtl_fail(ctx, "%s", err);
+      h.data_start = (int64_t)ftello(f), h.lines_before = r.lineno;
+      free(r.line);
+      fclose(f);
+    }
+  }
+  if (dtl_any_error(ctx, bad)) {
+    MPI_File_close(&fh);
+    return 1;
+  }
+  if (mtx && P > 1 && (rc = MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, ctx->comm)) != MPI_SUCCESS)
+    bad = dtl_mpi_fail(ctx, rc, "MPI_Bcast (file header)");
+  /* this rank's lines: those that begin in its share of the bytes after the header */
+  const int64_t from = h.data_start, size = (int64_t)fsize, span = size - from > 0 ? size - from : 0;
+  int64_t lo = 0, hi = 0;
+  if (!bad) {
+    int64_t b0 = from + (int64_t)((__int128)span * me / P), b1 = from + (int64_t)((__int128)span * (me + 1) / P);
+    if ((rc = line_start(fh, from, b0, size, &lo)) != MPI_SUCCESS ||
+        (rc = me + 1 == P ? (hi = size, MPI_SUCCESS) : line_start(fh, from, b1, size, &hi)) != MPI_SUCCESS)
+      bad = dtl_mpi_fail(ctx, rc, "MPI_File_read_at");
+    if (hi < lo)
+      hi = lo;
+  }
+  char *text = NULL;
+  int64_t n = hi - lo, got = 0;
+  if (!bad && !(text = malloc((size_t)(n > 0 ? n : 1))))
+    bad = dtl_fail(ctx, "out of memory reading %s (%lld bytes of it on this rank)", path, (long long)n);
+  if (!bad && n > 0 && ((rc = read_at(fh, lo, text, n, &got)) != MPI_SUCCESS || got != n))
+    bad = rc != MPI_SUCCESS ? dtl_mpi_fail(ctx, rc, "MPI_File_read_at")
+                            : dtl_fail(ctx, "%s: cannot read: the file ended early", path);
+  MPI_File_close(&fh);
+  if (dtl_any_error(ctx, bad)) {
+    free(text);
+    return 1;
+  }
+  /* line numbers, entry numbers and the file's first entry line from the ranks before */
+  int64_t first_off, mine[2] = {count_lines(text, n), count_entries(text, n, &first_off)}, before[2] = {0, 0}, total[2];
+  if (P > 1) {
+    MPI_Exscan(mine, before, 2, MPI_INT64_T, MPI_SUM, ctx->comm);
+    if (me == 0)
+      before[0] = before[1] = 0;
+  }
+  MPI_Allreduce(mine, total, 2, MPI_INT64_T, MPI_SUM, ctx->comm);
+  const int64_t line0 = h.lines_before + before[0]; /* the line before this rank's first */
+  int64_t my_first = first_off < 0 ? INT64_MAX : line0 + 1 + count_lines(text, first_off), first = my_first;
+  MPI_Allreduce(&my_first, &first, 1, MPI_INT64_T, MPI_MIN, ctx->comm);
+  /* parse this rank's lines */
+  dtl_box all = {.nd = order};
+  for (int k = 0; k < order; k++)
+    all.lo[k] = 0, all.hi[k] = d->extent[k];
+  if (n > 0) {
+    FILE *f = fmemopen(text, (size_t)n, "r");
+    if (!f) {
+      bad = dtl_fail(ctx, "%s: cannot read its text in memory: %s", path, strerror(errno));
+    } else {
+      reader r = {.path = path, .f = f, .err = err, .errlen = sizeof err, .lineno = line0};
+      int64_t index = before[1];
+      while (!bad && (rc = next_line(&r)) > 0) {
+        if (mtx ? mtx_entry(&r, t, d->extent, &h, index, &all, a) : tns_entry(&r, t, order, d->extent, first, &all, a))
+          bad = dtl_fail(ctx, "%s", err);
+        index++;
+      }
+      if (!bad && rc < 0)
+        bad = dtl_fail(ctx, "%s", err);
+      if (!bad && a->oom)
+        bad = dtl_fail(ctx, "%s: out of memory for its entries", path);
+      free(r.line);
+      fclose(f);
+    }
+  }
+  free(text);
+  if (dtl_any_error(ctx, bad))
+    return 1;
+  if (mtx && total[1] != h.dim[2]) {
+    bad = me == 0 ? dtl_fail(ctx, "%s:%lld: error: the size line announces %lld entries, the file has %lld", path,
+                             (long long)h.size_line, h.dim[2], (long long)total[1])
+                  : 0;
+    dtl_any_error(ctx, bad);
+    return 1;
+  }
+  return 0;
 }
 
 int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
@@ -926,12 +1103,14 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
     rc = dtl_sparse_from_dense(out, t, d->order, level, &box, dense, err, sizeof err);
     free(dense);
   } else if (ends_with(path, ".mtx") || ends_with(path, ".tns")) {
+    /* every rank reads its share of the file, and the entries go to their holders */
     coo a = {.order = d->order, .es = dtl_type_size(t)};
-    rc = read_text(path, t, d->order, d->extent, &box, &a, err, sizeof err);
+    rc = read_text_parallel(ctx, path, d, t, &a);
     if (!rc)
-      rc = dtl_sparse_from_coo(out, t, d->order, level, &box, a.n, a.c, a.v, err, sizeof err);
+      rc = dtl_sparse_import(ctx, d, t, level, own, a.n, a.c, a.v, out);
     free(a.c);
     free(a.v);
+    return rc;
   } else {
     snprintf(err, sizeof err, "%s: a sparse tensor is read from .mtx (Matrix Market), .tns (FROSTT) or .npy", path);
     rc = 1;

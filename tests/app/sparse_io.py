@@ -291,6 +291,75 @@ def test_bad_reads(d):
                 ok("%s at %d ranks: %s" % (name, np_, msgs[0]))
 
 
+def test_split_reads(d, rng):
+    """Files read in parallel: each rank parses the lines that begin in its share of the bytes.
+    A Matrix Market file of many short lines (comments, blank lines, CRLF endings, duplicates
+    that sum, a symmetric file's mirrored entries) reads the same at 1 to 8 ranks; errors deep
+    in the file name the same line at every rank count."""
+    entries = []
+    for _ in range(300):
+        entries.append((int(rng.integers(0, N)), int(rng.integers(0, M_)), float(rng.integers(-9, 10)) / 4))
+    want = np.zeros((N, M_))
+    for i, j, v in entries:
+        want[i, j] += v
+    lines = ["%%MatrixMarket matrix coordinate real general", "% entries in random order, with duplicates",
+             "%d %d %d" % (N, M_, len(entries))]
+    for k, (i, j, v) in enumerate(entries):
+        lines.append("%d %d %r" % (i + 1, j + 1, v))
+        if k % 7 == 3:
+            lines.append("% a comment between entries")
+        if k % 11 == 5:
+            lines.append("")
+    text = "\r\n".join(lines[:40]) + "\r\n" + "\n".join(lines[40:]) + "\n"
+    with open(os.path.join(d, "split.mtx"), "w", newline="") as f:
+        f.write(text)
+    # the same lines with an error at a late line, one entry too many, one too few
+    bad_line = len(lines) - 25
+    broken = list(lines)
+    broken[bad_line - 1] = broken[bad_line - 1] + " 7"
+    cases = [("split_bad.mtx", "\n".join(broken) + "\n", "split_bad.mtx:%d: error: too many fields" % bad_line)]
+    more = list(lines)
+    more[2] = "%d %d %d" % (N, M_, len(entries) - 1)
+    last_entry = max(k for k, ln in enumerate(more) if ln and not ln.startswith("%")) + 1
+    cases.append(("split_more.mtx", "\n".join(more) + "\n", "split_more.mtx:%d: error: more entries than the %d" % (last_entry, len(entries) - 1)))
+    fewer = list(lines)
+    fewer[2] = "%d %d %d" % (N, M_, len(entries) + 2)
+    cases.append(("split_fewer.mtx", "\n".join(fewer) + "\n", "split_fewer.mtx:3: error: the size line announces %d entries, the file has %d" % (len(entries) + 2, len(entries))))
+    # FROSTT: an error names the file's first entry line, which only the first reader sees
+    tns = ["# a FROSTT file", "", "# entries follow"]
+    tns += ["%d %d %d %r" % (int(rng.integers(1, N + 1)), int(rng.integers(1, M_ + 1)), int(rng.integers(1, P_ + 1)), 0.5)
+            for _ in range(250)]
+    tns[200] = "1 2 0.5"
+    cases.append(("split_bad.tns", "\n".join(tns) + "\n",
+                  "split_bad.tns:201: error: too few fields: 3, expected 4 (3 coordinates then a value, as on line 4)"))
+    for name, body, _ in cases:
+        with open(os.path.join(d, name), "w") as f:
+            f.write(body)
+    jobs = []
+    for np_ in (1, 2, 3, 4, 5, 6, 7, 8):
+        out = "split_out_%d.npy" % np_
+        jobs.append(("read", np_, out, None, POOL.submit(run, np_, ["--load", "A=split.mtx", "--save", "A=" + out], d)))
+        for name, _, pat in cases:
+            t = "X" if name.endswith(".tns") else "A"
+            jobs.append(("error", np_, name, pat, POOL.submit(run, np_, ["--load", "%s=%s" % (t, name), "--save", "C=never.mtx"], d)))
+    for kind, np_, what, pat, job in jobs:
+        rc, out = job.result()
+        if kind == "read":
+            path = os.path.join(d, what)
+            if rc != 0 or not os.path.exists(path):
+                bad("split read at %d ranks: exit %s" % (np_, rc), out)
+            elif not np.array_equal(np.load(path), want):
+                bad("split read at %d ranks: the matrix differs from NumPy's" % np_, out)
+            else:
+                ok("split read at %d ranks: %d lines, 300 entries with duplicates" % (np_, len(lines)))
+            continue
+        msgs = messages(out)
+        if rc in (None, 0) or len(msgs) != 1 or pat not in msgs[0]:
+            bad("%s at %d ranks: expected one message with %r" % (what, np_, pat), out)
+        else:
+            ok("%s at %d ranks: %s" % (what, np_, msgs[0]))
+
+
 def main():
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory() as d:
@@ -304,6 +373,7 @@ def main():
         test_saves(d, rng)
         test_rejected_saves(d)
         test_bad_reads(d)
+        test_split_reads(d, rng)
         leftovers = [f for f in os.listdir(d) if ".tmp." in f]
         if leftovers:
             bad("temporary files left: %s" % leftovers)

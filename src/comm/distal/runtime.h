@@ -442,7 +442,9 @@ int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed
                     const dtl_box *own, char *err, size_t errlen);
 /* Collective.  Read this rank's piece from a Matrix Market .mtx (coordinate; real, integer or
  * pattern; general, symmetric or skew-symmetric), FROSTT .tns or dense .npy file; every
- * rank fails with one message on a bad file. */
+ * rank fails with one message on a bad file (the first error in the file).  Text files are
+ * read in parallel: each rank parses the lines that begin in its 1/P of the bytes and sends
+ * the entries to their holders (dtl_sparse_import). */
 int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
                     const dtl_level *level, const dtl_box *own, dtl_sparse *out);
 /* Collective.  Save a sparse tensor by the extension of path: .npy writes the dense blocks
