@@ -1134,54 +1134,6 @@ static void print_value(FILE *f, dtl_type t, const char *v) {
   }
 }
 
-/* Rank 0: the n entries (sorted here) as a .mtx or .tns file, through a temporary name. */
-static int write_entries(dtl_ctx *ctx, const char *path, bool mtx, const dtl_dist *d, dtl_type t, int64_t n,
-                         const int64_t *c, const char *v) {
-  const int order = d->order;
-  const size_t es = dtl_type_size(t);
-  int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
-  size_t len = strlen(path) + 32;
-  char *tmp = malloc(len);
-  if (!perm || !tmp) {
-    free(perm), free(tmp);
-    return dtl_fail(ctx, "%s: out of memory", path);
-  }
-  for (int64_t e = 0; e < n; e++)
-    perm[e] = e;
-  g_sort.order = order, g_sort.c = c;
-  qsort(perm, (size_t)n, sizeof *perm, cmp_entry);
-  uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^ (uint64_t)(uintptr_t)&r;
-  snprintf(tmp, len, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
-  int err = 0;
-  FILE *f = fopen(tmp, "wx");
-  if (!f) {
-    err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
-  } else {
-    if (mtx)
-      fprintf(f, "%%%%MatrixMarket matrix coordinate %s general\n%lld %lld %lld\n",
-              t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)d->extent[0],
-              (long long)d->extent[1], (long long)n);
-    for (int64_t e = 0; e < n; e++) {
-      const int64_t *x = c + perm[e] * order;
-      for (int k = 0; k < order; k++)
-        fprintf(f, "%lld ", (long long)x[k] + 1);
-      print_value(f, t, v + perm[e] * (int64_t)es);
-      fputc('\n', f);
-    }
-    bool ok = !ferror(f);
-    if (fclose(f) != 0)
-      ok = false;
-    if (!ok)
-      err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
-    else if (rename(tmp, path) != 0)
-      err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-    if (err)
-      unlink(tmp);
-  }
-  free(perm), free(tmp);
-  return err;
-}
-
 int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const dtl_sparse *s,
                     const void *dense_local, const dtl_box *own) {
   if (ends_with(path, ".npy"))
@@ -1212,49 +1164,156 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
     free(c), free(v);
     return 1;
   }
-  /* to rank 0 */
+  /* to the writer of their rows: rank p of the grid formats the entries whose first
+   * coordinate x has floor(x P / E0) = p, so the ranks' texts in rank order are sorted */
   const int P = ctx->size;
-  int cnt = (int)n, *counts = NULL, *displs = NULL, *ccounts = NULL, *cdispls = NULL;
-  int64_t total = 0, *allc = NULL;
-  char *allv = NULL;
-  if (ctx->rank == 0) {
-    counts = calloc((size_t)P, sizeof *counts), displs = calloc((size_t)P, sizeof *displs);
-    ccounts = calloc((size_t)P, sizeof *ccounts), cdispls = calloc((size_t)P, sizeof *cdispls);
-    if (!counts || !displs || !ccounts || !cdispls)
+  int me = 0;
+  MPI_Comm_rank(ctx->cart, &me);
+  const size_t es = dtl_type_size(t);
+  const int64_t E0 = d->extent[0] > 0 ? d->extent[0] : 1;
+  int *scnt = calloc((size_t)P, sizeof *scnt), *sdsp = calloc((size_t)P, sizeof *sdsp);
+  int *rcnt = calloc((size_t)P, sizeof *rcnt), *rdsp = calloc((size_t)P, sizeof *rdsp);
+  int *sc2 = calloc((size_t)P, sizeof *sc2), *sd2 = calloc((size_t)P, sizeof *sd2);
+  int *rc2 = calloc((size_t)P, sizeof *rc2), *rd2 = calloc((size_t)P, sizeof *rd2);
+  int64_t *sendc = malloc((size_t)(n > 0 ? n : 1) * (size_t)order * sizeof *sendc);
+  char *sendv = malloc((size_t)(n > 0 ? n : 1) * es);
+  int64_t *recvc = NULL, nrecv = 0, *perm = NULL;
+  char *recvv = NULL, *text = NULL, tmp[4096] = "";
+  size_t tlen = 0;
+  int created = 0, rc;
+  if (!scnt || !sdsp || !rcnt || !rdsp || !sc2 || !sd2 || !rc2 || !rd2 || !sendc || !sendv)
+    err = dtl_fail(ctx, "%s: out of memory", path);
+  if (!err && strlen(path) + 32 > sizeof tmp)
+    err = dtl_fail(ctx, "%s: path too long", path);
+#define DEST(x) ((int)(((__int128)(x) * P) / E0))
+  for (int64_t e = 0; e < n && !err; e++)
+    scnt[DEST(c[e * order])]++;
+  for (int q = 1; q < P && !err; q++)
+    sdsp[q] = sdsp[q - 1] + scnt[q - 1];
+  if (!err) {
+    int *at = calloc((size_t)P, sizeof *at);
+    if (!at) {
       err = dtl_fail(ctx, "%s: out of memory", path);
-  }
-  int rc = MPI_Gather(&cnt, 1, MPI_INT, counts, 1, MPI_INT, 0, ctx->cart);
-  if (rc != MPI_SUCCESS && !err)
-    err = dtl_mpi_fail(ctx, rc, "MPI_Gather");
-  if (ctx->rank == 0 && !err) {
-    for (int p = 0; p < P; p++) {
-      if (total + counts[p] > INT_MAX / order) {
-        err = dtl_fail(ctx, "%s: more than %d entries to gather", path, INT_MAX / order);
-        break;
+    } else {
+      for (int64_t e = 0; e < n; e++) {
+        int q = DEST(c[e * order]);
+        int64_t k = sdsp[q] + at[q]++;
+        memcpy(sendc + k * order, c + e * order, (size_t)order * sizeof *sendc);
+        memcpy(sendv + k * (int64_t)es, (char *)v + e * (int64_t)es, es);
       }
-      displs[p] = (int)total, cdispls[p] = (int)total * order, ccounts[p] = counts[p] * order;
-      total += counts[p];
+      free(at);
     }
-    if (!err) {
-      allc = malloc((size_t)(total > 0 ? total : 1) * (size_t)order * sizeof *allc);
-      allv = malloc((size_t)(total > 0 ? total : 1) * dtl_type_size(t));
-      if (!allc || !allv)
+  }
+#undef DEST
+  if (dtl_any_error(ctx, err))
+    goto done;
+  if ((rc = MPI_Alltoall(scnt, 1, MPI_INT, rcnt, 1, MPI_INT, ctx->cart)) != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoall");
+  for (int q = 0; q < P && !err; q++) {
+    if (nrecv + rcnt[q] > INT_MAX / order) {
+      err = dtl_fail(ctx, "%s: more than %d entries to write on one rank", path, INT_MAX / order);
+      break;
+    }
+    rdsp[q] = (int)nrecv, nrecv += rcnt[q];
+    sc2[q] = scnt[q] * order, sd2[q] = sdsp[q] * order, rc2[q] = rcnt[q] * order, rd2[q] = rdsp[q] * order;
+  }
+  if (!err && (!(recvc = malloc((size_t)(nrecv > 0 ? nrecv : 1) * (size_t)order * sizeof *recvc)) ||
+               !(recvv = malloc((size_t)(nrecv > 0 ? nrecv : 1) * es)) ||
+               !(perm = malloc((size_t)(nrecv > 0 ? nrecv : 1) * sizeof *perm))))
+    err = dtl_fail(ctx, "%s: out of memory", path);
+  if (dtl_any_error(ctx, err))
+    goto done;
+  rc = MPI_Alltoallv(sendc, sc2, sd2, MPI_INT64_T, recvc, rc2, rd2, MPI_INT64_T, ctx->cart);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Alltoallv(sendv, scnt, sdsp, dtl_type_mpi(t), recvv, rcnt, rdsp, dtl_type_mpi(t), ctx->cart);
+  if (rc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Alltoallv");
+  /* this rank's text: its entries sorted, one line each */
+  if (!err) {
+    for (int64_t e = 0; e < nrecv; e++)
+      perm[e] = e;
+    g_sort.order = order, g_sort.c = recvc;
+    qsort(perm, (size_t)nrecv, sizeof *perm, cmp_entry);
+    FILE *m = open_memstream(&text, &tlen);
+    if (!m) {
+      err = dtl_fail(ctx, "%s: out of memory", path);
+    } else {
+      for (int64_t e = 0; e < nrecv; e++) {
+        const int64_t *x = recvc + perm[e] * order;
+        for (int k = 0; k < order; k++)
+          fprintf(m, "%lld ", (long long)x[k] + 1);
+        print_value(m, t, recvv + perm[e] * (int64_t)es);
+        fputc('\n', m);
+      }
+      if (fclose(m) != 0)
         err = dtl_fail(ctx, "%s: out of memory", path);
     }
   }
-  if (!dtl_any_error(ctx, err)) {
-    rc = MPI_Gatherv(c, cnt * order, MPI_INT64_T, allc, ccounts, cdispls, MPI_INT64_T, 0, ctx->cart);
-    if (rc == MPI_SUCCESS)
-      rc = MPI_Gatherv(v, cnt, dtl_type_mpi(t), allv, counts, displs, dtl_type_mpi(t), 0, ctx->cart);
-    if (rc != MPI_SUCCESS)
-      err = dtl_mpi_fail(ctx, rc, "MPI_Gatherv");
-    if (!err && ctx->rank == 0)
-      err = write_entries(ctx, path, mtx, d, t, total, allc, allv);
-    err = dtl_any_error(ctx, err);
-  } else {
-    err = 1;
+  int64_t counts[2] = {nrecv, (int64_t)tlen}, total[2] = {0, 0}, before[2] = {0, 0};
+  if (dtl_any_error(ctx, err))
+    goto done;
+  if (((rc = MPI_Allreduce(counts, total, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS ||
+               (rc = MPI_Exscan(counts, before, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS))
+    err = dtl_mpi_fail(ctx, rc, "MPI_Allreduce");
+  if (me == 0)
+    before[0] = before[1] = 0;
+  /* rank 0 creates the file under a fresh name with the header */
+  char hdr[256] = "";
+  if (mtx)
+    snprintf(hdr, sizeof hdr, "%%%%MatrixMarket matrix coordinate %s general\n%lld %lld %lld\n",
+             t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)d->extent[0], (long long)d->extent[1],
+             (long long)total[0]);
+  const int64_t hlen = (int64_t)strlen(hdr);
+  if (!err && me == 0) {
+    uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^ (uint64_t)clock() ^
+                 (uint64_t)(uintptr_t)&r;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
+    FILE *f = fopen(tmp, "wx");
+    if (!f) {
+      err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
+    } else {
+      created = 1;
+      bool ok = fwrite(hdr, 1, (size_t)hlen, f) == (size_t)hlen;
+      if (fclose(f) != 0)
+        ok = false;
+      if (!ok)
+        err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
+    }
   }
-  free(c), free(v), free(counts), free(displs), free(ccounts), free(cdispls), free(allc), free(allv);
+  if (!err && (rc = MPI_Bcast(tmp, (int)sizeof tmp, MPI_CHAR, 0, ctx->cart)) != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Bcast");
+  if (dtl_any_error(ctx, err))
+    goto done;
+  /* every rank writes its lines at its offset */
+  MPI_File fh;
+  rc = MPI_File_open(ctx->cart, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+  if (dtl_any_error(ctx, rc != MPI_SUCCESS ? dtl_mpi_fail(ctx, rc, "MPI_File_open") : 0)) {
+    err = 1;
+    goto done;
+  }
+  for (int64_t off = 0; off < (int64_t)tlen && !err;) {
+    int cnt = (int)((int64_t)tlen - off > READ_MAX ? READ_MAX : (int64_t)tlen - off);
+    rc = MPI_File_write_at(fh, (MPI_Offset)(hlen + before[1] + off), text + off, cnt, MPI_BYTE, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      err = dtl_mpi_fail(ctx, rc, "MPI_File_write_at");
+    off += cnt;
+  }
+  rc = MPI_File_close(&fh);
+  if (rc != MPI_SUCCESS && !err)
+    err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
+  if (dtl_any_error(ctx, err))
+    goto done;
+  if (me == 0 && rename(tmp, path) != 0)
+    err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
+  if (!dtl_any_error(ctx, err))
+    created = 0;
+  else
+    err = 1;
+done:
+  if (created)
+    unlink(tmp);
+  free(c), free(v), free(scnt), free(sdsp), free(rcnt), free(rdsp), free(sc2), free(sd2), free(rc2), free(rd2);
+  free(sendc), free(sendv), free(recvc), free(recvv), free(perm), free(text);
   return err ? 1 : 0;
 }
 

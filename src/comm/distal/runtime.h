@@ -450,8 +450,9 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
 /* Collective.  Save a sparse tensor by the extension of path: .npy writes the dense blocks
  * (dense_local over own, as dtl_npy_write); .mtx (Matrix Market coordinate, real or integer,
  * general; order 2 only) and .tns (FROSTT) hold the nonzero stored entries of every block
- * once (one replica of each), 1-based and sorted, gathered to rank 0 and written under a
- * temporary name that is renamed to path only when everything succeeded. */
+ * once (one replica of each), 1-based and sorted, written in parallel (rank p writes the
+ * entries whose first coordinate x has floor(x P / extent) = p, at its offset after rank 0's
+ * header) under a temporary name that is renamed to path only when everything succeeded. */
 int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
                     const dtl_sparse *s, const void *dense_local, const dtl_box *own);
 
