@@ -1332,9 +1332,9 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
     }
     int L = it->number;
     if (it->peel) { /* fused across the back edge: the first statements' first run */
+      const sp_func *first = &sp->funcs[it->items[0].func];
       fprintf(c, "%*s/* loop %d: its first iteration's statement %d, before the loop; each next one runs inside statement %d */\n", ind, "", L,
-              sp->funcs[list[k].items[0].func].fused_into >= 0 ? sp->funcs[list[k].items[0].func].fused_into + 1 : list[k].items[0].func + 1,
-              it->peel_into + 1);
+              (first->fused_into >= 0 ? first->fused_into : first->index) + 1, it->peel_into + 1);
       emit_items(c, sp, o, it->items, it->peel, ind, false);
     }
     fprintf(c, "%*s/* loop %d (line %d)%s%s */\n", ind, "", L, it->src_line, it->cond_text ? ": until " : "",

@@ -400,35 +400,46 @@ static size_t make_header(char *buf, size_t len, const dtl_dist *d, dtl_type t) 
   return total;
 }
 
-int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const void *local,
-                  const dtl_box *own) {
-  char tmp[4096], hdr[1024];
-  int err = 0, created = 0;
-  size_t hlen = make_header(hdr, sizeof hdr, d, t);
-  if (strlen(path) + 32 > sizeof tmp)
-    return dtl_fail(ctx, "%s: path too long", path);
-  if (ctx->rank == 0) {
-    /* a fresh name in the target's directory, so that the final rename is atomic */
+/* Rank 0 creates a fresh file beside path (PATH.tmp.XXXXXXXX, in the same directory so that
+ * the final rename is atomic) holding the hlen bytes of hdr; every rank learns its name. */
+int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const void *hdr, size_t hlen, char *tmp, size_t tmpsize,
+                  int *created) {
+  int err = 0;
+  *created = 0;
+  if (strlen(path) + 32 > tmpsize)
+    err = dtl_fail(ctx, "%s: path too long", path);
+  if (!err && ctx->rank == 0) {
     uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^
                  (uint64_t)clock() ^ (uint64_t)(uintptr_t)&r;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
+    snprintf(tmp, tmpsize, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
     FILE *f = fopen(tmp, "wbx");
     if (!f) {
       err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
     } else {
-      created = 1;
-      bool ok = hlen > 0 && fwrite(hdr, 1, hlen, f) == hlen;
+      *created = 1;
+      bool ok = fwrite(hdr, 1, hlen, f) == hlen;
       if (fclose(f) != 0)
         ok = false;
       if (!ok)
         err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
     }
   }
-  int rc = MPI_Bcast(tmp, (int)sizeof tmp, MPI_CHAR, 0, ctx->cart);
+  int rc = MPI_Bcast(tmp, (int)tmpsize, MPI_CHAR, 0, ctx->cart);
   if (rc != MPI_SUCCESS && !err)
     err = dtl_mpi_fail(ctx, rc, "MPI_Bcast");
-  if (dtl_any_error(ctx, err))
+  return dtl_any_error(ctx, err);
+}
+
+int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const void *local,
+                  const dtl_box *own) {
+  char tmp[4096], hdr[1024];
+  int err = 0, created = 0;
+  size_t hlen = make_header(hdr, sizeof hdr, d, t);
+  if (hlen == 0) /* the same on every rank */
+    return dtl_fail(ctx, "%s: the .npy header does not fit in %zu bytes", path, sizeof hdr);
+  if (dtl_tmp_begin(ctx, path, hdr, hlen, tmp, sizeof tmp, &created))
     goto fail;
+  int rc;
   MPI_File fh;
   rc = MPI_File_open(ctx->cart, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
   if (dtl_any_error(ctx, rc != MPI_SUCCESS ? dtl_mpi_fail(ctx, rc, "MPI_File_open") : 0)) {

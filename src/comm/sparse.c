@@ -11,7 +11,6 @@
 #include <string.h>
 #include <limits.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 enum { TAG_SPARSE = 0x4460 };
@@ -1183,8 +1182,6 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   int created = 0, rc;
   if (!scnt || !sdsp || !rcnt || !rdsp || !sc2 || !sd2 || !rc2 || !rd2 || !sendc || !sendv)
     err = dtl_fail(ctx, "%s: out of memory", path);
-  if (!err && strlen(path) + 32 > sizeof tmp)
-    err = dtl_fail(ctx, "%s: path too long", path);
 #define DEST(x) ((int)(((__int128)(x) * P) / E0))
   for (int64_t e = 0; e < n && !err; e++)
     scnt[DEST(c[e * order])]++;
@@ -1252,9 +1249,11 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   int64_t counts[2] = {nrecv, (int64_t)tlen}, total[2] = {0, 0}, before[2] = {0, 0};
   if (dtl_any_error(ctx, err))
     goto done;
-  if (((rc = MPI_Allreduce(counts, total, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS ||
-               (rc = MPI_Exscan(counts, before, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS))
+  if ((rc = MPI_Allreduce(counts, total, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS ||
+      (rc = MPI_Exscan(counts, before, 2, MPI_INT64_T, MPI_SUM, ctx->cart)) != MPI_SUCCESS)
     err = dtl_mpi_fail(ctx, rc, "MPI_Allreduce");
+  if (dtl_any_error(ctx, err))
+    goto done;
   if (me == 0)
     before[0] = before[1] = 0;
   /* rank 0 creates the file under a fresh name with the header */
@@ -1264,26 +1263,10 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
              t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)d->extent[0], (long long)d->extent[1],
              (long long)total[0]);
   const int64_t hlen = (int64_t)strlen(hdr);
-  if (!err && me == 0) {
-    uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^ (uint64_t)clock() ^
-                 (uint64_t)(uintptr_t)&r;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
-    FILE *f = fopen(tmp, "wx");
-    if (!f) {
-      err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
-    } else {
-      created = 1;
-      bool ok = fwrite(hdr, 1, (size_t)hlen, f) == (size_t)hlen;
-      if (fclose(f) != 0)
-        ok = false;
-      if (!ok)
-        err = dtl_fail(ctx, "%s: cannot write: %s", path, strerror(errno));
-    }
-  }
-  if (!err && (rc = MPI_Bcast(tmp, (int)sizeof tmp, MPI_CHAR, 0, ctx->cart)) != MPI_SUCCESS)
-    err = dtl_mpi_fail(ctx, rc, "MPI_Bcast");
-  if (dtl_any_error(ctx, err))
+  if (dtl_tmp_begin(ctx, path, hdr, (size_t)hlen, tmp, sizeof tmp, &created)) {
+    err = 1;
     goto done;
+  }
   /* every rank writes its lines at its offset */
   MPI_File fh;
   rc = MPI_File_open(ctx->cart, tmp, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);

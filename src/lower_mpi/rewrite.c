@@ -1092,32 +1092,51 @@ static sp_node *only_comm(sp_node *n, int b, int *count) {
   }
   return *count == 1 ? found : NULL;
 }
-/* the node's box in coordinates (collective loops of one iteration written as grid coords);
- * false when n is not at the top of the body */
-static bool top_box(const sp_program *sp, sp_node *seq, const sp_node *n, int nsub, const int *vars, const int *dims,
-                    const sym **lo, const sym **hi) {
+/* The communication at the top of a statement: before every loop but the collective loops of
+ * one iteration per rank (var = coord[dim]); each node's box with those loops' variables
+ * written as grid coordinates.  Used by the rewrites redistribute and fetch. */
+typedef struct {
+  sp_node *n;
+  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS];
+} topcomm;
+typedef struct {
+  int n, cap;
+  topcomm *f;
+} topcomms;
+static void tops_in(const sp_program *sp, sp_node *seq, int nsub, const int *vars, const int *dims, topcomms *out) {
   for (int q = 0; q < seq->nkids; q++) {
     sp_node *x = seq->kids[q];
-    if (x == n) {
-      const sp_buf *b = &sp->bufs[n->buf];
-      for (int d = 0; d < b->order; d++) {
-        lo[d] = b->lo[d], hi[d] = b->hi[d];
-        for (int k = 0; k < nsub; k++) {
-          lo[d] = sym_subst(&sp->facts, lo[d], SYM_VAR, vars[k], sym_coord(dims[k]));
-          hi[d] = sym_subst(&sp->facts, hi[d], SYM_VAR, vars[k], sym_coord(dims[k]));
-        }
-      }
-      return true;
-    }
     if (x->kind == SN_LOOP && x->loop == SL_COORD && x->nkids == 1 && x->kids[0]->kind == SN_SEQ && nsub < LW_MAX_DIMS) {
       int v2[LW_MAX_DIMS], d2[LW_MAX_DIMS];
       for (int k = 0; k < nsub; k++) v2[k] = vars[k], d2[k] = dims[k];
       v2[nsub] = x->var, d2[nsub] = x->dim;
-      return top_box(sp, x->kids[0], n, nsub + 1, v2, d2, lo, hi);
+      tops_in(sp, x->kids[0], nsub + 1, v2, d2, out);
+      return;
     }
-    if (x->kind == SN_LOOP || x->kind == SN_GUARD || x->kind == SN_IF) return false;
+    if (x->kind == SN_LOOP || x->kind == SN_GUARD || x->kind == SN_IF) return; /* the rest runs per iteration, or not everywhere */
+    if (x->kind != SN_COMM) continue;
+    if (out->n == out->cap) {
+      int cap = out->cap ? 2 * out->cap : 16;
+      topcomm *f = ir_alloc(cap * sizeof *f);
+      if (out->n) memcpy(f, out->f, out->n * sizeof *f);
+      out->f = f, out->cap = cap;
+    }
+    topcomm *t = &out->f[out->n++];
+    t->n = x;
+    const sp_buf *b = &sp->bufs[x->buf];
+    for (int d = 0; d < b->order; d++) {
+      t->lo[d] = b->lo[d], t->hi[d] = b->hi[d];
+      for (int k = 0; k < nsub; k++) {
+        t->lo[d] = sym_subst(&sp->facts, t->lo[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+        t->hi[d] = sym_subst(&sp->facts, t->hi[d], SYM_VAR, vars[k], sym_coord(dims[k]));
+      }
+    }
   }
-  return false;
+}
+static topcomms tops(const sp_program *sp, const sp_func *F) {
+  topcomms out = {0};
+  if (F->body && F->body->kind == SN_SEQ) tops_in(sp, F->body, 0, NULL, NULL, &out);
+  return out;
 }
 static const sp_expr *retensor(const sp_expr *e, int buf, int t) {
   if (!e) return NULL;
@@ -1153,11 +1172,14 @@ static const char *source_can(const sp_program *sp, const sp_func *F, int u, int
   if (!o) return "the source has no layout";
   for (int d = 0; d < sp->ndims && !o->everywhere; d++)
     if (o->kind[d] == OWN_FIXED) return "the source is held only at a fixed grid coordinate";
-  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS];
-  if (!top_box(sp, F->body, c, 0, NULL, NULL, lo, hi)) return "the copy is read inside the statement's loops";
+  topcomms top = tops(sp, F);
+  const topcomm *at = NULL;
+  for (int q = 0; q < top.n && !at; q++)
+    if (top.f[q].n == c) at = &top.f[q];
+  if (!at) return "the copy is read inside the statement's loops";
   for (int d = 0; d < V->order; d++) {
     const sym *ol = o->everywhere ? sym_const(0) : o->lo[d], *oh = o->everywhere ? V->ext[d] : o->hi[d];
-    if (!sym_equal(lo[d], ol) || !sym_equal(hi[d], oh)) return "the box it reads is not the rank's own block of the source";
+    if (!sym_equal(at->lo[d], ol) || !sym_equal(at->hi[d], oh)) return "the box it reads is not the rank's own block of the source";
   }
   *node = c, *buf = bu;
   return NULL;
@@ -1514,45 +1536,7 @@ static bool fetch_kind(const sp_program *sp, const sp_node *n) {
   const sp_buf *b = &sp->bufs[n->buf];
   return !b->doubled && !b->snapshot && !b->output && !sp->tensors[b->tensor].sparse;
 }
-/* A fetch at the top of a statement: before every loop but the collective loops of one
- * iteration per rank (var = coord[dim]), whose variables its box is written over as coords. */
-typedef struct {
-  sp_node *n;
-  const sym *lo[LW_MAX_DIMS], *hi[LW_MAX_DIMS];
-} topfetch;
-typedef struct {
-  int n;
-  topfetch f[16];
-} topfetches;
-static void tops_in(const sp_program *sp, sp_node *seq, int nsub, const int *vars, const int *dims, topfetches *out) {
-  for (int q = 0; q < seq->nkids; q++) {
-    sp_node *x = seq->kids[q];
-    if (x->kind == SN_LOOP && x->loop == SL_COORD && x->nkids == 1 && x->kids[0]->kind == SN_SEQ && nsub < LW_MAX_DIMS) {
-      int v2[LW_MAX_DIMS], d2[LW_MAX_DIMS];
-      for (int k = 0; k < nsub; k++) v2[k] = vars[k], d2[k] = dims[k];
-      v2[nsub] = x->var, d2[nsub] = x->dim;
-      tops_in(sp, x->kids[0], nsub + 1, v2, d2, out);
-      return;
-    }
-    if (x->kind == SN_LOOP || x->kind == SN_GUARD || x->kind == SN_IF) return; /* the rest runs per iteration, or not everywhere */
-    if (!fetch_kind(sp, x) || out->n == 16) continue;
-    topfetch *t = &out->f[out->n++];
-    t->n = x;
-    const sp_buf *b = &sp->bufs[x->buf];
-    for (int d = 0; d < b->order; d++) {
-      t->lo[d] = b->lo[d], t->hi[d] = b->hi[d];
-      for (int k = 0; k < nsub; k++) {
-        t->lo[d] = sym_subst(&sp->facts, t->lo[d], SYM_VAR, vars[k], sym_coord(dims[k]));
-        t->hi[d] = sym_subst(&sp->facts, t->hi[d], SYM_VAR, vars[k], sym_coord(dims[k]));
-      }
-    }
-  }
-}
-static void tops(const sp_program *sp, const sp_func *F, topfetches *out) {
-  out->n = 0;
-  if (F->body && F->body->kind == SN_SEQ) tops_in(sp, F->body, 0, NULL, NULL, out);
-}
-static bool same_box(const sp_program *sp, const topfetch *a, const topfetch *b) {
+static bool same_box(const sp_program *sp, const topcomm *a, const topcomm *b) {
   const sp_buf *x = &sp->bufs[a->n->buf], *y = &sp->bufs[b->n->buf];
   if (x->tensor != y->tensor || x->order != y->order) return false;
   for (int d = 0; d < x->order; d++)
@@ -1570,10 +1554,10 @@ static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
     }
     sp_func *F2 = &sp->funcs[list[k].func];
     if (F2->fused_into >= 0) continue;
-    topfetches t2;
-    tops(sp, F2, &t2);
+    topcomms t2 = tops(sp, F2);
     for (int q = 0; q < t2.n; q++) {
       sp_node *n2 = t2.f[q].n;
+      if (!fetch_kind(sp, n2)) continue;
       sp_buf *b2 = &sp->bufs[n2->buf];
       char w[160];
       snprintf(w, sizeof w, "statement %d, %s %s", F2->index + 1, sp_comm_name(n2->op), sp->tensors[b2->tensor].name);
@@ -1587,11 +1571,10 @@ static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
         const sp_func *F1 = &sp->funcs[list[m].func];
         if (F1->fused_into >= 0) continue;
         if (!block && group_writes(sp, F1->index, b2->tensor)) block = "a statement between the two fetches writes the tensor";
-        topfetches t1;
-        tops(sp, F1, &t1);
+        topcomms t1 = tops(sp, F1);
         const sp_node *n1 = NULL, *other = NULL;
         for (int r = 0; r < t1.n && !n1; r++) {
-          if (sp->bufs[t1.f[r].n->buf].tensor != b2->tensor) continue;
+          if (!fetch_kind(sp, t1.f[r].n) || sp->bufs[t1.f[r].n->buf].tensor != b2->tensor) continue;
           if (same_box(sp, &t1.f[r], &t2.f[q])) n1 = t1.f[r].n;
           else other = t1.f[r].n;
         }

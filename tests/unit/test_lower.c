@@ -1352,14 +1352,12 @@ static void test_spmd_fetch_merge(void **state) {
   finish(&r);
 }
 
-static bool assigns_to(const sp_node *n, const void *arg) {
-  return n->kind == SN_ASSIGN && n->lhs && n->lhs->tensor == *(const int *)arg;
-}
-static bool find(const sp_node *n, bool (*pred)(const sp_node *, const void *), const void *arg) {
+/* does an assignment under n store into tensor t? */
+static bool assigns_to(const sp_node *n, int t) {
   if (!n) return false;
-  if (pred(n, arg)) return true;
+  if (n->kind == SN_ASSIGN && n->lhs && n->lhs->tensor == t) return true;
   for (int q = 0; q < n->nkids; q++)
-    if (find(n->kids[q], pred, arg)) return true;
+    if (assigns_to(n->kids[q], t)) return true;
   return false;
 }
 
@@ -1397,7 +1395,7 @@ static void test_spmd_backedge(void **state) {
   for (int t = 0; t < sp->ntensors; t++)
     if (!strcmp(sp->tensors[t].name, "w")) tw = t;
   assert_true(tw >= 0);
-  assert_true(find(sp->funcs[2].body, assigns_to, &tw));
+  assert_true(assigns_to(sp->funcs[2].body, tw));
   assert_int_equal(count_nodes(sp->funcs[2].body, SN_ASSIGN, -1), 2);
   const sp_log *l0 = NULL, *l1 = NULL;
   for (int q = 0; q < sp->nlog; q++)
