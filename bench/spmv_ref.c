@@ -1,7 +1,8 @@
 /* spmv_ref.c -- the serial reference of bench/sparse.sh: the same sparse matrix and vector
  * as a generated executable of examples/app/spmv.dtl with --fill random --density D
- * --seed S (libdistal's fills, tensor ids 1 and 2), stored as plain CSR arrays, and y = A x
- * timed as the textbook CSR loop on one core.
+ * --seed S (libdistal's fills, tensor ids 1 and 2), copied into plain CSR arrays of int
+ * row pointers and column indices (as PETSc and most codes store them), and y = A x timed as
+ * the textbook CSR loop on one core.
  *
  *   spmv_ref N M DENSITY SEED ITERS    prints: nnz, best time, GFLOP/s (2 nnz / t), GB/s */
 #include <distal/runtime.h>
@@ -33,27 +34,30 @@ int main(int argc, char **argv) {
   double *x = malloc((size_t)m * sizeof *x), *y = malloc((size_t)n * sizeof *y);
   if (!x || !y) return 1;
   dtl_fill(DTL_DOUBLE, DTL_FILL_RANDOM, seed, 2, 1, xext, &xbox, x);
-  /* plain CSR */
-  const int64_t *rowptr = A.pos[1], *col = A.crd[1];
+  /* plain CSR, int indices */
+  int64_t nnz = dtl_sp_pos(&A, 1, n);
+  int *rowptr = malloc((size_t)(n + 1) * sizeof *rowptr), *col = malloc((size_t)(nnz + 1) * sizeof *col);
+  if (!rowptr || !col || nnz > 2147483647) return 1;
+  for (int64_t i = 0; i <= n; i++) rowptr[i] = (int)dtl_sp_pos(&A, 1, i);
+  for (int64_t q = 0; q < nnz; q++) col[q] = (int)dtl_sp_crd(&A, 1, q);
   const double *val = A.vals;
-  int64_t nnz = rowptr[n];
   double best = 1e30, sum = 0;
   for (int it = 0; it < iters; it++) {
     double t0 = MPI_Wtime();
     for (int64_t i = 0; i < n; i++) {
       double acc = 0;
-      for (int64_t q = rowptr[i]; q < rowptr[i + 1]; q++) acc += val[q] * x[col[q]];
+      for (int q = rowptr[i]; q < rowptr[i + 1]; q++) acc += val[q] * x[col[q]];
       y[i] = acc;
     }
     double dt = MPI_Wtime() - t0;
     if (dt < best) best = dt;
   }
   for (int64_t i = 0; i < n; i++) sum += y[i];
-  double bytes = (double)nnz * 16 + (double)(n + 1) * 8 + (double)n * 8 + (double)m * 8;
+  double bytes = (double)nnz * 12 + (double)(n + 1) * 4 + (double)n * 8 + (double)m * 8;
   printf("{\"nnz\": %lld, \"time\": %.6g, \"gflops\": %.4g, \"gbs\": %.4g, \"checksum\": %.17g}\n", (long long)nnz, best,
          2.0 * (double)nnz / best / 1e9, bytes / best / 1e9, sum);
   dtl_sparse_free(&A);
-  free(x), free(y);
+  free(x), free(y), free(rowptr), free(col);
   MPI_Finalize();
   return 0;
 }

@@ -42,6 +42,8 @@ typedef struct cg_st {
   FILE *cu;           /* PREFIX.cu: device kernels */
   FILE *decl;         /* file-scope declarations the statement function needs */
   bool in_kernel;     /* printing a device kernel's body */
+  const sp_node *width; /* the enclosing SN_WIDTH (NULL: none) */
+  bool w32;           /* ... printing its 32-bit branch */
 } cg_st;
 void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */

@@ -379,7 +379,9 @@ static void sp_bind(cg_st *g, int t, const char *src) {
   line(g, "  dtl_%s_ext[dtl_x] = dtl_%s->box.hi[dtl_x] > dtl_%s->box.lo[dtl_x] ? dtl_%s->box.hi[dtl_x] - dtl_%s->box.lo[dtl_x] : 0;", n, n,
        n, n, n);
   line(g, "  dtl_%s_pos[dtl_x] = dtl_%s->pos[dtl_x], dtl_%s_crd[dtl_x] = dtl_%s->crd[dtl_x];", n, n, n, n);
+  line(g, "  dtl_%s_pos32[dtl_x] = dtl_%s->pos32[dtl_x], dtl_%s_crd32[dtl_x] = dtl_%s->crd32[dtl_x];", n, n, n, n);
   line(g, "}");
+  line(g, "dtl_%s_n32 = dtl_%s->narrow;", n, n);
   line(g, "dtl_%s_vals = (const %s *)dtl_%s->vals;", n, cg_ctype(T(g, t)->type), n);
 }
 
@@ -408,8 +410,11 @@ static void declare_buf(cg_st *g, int buf) {
     line(g, "const dtl_sparse *dtl_%s = NULL;", n);
     line(g, "int64_t dtl_%s_lo[%d] = {0}, dtl_%s_ext[%d] = {0};", n, ord, n, ord);
     line(g, "const int64_t *dtl_%s_pos[%d] = {0}, *dtl_%s_crd[%d] = {0};", n, ord, n, ord);
+    line(g, "const int32_t *dtl_%s_pos32[%d] = {0}, *dtl_%s_crd32[%d] = {0}; /* a narrow piece's */", n, ord, n, ord);
+    line(g, "bool dtl_%s_n32 = false;", n);
     line(g, "const %s *dtl_%s_vals = NULL;", ct, n);
     line(g, "(void)dtl_%s, (void)dtl_%s_lo, (void)dtl_%s_ext, (void)dtl_%s_pos, (void)dtl_%s_crd, (void)dtl_%s_vals;", n, n, n, n, n, n);
+    line(g, "(void)dtl_%s_pos32, (void)dtl_%s_crd32, (void)dtl_%s_n32;", n, n, n);
     return;
   }
   line(g, "%s *dtl_%s = NULL;", ct, nm);
@@ -669,6 +674,71 @@ static void emit_if(cg_st *g, const sp_node *n) {
   line(g, "}");
 }
 
+/* ---- index arrays of sparse pieces, at the width the enclosing SN_WIDTH branch reads ---- */
+typedef enum { W_EITHER, W_32, W_64 } wmode;
+static wmode wmode_of(const cg_st *g) {
+  if (!g->width) return W_EITHER;
+  if (g->w32) return W_32;
+  return g->width->nwidth == 1 ? W_64 : W_EITHER; /* several tensors: each its own width */
+}
+
+static const char *rot(void) {
+  static char b[8][4096];
+  static int i;
+  i = (i + 1) % 8;
+  return b[i];
+}
+
+/* pos[x][idx] or crd[x][idx] of tensor name tn, as an int64_t expression */
+static const char *sp_arr(const cg_st *g, const char *arr, const char *tn, int x, const char *idx) {
+  char *b = (char *)rot();
+  switch (wmode_of(g)) {
+  case W_32: snprintf(b, 4096, "dtl_%s_%s32[%d][%s]", tn, arr, x, idx); break;
+  case W_64: snprintf(b, 4096, "dtl_%s_%s[%d][%s]", tn, arr, x, idx); break;
+  case W_EITHER:
+    snprintf(b, 4096, "(dtl_%s_n32 ? (int64_t)dtl_%s_%s32[%d][%s] : dtl_%s_%s[%d][%s])", tn, tn, arr, x, idx, tn, arr, x, idx);
+    break;
+  }
+  return b;
+}
+
+/* dtl_sp_lower or dtl_sp_find (fn) over crd[x] of tn in [lo, hi) */
+static const char *sp_search(const cg_st *g, const char *fn, const char *tn, int x, const char *lo, const char *hi,
+                             const char *key) {
+  char *b = (char *)rot();
+  switch (wmode_of(g)) {
+  case W_32: snprintf(b, 4096, "dtl_sp_%s32(dtl_%s_crd32[%d], %s, %s, %s)", fn, tn, x, lo, hi, key); break;
+  case W_64: snprintf(b, 4096, "dtl_sp_%s(dtl_%s_crd[%d], %s, %s, %s)", fn, tn, x, lo, hi, key); break;
+  case W_EITHER:
+    snprintf(b, 4096, "dtl_sp_%s_w(dtl_%s_n32, dtl_%s_crd[%d], dtl_%s_crd32[%d], %s, %s, %s)", fn, tn, tn, x, tn, x, lo, hi, key);
+    break;
+  }
+  return b;
+}
+
+/* SN_WIDTH: the loops below once over 32-bit index arrays, once over the pieces' own */
+static void emit_width(cg_st *g, const sp_node *n) {
+  MBUF(b);
+  FILE *m = mopen(&b);
+  for (int q = 0; q < n->nwidth; q++) fprintf(m, "%sdtl_%s_n32", q ? " && " : "", tname(g, n->width_tensors[q]));
+  fclose(m);
+  const sp_node *saved = g->width;
+  bool saved32 = g->w32;
+  g->width = n;
+  line(g, "if (%s) { /* 32-bit positions and coordinates */", b);
+  g->ind += 2;
+  g->w32 = true;
+  emit_kids(g, n);
+  g->ind -= 2;
+  line(g, "} else {");
+  g->ind += 2;
+  g->w32 = false;
+  emit_kids(g, n);
+  g->ind -= 2;
+  line(g, "}");
+  g->width = saved, g->w32 = saved32;
+}
+
 static void emit_loop(cg_st *g, const sp_node *n) {
   const char *v = vname(g, n->var);
   const char *tn = n->loop == SL_SPARSE ? tname(g, n->tensor) : NULL;
@@ -696,13 +766,19 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     g->ind += 2;
     /* a parent position that may be -1 (no stored entry) gives an empty loop */
     if (n->parent_maybe_absent) snprintf(chk, sizeof chk, "%s < 0 ? 0 : ", par);
-    line(g, "const int64_t dtl_sp%d_e%d = %sdtl_%s_pos[%d][%s + 1];", a, x, chk, tn, x, par);
-    line(g, "const int64_t dtl_sp%d_b%d = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", a, x, S(g, n->base), tn, x, v);
+    char nxt[80], e[40], bb[40], p[40];
+    snprintf(nxt, sizeof nxt, "%s + 1", par);
+    snprintf(e, sizeof e, "dtl_sp%d_e%d", a, x);
+    snprintf(bb, sizeof bb, "dtl_sp%d_b%d", a, x);
+    snprintf(p, sizeof p, "dtl_sp%d_p%d", a, x);
+    line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
+    line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", bb, S(g, n->base), tn, x, v);
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
-    line(g, "for (int64_t dtl_sp%d_p%d = %s(dtl_sp%d_b%d <= 0 ? dtl_%s_pos[%d][%s] : dtl_sp_lower(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_sp%d_e%d, dtl_sp%d_b%d)); dtl_sp%d_p%d < dtl_sp%d_e%d; dtl_sp%d_p%d++) {",
-         a, x, chk, a, x, tn, x, par, tn, x, tn, x, par, a, x, a, x, a, x, a, x, a, x);
-    line(g, "  const int64_t %s = dtl_%s_crd[%d][dtl_sp%d_p%d] - dtl_sp%d_b%d;", v, tn, x, a, x, a, x);
+    const char *start = sp_arr(g, "pos", tn, x, par);
+    line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb), p,
+         e, p);
+    line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
     if (!n->within) line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
     break;
   }
@@ -742,11 +818,14 @@ static void emit_sppos(cg_st *g, const sp_node *n) {
   char par[64];
   if (x == 0) snprintf(par, sizeof par, "0");
   else snprintf(par, sizeof par, "dtl_sp%d_p%d", a, x - 1);
+  char key[120], nxt[80];
+  snprintf(key, sizeof key, "%s - dtl_%s_lo[%d]", v, t, x);
+  snprintf(nxt, sizeof nxt, "%s + 1", par);
   if (n->compressed && x == 0)
-    line(g, "const int64_t dtl_sp%d_p0 = dtl_sp_find(dtl_%s_crd[0], dtl_%s_pos[0][0], dtl_%s_pos[0][1], %s - dtl_%s_lo[0]);", a, t, t, t, v, t);
+    line(g, "const int64_t dtl_sp%d_p0 = %s;", a, sp_search(g, "find", t, 0, sp_arr(g, "pos", t, 0, "0"), sp_arr(g, "pos", t, 0, "1"), key));
   else if (n->compressed)
-    line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : dtl_sp_find(dtl_%s_crd[%d], dtl_%s_pos[%d][%s], dtl_%s_pos[%d][%s + 1], %s - dtl_%s_lo[%d]);",
-         a, x, par, t, x, t, x, par, t, x, par, v, t, x);
+    line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : %s;", a, x, par,
+         sp_search(g, "find", t, x, sp_arr(g, "pos", t, x, par), sp_arr(g, "pos", t, x, nxt), key));
   else if (x == 0) line(g, "const int64_t dtl_sp%d_p0 = %s - dtl_%s_lo[0];", a, v, t);
   else line(g, "const int64_t dtl_sp%d_p%d = %s < 0 ? -1 : %s * dtl_%s_ext[%d] + (%s - dtl_%s_lo[%d]);", a, x, par, par, t, x, v, t, x);
   line(g, "(void)dtl_sp%d_p%d;", a, x);
@@ -938,6 +1017,7 @@ void cg_node(cg_st *g, const sp_node *n) {
   case SN_KERNEL: emit_kernel(g, n); return;
   case SN_ASSIGN: emit_assign(g, n); return;
   case SN_DEVICE: cg_emit_device(g, n); return;
+  case SN_WIDTH: emit_width(g, n); return;
   case SN_REGISTER:
     line(g, "%s dtl_k%d = 0; /* temporary %s: its element in a register, never stored */", cg_ctype(n->type), n->tensor,
          g->sp->tensors[n->tensor].name);

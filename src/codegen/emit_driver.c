@@ -215,8 +215,11 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name, *ct = cg_ctype(sp->tensors[t].type);
     fprintf(c, "  n_%s = dtl_box_volume(&plan->own[%d]);\n", n, t);
     if (sp->tensors[t].sparse) {
-      /* a sparse piece is dense only for --validate and --save */
-      fprintf(c, "  dn_%s = opt.validate;\n  for (int k = 0; k < opt.nsave; k++) dn_%s |= opt.save_tensor[k] == %d;\n"
+      /* a sparse piece is dense only for --validate and --save to .npy (.mtx and .tns save the
+       * stored entries: a piece far larger than memory as a dense block saves too) */
+      fprintf(c, "  dn_%s = opt.validate;\n  for (int k = 0; k < opt.nsave; k++) {\n"
+                 "    size_t l = strlen(opt.save_path[k]);\n"
+                 "    dn_%s |= opt.save_tensor[k] == %d && l >= 4 && strcmp(opt.save_path[k] + l - 4, \".npy\") == 0;\n  }\n"
                  "  t_%s = calloc((size_t)(dn_%s && n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, t, n, n, n, n, ct);
       fprintf(c, "  i_%s = calloc(1, sizeof(%s));\n", n, ct);
     } else {

@@ -33,7 +33,9 @@ struct dtl_halo {
   /* the key: what the lists were computed from */
   dtl_type t;
   int level;
-  const int64_t *crd, *pos;
+  const int64_t *crd, *pos; /* the piece's arrays at the level (one width NULL) */
+  const int32_t *crd32, *pos32;
+  uint64_t serial; /* the piece's (a rebuilt piece may reuse freed addresses) */
   int64_t npos, nparent;
   dtl_box sbox, own, box;
   /* peers along D (ranks of the sub-communicator), with at least one value each */
@@ -89,6 +91,7 @@ static int64_t parent_count(const dtl_sparse *s, int level) {
 static bool key_matches(const dtl_halo *h, dtl_type t, const dtl_sparse *s, int level, const dtl_box *own,
                         const dtl_box *box) {
   return h->t == t && h->level == level && h->crd == s->crd[level] && h->pos == s->pos[level] &&
+         h->crd32 == s->crd32[level] && h->pos32 == s->pos32[level] && h->serial == s->serial &&
          h->npos == s->npos[level] && h->nparent == parent_count(s, level) && same_box(&h->sbox, &s->box) &&
          same_box(&h->own, own) && same_box(&h->box, box);
 }
@@ -164,7 +167,7 @@ static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t h
     return 1;
   int64_t k = 0, base = s->box.lo[level];
   for (int64_t q = 0; q < m; q++) {
-    int64_t g = s->crd[level][q] + base;
+    int64_t g = dtl_sp_crd(s, level, q) + base;
     if (g >= lo && g < hi)
       c[k++] = g;
   }
@@ -311,6 +314,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     goto done;
   h->t = t, h->level = level;
   h->crd = s->crd[level], h->pos = s->pos[level];
+  h->crd32 = s->crd32[level], h->pos32 = s->pos32[level], h->serial = s->serial;
   h->npos = s->npos[level], h->nparent = parent_count(s, level);
   h->sbox = s->box, h->own = *own, h->box = *box;
   *cache = h;

@@ -25,8 +25,12 @@ void dtl_sparse_free(dtl_sparse *s) {
   for (int k = 0; k < DTL_MAX_DIMS; k++) {
     free(s->pos[k]);
     free(s->crd[k]);
+    free(s->pos32[k]);
+    free(s->crd32[k]);
     s->pos[k] = s->crd[k] = NULL;
+    s->pos32[k] = s->crd32[k] = NULL;
   }
+  s->narrow = false;
   free(s->vals);
   s->vals = NULL;
 }
@@ -36,6 +40,55 @@ int64_t dtl_sparse_nvals(const dtl_sparse *s) {
 }
 
 /* ---- building from coordinates -------------------------------------------------------------- */
+/* 64-bit indices everywhere when DISTAL_INDEX_BITS=64 (read once). */
+static bool wide_only(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("DISTAL_INDEX_BITS");
+    v = e && strcmp(e, "64") == 0;
+  }
+  return v;
+}
+
+/* A piece whose compressed levels' counts and extents fit in int32_t keeps its index arrays
+ * in 32 bits (12 bytes per stored double instead of 16: what a sparse product streams).
+ * Positions at a compressed level run to its count (npos), coordinates below its extent.
+ * Returns nonzero when out of memory (the piece is unchanged). */
+static int narrow_piece(dtl_sparse *s, const int64_t *ext) {
+  if (wide_only())
+    return 0;
+  for (int k = 0; k < s->order; k++)
+    if (s->level[k] == DTL_LEVEL_COMPRESSED && (s->npos[k] > INT32_MAX || ext[k] > INT32_MAX))
+      return 0;
+  int32_t *p32[DTL_MAX_DIMS] = {0}, *c32[DTL_MAX_DIMS] = {0};
+  int64_t parents = 1;
+  for (int k = 0; k < s->order; k++) {
+    if (s->level[k] == DTL_LEVEL_COMPRESSED) {
+      int64_t n = s->npos[k];
+      p32[k] = malloc((size_t)(parents + 1) * sizeof *p32[k]);
+      c32[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof *c32[k]);
+      if (!p32[k] || !c32[k]) {
+        for (int j = 0; j <= k; j++)
+          free(p32[j]), free(c32[j]);
+        return 1;
+      }
+      for (int64_t p = 0; p <= parents; p++)
+        p32[k][p] = (int32_t)s->pos[k][p];
+      for (int64_t q = 0; q < n; q++)
+        c32[k][q] = (int32_t)s->crd[k][q];
+    }
+    parents = s->npos[k];
+  }
+  for (int k = 0; k < s->order; k++) {
+    free(s->pos[k]);
+    free(s->crd[k]);
+    s->pos[k] = s->crd[k] = NULL;
+    s->pos32[k] = p32[k], s->crd32[k] = c32[k];
+  }
+  s->narrow = true;
+  return 0;
+}
+
 typedef struct {
   int order;
   const int64_t *c;
@@ -193,6 +246,10 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
   /* every occurrence adds to its position, in input order within equal coordinates */
   for (int64_t e = 0; e < n; e++)
     add_value(t, s->vals, par[uniq[e]], vals, perm[e]);
+  if (narrow_piece(s, ext))
+    goto oom;
+  static uint64_t serials;
+  s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   free(perm);
   free(uniq);
   free(par);
@@ -248,9 +305,10 @@ static void walk(walk_ctx *w, int k, int64_t p) {
     }
     return;
   }
-  int64_t q = dtl_sp_lower(s->crd[k], s->pos[k][p], s->pos[k][p + 1], lo);
-  for (; q < s->pos[k][p + 1] && s->crd[k][q] < hi; q++) {
-    w->c[k] = s->crd[k][q] + s->box.lo[k];
+  int64_t end = dtl_sp_pos(s, k, p + 1);
+  int64_t q = dtl_sp_lower_w(s->narrow, s->crd[k], s->crd32[k], dtl_sp_pos(s, k, p), end, lo);
+  for (; q < end && dtl_sp_crd(s, k, q) < hi; q++) {
+    w->c[k] = dtl_sp_crd(s, k, q) + s->box.lo[k];
     if (k + 1 < s->order)
       walk(w, k + 1, q);
     else {

@@ -1184,7 +1184,93 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   sp->items = build_items(sp, p, p->items, p->nitems, &sp->nitems);
   spmd_rewrite(sp);
   spmd_fuse(sp);
+  spmd_index_width(sp);
   return sp;
+}
+
+/* ---- index width (spmd.h, spmd_index_width) ----------------------------------------------- */
+static bool width_local(const sp_node *n) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_COMM:
+  case SN_INIT:
+  case SN_DEVICE:
+  case SN_WIDTH: return false;
+  default: break;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!width_local(n->kids[q])) return false;
+  return true;
+}
+
+/* the sparse tensors whose index arrays the subtree reads, added to t[0..*nt) */
+static void width_reads(const sp_node *n, int *t, int *nt) {
+  if (!n) return;
+  if ((n->kind == SN_LOOP && n->loop == SL_SPARSE) || (n->kind == SN_SPPOS && n->compressed)) {
+    bool seen = false;
+    for (int q = 0; q < *nt; q++) seen |= t[q] == n->tensor;
+    if (!seen) t[(*nt)++] = n->tensor;
+  }
+  for (int q = 0; q < n->nkids; q++) width_reads(n->kids[q], t, nt);
+}
+
+/* declares a name that later siblings read (an index variable, a position, a register) */
+static bool width_declares(const sp_node *n) {
+  return n && (n->kind == SN_BIND || n->kind == SN_SPPOS || n->kind == SN_REGISTER);
+}
+
+static void width_log(sp_program *sp, const sp_func *fn, const int *t, int nt, const char *why) {
+  char names[256] = "";
+  for (int i = 0; i < nt; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", sp->tensors[t[i]].name);
+  sp_logf(sp, "width", why, "statement %d: the loops over the stored coordinates of %s", fn->index + 1, names);
+}
+
+/* Kids of a sequence (any node but SN_IF, whose kids are branches): a run of local kids from
+ * the first that reads index arrays is wrapped as one, so that the names its kids declare
+ * stay visible to the rest of the run. */
+static void width_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
+  for (int q = 0; q < n->nkids; q++) {
+    sp_node *k = n->kids[q];
+    if (!k) continue;
+    int *t = ir_alloc((sp->ntensors + 1) * sizeof *t), nt = 0;
+    width_reads(k, t, &nt);
+    if (!nt) continue;
+    if (!width_local(k)) {
+      width_walk(sp, fn, k);
+      continue;
+    }
+    int r = q;
+    if (n->kind != SN_IF)
+      while (r + 1 < n->nkids && width_local(n->kids[r + 1])) r++;
+    bool declares = false;
+    for (int i = q; i <= r; i++) {
+      declares |= width_declares(n->kids[i]);
+      width_reads(n->kids[i], t, &nt);
+    }
+    if (declares && r + 1 < n->nkids && n->kind != SN_IF) {
+      /* a later communication or setup may read what the run declares */
+      width_log(sp, fn, t, nt, "the run declares names that a later communication may read: each entry's width is tested");
+      q = r;
+      continue;
+    }
+    sp_node *w = sp_new(SN_WIDTH), *body = k;
+    w->nwidth = nt, w->width_tensors = t;
+    if (r > q) {
+      body = sp_new(SN_SEQ);
+      for (int i = q; i <= r; i++) sp_add(body, n->kids[i]);
+    }
+    sp_add(w, body);
+    n->kids[q] = w;
+    memmove(n->kids + q + 1, n->kids + r + 1, (size_t)(n->nkids - r - 1) * sizeof *n->kids);
+    n->nkids -= r - q;
+    width_log(sp, fn, t, nt, NULL);
+  }
+}
+
+void spmd_index_width(sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (sp->funcs[i].body) width_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
 /* ---- printing: distalc --emit spmd -------------------------------------------------------- */
@@ -1474,6 +1560,12 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
   case SN_REGISTER:
     fprintf(f, "register %s.register (%s): the temporary's element, never stored\n", c->sp->tensors[n->tensor].name,
             fe_type_name(n->type));
+    return;
+  case SN_WIDTH:
+    fputs("index width: 32-bit where the pieces of", f);
+    for (int q = 0; q < n->nwidth; q++) fprintf(f, "%s %s", q ? "," : "", c->sp->tensors[n->width_tensors[q]].name);
+    fputs(" are narrow, else their own\n", f);
+    pkids(f, c, n, ind + 2);
     return;
   case SN_DEVICE:
     fprintf(f, "device kernel %s: threads over", n->kname);

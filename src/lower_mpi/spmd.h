@@ -73,6 +73,8 @@ typedef enum {
   SN_ASSIGN,    /* the statement's assignment */
   SN_DEVICE,    /* the local loops as one device kernel: kids run in each thread */
   SN_REGISTER,  /* a contracted temporary's element, a local variable of the iteration (tensor, type) */
+  SN_WIDTH,     /* kids[0] twice: with 32-bit index arrays where every piece of width_tensors is
+                 * narrow, else with the pieces' own widths (spmd_index_width) */
 } sn_kind;
 
 typedef enum {
@@ -235,6 +237,9 @@ struct sp_node {
   const int *loop_vars;            /* every loop var of the kernel's nest, outer first */
   const bool *loop_thread;         /* ... mapped to threads */
   int nloops;
+  /* SN_WIDTH: the sparse tensors whose index arrays the loops below read */
+  int nwidth;
+  const int *width_tensors;
 };
 
 typedef struct {
@@ -354,6 +359,16 @@ void spmd_rewrite(sp_program *sp);
 /* The program-level rewrites (with sp->fuse): consecutive statements whose loop nests run
  * alike run as one (spmd_build does, after spmd_rewrite). */
 void spmd_fuse(sp_program *sp);
+
+/* The index width of the loops over stored coordinates (spmd_build does, last): a sparse
+ * piece holds 32-bit positions and coordinates where they fit, 64-bit otherwise (chosen at
+ * run time, per piece).  Each outermost subtree that reads sparse index arrays and holds
+ * only local computation (loops, bindings, guards, positions, sums, assignments, kernels;
+ * no communication or setup, so the pieces it reads are bound before it) is wrapped in an
+ * SN_WIDTH node:
+ *   N  =>  width(T1..Tk) { N }   printed as   if (T1..Tk narrow) N[32-bit] else N[own widths]
+ * so that the inner loops read one width with no test per entry. */
+void spmd_index_width(sp_program *sp);
 
 /* helpers shared by spmd.c and rewrite.c */
 sp_node *sp_new(sn_kind k);

@@ -70,11 +70,11 @@ def bad(msg, out=""):
         print("    | " + line)
 
 
-def run(np_, args, cwd):
-    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", "./save"] + args
+def run(np_, args, cwd, exe="./save", env=None):
+    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", exe] + args
     try:
         p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=TIMEOUT, universal_newlines=True)
+                           timeout=TIMEOUT, universal_newlines=True, env=dict(os.environ, **(env or {})))
         return p.returncode, p.stdout
     except subprocess.TimeoutExpired as e:
         return None, (e.output or b"").decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
@@ -291,6 +291,83 @@ def test_bad_reads(d):
                 ok("%s at %d ranks: %s" % (name, np_, msgs[0]))
 
 
+WIDE = """\
+param n = 5000000000;
+param m = 6;
+machine M = grid(g);
+tensor A(n, m) csf @ M(ij -> i);
+tensor C(n, m) csf;
+tensor B(n, m) csf @ M(ij -> i);
+tensor D(n, m) csf @ M(ij -> i);
+tensor s;
+B(i, j) = 2 * A(i, j);
+D(i, j) = A(i, j) * C(i, j);
+s = A(i, j) * C(i, j);
+"""
+WIDE_N = 5000000000
+
+
+def test_wide_coordinates(d, rng):
+    """Coordinates beyond 2^31: a 5 * 10^9 x 6 matrix with entries on rows around 2^31 and 2^32
+    and at the last row.  A piece keeps 32-bit index arrays only where its counts and extents
+    fit (A's row blocks at 3 ranks and more; C, replicated, never), so one run reads both
+    widths in one loop nest; each run is repeated with DISTAL_INDEX_BITS=64.  The saved results
+    are compared with what Python computes from the entries."""
+    rows = [0, 1, 2 ** 31 - 2, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 7, 2 ** 32 + 3, 3000000000, WIDE_N - 2, WIDE_N - 1]
+    A, C = {}, {}
+    for r in rows:
+        for j in rng.choice(6, 3, replace=False):
+            A[(r, int(j))] = float(rng.integers(1, 9))
+    for r in rows[::2] + [12345, 4000000000]:
+        for j in rng.choice(6, 2, replace=False):
+            C[(r, int(j))] = float(rng.integers(-8, 0))
+    for name, ent in (("wA.tns", A), ("wC.tns", C)):
+        with open(os.path.join(d, name), "w") as f:
+            for (i, j), v in sorted(ent.items(), key=lambda kv: -kv[0][0]):  # any order
+                f.write("%d %d %r\n" % (i + 1, j + 1, v))
+    want_b = {k: 2 * v for k, v in A.items()}
+    want_d = {k: v * C[k] for k, v in A.items() if k in C}
+    want_s = sum(want_d.values())
+
+    def entries(path):
+        """a saved .tns, or a saved .mtx after its banner and size line, as {(i, j): v}"""
+        out = {}
+        with open(path) as f:
+            lines = f.read().splitlines()
+        if path.endswith(".mtx"):
+            if lines[1].split()[:2] != [str(WIDE_N), "6"]:
+                raise ValueError("%s: size line %r" % (path, lines[1]))
+            lines = lines[2:]
+        for line in lines:
+            w = line.split()
+            out[(int(w[0]) - 1, int(w[1]) - 1)] = float(w[2])
+        return out
+
+    jobs = []
+    for np_ in (1, 2, 3, 4, 6, 8):
+        for bits in ("", "64"):
+            tag = "%d%s" % (np_, bits)
+            args = ["--fill", "zeros", "--load", "A=wA.tns", "--load", "C=wC.tns", "--save", "B=wB%s.tns" % tag,
+                    "--save", "D=wD%s.mtx" % tag, "--save", "s=ws%s.npy" % tag]
+            jobs.append((np_, bits, tag, POOL.submit(run, np_, args, d, "./wide", {"DISTAL_INDEX_BITS": bits} if bits else None)))
+    for np_, bits, tag, job in jobs:
+        rc, out = job.result()
+        what = "coordinates beyond 2^31 at %d ranks%s" % (np_, " (64-bit indices)" if bits else "")
+        if rc != 0:
+            bad(what + ": exit %s" % rc, out)
+            continue
+        try:
+            gb, gd = entries(os.path.join(d, "wB%s.tns" % tag)), entries(os.path.join(d, "wD%s.mtx" % tag))
+            gs = float(np.load(os.path.join(d, "ws%s.npy" % tag)))
+        except (OSError, ValueError) as e:
+            bad(what + ": " + str(e), out)
+            continue
+        if gb != want_b or gd != want_d or abs(gs - want_s) > 1e-9 * abs(want_s):
+            bad(what + ": results differ (B %s, D %s, s %r against %r)" % (gb == want_b, gd == want_d, gs, want_s), out)
+        else:
+            ok(what + ": %d, %d entries and the sum" % (len(gb), len(gd)))
+
+
 def test_split_reads(d, rng):
     """Files read in parallel: each rank parses the lines that begin in its share of the bytes.
     A Matrix Market file of many short lines (comments, blank lines, CRLF endings, duplicates
@@ -370,7 +447,15 @@ def main():
         if p.returncode != 0:
             print("FAIL distalc save.dtl --exe\n" + p.stdout)
             return 1
+        with open(os.path.join(d, "wide.dtl"), "w") as f:
+            f.write(WIDE)
+        p = subprocess.run([DISTALC, "wide.dtl", "--exe", "-o", "wide"], cwd=d, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        if p.returncode != 0:
+            print("FAIL distalc wide.dtl --exe\n" + p.stdout)
+            return 1
         test_saves(d, rng)
+        test_wide_coordinates(d, rng)
         test_rejected_saves(d)
         test_bad_reads(d)
         test_split_reads(d, rng)

@@ -1023,9 +1023,12 @@ def main(argv=None):
                 fits = [p for p in range(1, max_ranks + 1)
                         if grid_fit(prog, p, prog.param_values(overrides)) is not None]
                 p = random.Random("no-fuse %d" % s).choice(fits)
+                # ... and with 64-bit index arrays in every sparse piece (32-bit where they fit
+                # is the default, which the first leg runs)
                 legs.append(Run("random", path, p, overrides, validate=(s % 10 == 5), label="seed=%d" % s,
                                 compile_args=["--no-fuse"],
-                                compile_env={"DISTAL_EXTRA_CFLAGS": (extra + " -O0").strip()}))
+                                compile_env={"DISTAL_EXTRA_CFLAGS": (extra + " -O0").strip()},
+                                run_env={"DISTAL_INDEX_BITS": "64"}))
             for leg in legs:
                 leg.seed_value = s
                 leg.text = text

@@ -209,7 +209,7 @@ class Run:
     def __init__(self, suite, file, nranks, params=None, grid=None, validate=False, error=None,
                  fill_ranks=None, omit=(), label="", fill_args=(), compile_error=None,
                  compile_args=(), source=None, args=(), exact=False, inputs=None, monitor=False,
-                 norm_tol=None, compile_env=None):
+                 norm_tol=None, compile_env=None, run_env=None):
         self.suite, self.file, self.nranks = suite, file, nranks
         self.params = dict(params or {})
         self.grid = grid
@@ -220,6 +220,7 @@ class Run:
         self.compile_error = compile_error
         self.compile_args = tuple(compile_args)
         self.compile_env = dict(compile_env or {})  # more environment for distalc --exe
+        self.run_env = dict(run_env or {})  # ... and for the run (mpirun passes it on)
         self.source = source
         self.args = tuple(args)
         self.exact = exact
@@ -472,8 +473,9 @@ class Runner:
             cmd.append("--validate")
         if run.error == "option":
             cmd.append("--no-such-option")
-        res.details.append("run:     " + shlex.join(cmd))
-        rc, out = self.execute(cmd, d, self.timeout)
+        res.details.append("run:     " + shlex.join((["env"] + ["%s=%s" % kv for kv in sorted(run.run_env.items())]
+                                                     if run.run_env else []) + cmd))
+        rc, out = self.execute(cmd, d, self.timeout, run.run_env)
         if rc is None:
             res.reason = "timed out after %d s (a hang?)" % self.timeout
             res.details.append(tail(out))

@@ -2027,16 +2027,19 @@ static bool sp_well_formed(const dtl_sparse *sp) {
     if (sp->level[k] == DTL_LEVEL_DENSE) {
       np *= ext;
     } else {
-      if (sp->pos[k][0] != 0)
+      if ((sp->narrow ? (void *)sp->pos[k] : (void *)sp->pos32[k]) != NULL)
+        return false; /* one width only */
+      if (dtl_sp_pos(sp, k, 0) != 0)
         return false;
       for (int64_t p = 0; p < np; p++) {
-        if (sp->pos[k][p + 1] < sp->pos[k][p])
+        if (dtl_sp_pos(sp, k, p + 1) < dtl_sp_pos(sp, k, p))
           return false;
-        for (int64_t q = sp->pos[k][p]; q < sp->pos[k][p + 1]; q++)
-          if (sp->crd[k][q] < 0 || sp->crd[k][q] >= ext || (q > sp->pos[k][p] && sp->crd[k][q] <= sp->crd[k][q - 1]))
+        for (int64_t q = dtl_sp_pos(sp, k, p); q < dtl_sp_pos(sp, k, p + 1); q++)
+          if (dtl_sp_crd(sp, k, q) < 0 || dtl_sp_crd(sp, k, q) >= ext ||
+              (q > dtl_sp_pos(sp, k, p) && dtl_sp_crd(sp, k, q) <= dtl_sp_crd(sp, k, q - 1)))
             return false;
       }
-      np = sp->pos[k][np];
+      np = dtl_sp_pos(sp, k, np);
     }
     if (sp->npos[k] != np)
       return false;
@@ -2496,7 +2499,7 @@ static void test_sparse_fill_and_read(void **state) {
         snprintf(where, sizeof where, "%s:%d: error: ", path, bad[b].line);
         CHECKF(rc != 0 && strstr(ctx->err, where) && strstr(ctx->err, bad[b].want), "%s: rc %d, message '%s'",
                bad[b].name, rc, ctx->err);
-        CHECKF(rc == 0 || (r.vals == NULL && r.pos[1] == NULL && r.crd[1] == NULL), "%s: a partial tensor", bad[b].name);
+        CHECKF(rc == 0 || (r.vals == NULL && r.pos[1] == NULL && r.crd[1] == NULL && r.pos32[1] == NULL && r.crd32[1] == NULL), "%s: a partial tensor", bad[b].name);
       }
       dtl_ctx_destroy(&ctx);
     }

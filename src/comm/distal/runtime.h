@@ -407,10 +407,24 @@ typedef struct {
   dtl_box box;
   dtl_level level[DTL_MAX_DIMS];
   int64_t npos[DTL_MAX_DIMS];
+  /* The index arrays of the compressed levels: 32-bit (pos32, crd32) when the piece is
+   * narrow, 64-bit (pos, crd) otherwise; the other pair is NULL.  A piece is narrow when
+   * every compressed level's count of stored coordinates and extent fit in int32_t (chosen
+   * per piece when it is built; DISTAL_INDEX_BITS=64 in the environment keeps every piece
+   * 64-bit).  Read them with dtl_sp_pos and dtl_sp_crd when the width is not known. */
   int64_t *pos[DTL_MAX_DIMS], *crd[DTL_MAX_DIMS];
+  int32_t *pos32[DTL_MAX_DIMS], *crd32[DTL_MAX_DIMS];
+  bool narrow;
+  uint64_t serial; /* distinct for every piece built in this process (caches key on it) */
   void *vals;
   bool borrowed; /* the arrays belong to another piece (dtl_sparse_free leaves them) */
 } dtl_sparse;
+static inline int64_t dtl_sp_pos(const dtl_sparse *s, int k, int64_t p) {
+  return s->narrow ? (int64_t)s->pos32[k][p] : s->pos[k][p];
+}
+static inline int64_t dtl_sp_crd(const dtl_sparse *s, int k, int64_t q) {
+  return s->narrow ? (int64_t)s->crd32[k][q] : s->crd[k][q];
+}
 
 /* Build a piece from n entries (coords: n x order global coordinates inside box, vals: n
  * values of type t); duplicates are summed.  Returns nonzero with a message in err. */
@@ -508,8 +522,8 @@ int dtl_sparse_accumulate(dtl_ctx *ctx, const dtl_dist *d, dtl_sparse *own, unsi
  * their owners along dim (owner of coordinate g: g / ceil(N / G)).  Nothing else moves.
  * *cache (NULL at first; release it with dtl_halo_free) holds what the inspector found: the
  * coordinates, which rank sends which entries to whom; it is reused while the piece keeps its
- * crd and pos arrays at the level (the same addresses), their lengths and its box, and own and
- * box stay the same.  Where any member's key changed, or its cache is NULL, every member
+ * serial, its crd and pos arrays at the level (the same addresses), their lengths and its box,
+ * and own and box stay the same.  Where any member's key changed, or its cache is NULL, every member
  * inspects again; the members agree on that by one small allreduce at the first call of each
  * epoch (the caller's count of its compute calls: a piece does not change within one compute;
  * a negative epoch agrees at every call), and later calls of the same epoch trust the cache
@@ -540,6 +554,28 @@ static inline int64_t dtl_sp_lower(const int64_t *crd, int64_t lo, int64_t hi, i
 static inline int64_t dtl_sp_find(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
   int64_t q = dtl_sp_lower(crd, lo, hi, key);
   return q < hi && crd[q] == key ? q : -1;
+}
+/* The same over 32-bit coordinates (a narrow piece). */
+static inline int64_t dtl_sp_lower32(const int32_t *crd, int64_t lo, int64_t hi, int64_t key) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (crd[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+static inline int64_t dtl_sp_find32(const int32_t *crd, int64_t lo, int64_t hi, int64_t key) {
+  int64_t q = dtl_sp_lower32(crd, lo, hi, key);
+  return q < hi && crd[q] == key ? q : -1;
+}
+/* Either width: n32 says which of crd / crd32 holds the coordinates. */
+static inline int64_t dtl_sp_lower_w(bool n32, const int64_t *crd, const int32_t *crd32, int64_t lo,
+                                     int64_t hi, int64_t key) {
+  return n32 ? dtl_sp_lower32(crd32, lo, hi, key) : dtl_sp_lower(crd, lo, hi, key);
+}
+static inline int64_t dtl_sp_find_w(bool n32, const int64_t *crd, const int32_t *crd32, int64_t lo,
+                                    int64_t hi, int64_t key) {
+  return n32 ? dtl_sp_find32(crd32, lo, hi, key) : dtl_sp_find(crd, lo, hi, key);
 }
 
 #ifdef __cplusplus

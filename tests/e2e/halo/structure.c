@@ -17,6 +17,10 @@ static int cmp64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
+static int cmp32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
 
 /* y against the serial product of the entries of every rank's piece (gathered) */
 static int check(spmv_plan *plan, const dtl_sparse *A, const double *x, const double *y, const char *what) {
@@ -27,8 +31,8 @@ static int check(spmv_plan *plan, const dtl_sparse *A, const double *x, const do
   int bad = 0;
   for (int64_t r = 0; r < ext[0]; r++) {
     double want = 0;
-    for (int64_t q = A->pos[1][r]; q < A->pos[1][r + 1]; q++)
-      want += ((const double *)A->vals)[q] * full_x[A->crd[1][q] + A->box.lo[1]];
+    for (int64_t q = dtl_sp_pos(A, 1, r); q < dtl_sp_pos(A, 1, r + 1); q++)
+      want += ((const double *)A->vals)[q] * full_x[dtl_sp_crd(A, 1, q) + A->box.lo[1]];
     if (fabs(y[r] - want) > 1e-12 * (1 + fabs(want))) bad = 1;
   }
   (void)x;
@@ -81,9 +85,14 @@ int main(int argc, char **argv) {
     fail |= spmv_compute(plan, &A, x, y) || check(plan, &A, x, y, "tridiagonal");
   /* the stored columns moved by N / 2, in place: the same arrays, counts and box */
   for (int64_t r = 0; r < A.npos[0] && !fail; r++) {
-    int64_t lo = A.pos[1][r], hi = A.pos[1][r + 1];
-    for (int64_t q = lo; q < hi; q++) A.crd[1][q] = (A.crd[1][q] + N / 2) % N;
-    qsort(A.crd[1] + lo, (size_t)(hi - lo), sizeof *A.crd[1], cmp64);
+    int64_t lo = dtl_sp_pos(&A, 1, r), hi = dtl_sp_pos(&A, 1, r + 1);
+    if (A.narrow) {
+      for (int64_t q = lo; q < hi; q++) A.crd32[1][q] = (int32_t)((A.crd32[1][q] + N / 2) % N);
+      qsort(A.crd32[1] + lo, (size_t)(hi - lo), sizeof *A.crd32[1], cmp32);
+    } else {
+      for (int64_t q = lo; q < hi; q++) A.crd[1][q] = (A.crd[1][q] + N / 2) % N;
+      qsort(A.crd[1] + lo, (size_t)(hi - lo), sizeof *A.crd[1], cmp64);
+    }
   }
   if (!fail && rank == 0 && spmv_structure_changed(plan)) fail = 1;
   if (!fail) fail |= spmv_compute(plan, &A, x, y) || check(plan, &A, x, y, "columns changed in place");
