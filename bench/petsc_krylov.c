@@ -28,6 +28,7 @@
  * (messages and bytes: sent by the rank that sends most, per iteration). */
 #define _POSIX_C_SOURCE 200809L
 #include <petscksp.h>
+#include "poisson.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,25 +40,6 @@ static double b_value(PetscInt i) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   z ^= z >> 31;
   return 0.5 + (double)(z >> 11) * 0x1.0p-53;
-}
-
-/* distal's blocked partition: rows of rank r out of P. */
-static void block_rows(PetscInt n, int P, int r, PetscInt *lo, PetscInt *hi) {
-  PetscInt s = (n + P - 1) / P;
-  *lo = PetscMin(n, (PetscInt)r * s);
-  *hi = PetscMin(n, (PetscInt)(r + 1) * s);
-}
-
-/* The columns and values of row i of the m x m 5-point Laplacian, in ascending order. */
-static int poisson_row(PetscInt m, PetscInt i, PetscInt *cols, double *vals) {
-  PetscInt gi = i / m, gj = i % m;
-  int k = 0;
-  if (gi > 0) cols[k] = i - m, vals[k++] = -1.0;
-  if (gj > 0) cols[k] = i - 1, vals[k++] = -1.0;
-  cols[k] = i, vals[k++] = 4.0;
-  if (gj < m - 1) cols[k] = i + 1, vals[k++] = -1.0;
-  if (gi < m - 1) cols[k] = i + m, vals[k++] = -1.0;
-  return k;
 }
 
 static int write_npy_header(FILE *f, PetscInt n) {

@@ -234,6 +234,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   }
   fputs("  if (dtl_any_error(ctx, status)) goto fail;\n", c);
   fputs("  /* initial values: --load, else --fill (a function of global coordinates only) */\n", c);
+  fputs("  double t_load = MPI_Wtime();\n", c);
   for (int t = 0; t < nt; t++) {
     if (sp->tensors[t].temp) continue;
     const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name;
@@ -257,6 +258,8 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
             cg_dtltype(sp->tensors[t].type), t, sp->tensors[t].order, t, t, n);
     fprintf(c, "    memcpy(i_%s, t_%s, (size_t)(n_%s > 0 ? n_%s : 0) * sizeof *t_%s);\n  }\n", n, n, n, n, n);
   }
+  fputs("  t_load = MPI_Wtime() - t_load;\n"
+        "  MPI_Allreduce(&t_load, &ctx->load_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);\n", c);
   /* validation inputs */
   fputs("  /* --validate: whole initial tensors on rank 0 */\n", c);
   for (int t = 0; t < nt; t++) {

@@ -326,8 +326,10 @@ void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
     for (int i = 0; i < n; i++)
       fprintf(out, "%s%.9g", i ? ", " : "", times[i]);
     fprintf(out,
-            "], \"min_s\": %.9g, \"median_s\": %.9g, \"gflops\": %.6g, \"gbytes_per_s\": %.6g}\n",
-            tmin, tmed, gflops, gbs);
+            "], \"min_s\": %.9g, \"median_s\": %.9g, \"gflops\": %.6g, \"gbytes_per_s\": %.6g", tmin, tmed, gflops, gbs);
+    if (ctx->load_s > 0)
+      fprintf(out, ", \"load_s\": %.9g", ctx->load_s);
+    fputs("}\n", out);
   }
   fflush(out);
 }

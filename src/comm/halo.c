@@ -166,6 +166,21 @@ static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t h
   if (!c)
     return 1;
   int64_t k = 0, base = s->box.lo[level];
+  /* a bitmap over [lo, hi) where it is not much larger than the list (one pass, no sort) */
+  uint64_t *bits = hi - lo <= 64 * m + 4096 ? calloc((size_t)((hi - lo) / 64 + 1), sizeof *bits) : NULL;
+  if (bits) {
+    for (int64_t q = 0; q < m; q++) {
+      int64_t g = dtl_sp_crd(s, level, q) + base - lo;
+      if (g >= 0 && g < hi - lo)
+        bits[g >> 6] |= 1ull << (g & 63);
+    }
+    for (int64_t w = 0; w <= (hi - lo) / 64; w++)
+      for (uint64_t b = bits[w]; b; b &= b - 1)
+        c[k++] = lo + w * 64 + __builtin_ctzll(b);
+    free(bits);
+    *out = c, *n = k;
+    return 0;
+  }
   for (int64_t q = 0; q < m; q++) {
     int64_t g = dtl_sp_crd(s, level, q) + base;
     if (g >= lo && g < hi)

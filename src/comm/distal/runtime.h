@@ -92,6 +92,8 @@ struct dtl_ctx {
   char err[512];
   /* statistics, by operation */
   int64_t bytes_sent[DTL_NOPS], bytes_recv[DTL_NOPS], msgs_sent[DTL_NOPS], msgs_recv[DTL_NOPS];
+  double load_s; /* a generated executable's: seconds its slowest rank took to load or fill
+                  * the inputs (dtl_report's JSON prints it as load_s when positive) */
   /* device state of libdistal_cuda (distal/cuda.h), released by dtl_ctx_destroy */
   void *dev;
   void (*dev_free)(void *dev);
@@ -315,7 +317,7 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
 /* Rank 0 prints the summary line (or JSON with json): program name, ranks, grid dims,
  * params (floating ones where param_float[i]; it may be NULL), iterations=K of a program's
  * loops (iterations < 0: the program has none), min and median of times[0..n), GFLOP/s from
- * flops and GB/s from bytes (per run). */
+ * flops and GB/s from bytes (per run); JSON also has load_s (ctx->load_s) when positive. */
 void dtl_report(dtl_ctx *ctx, FILE *out, const char *prog, int nparams,
                 const char *const *param_names, const bool *param_float, const int64_t *values,
                 const double *times, int n, double flops, double bytes, int64_t iterations, bool json);
