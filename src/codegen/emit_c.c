@@ -616,6 +616,11 @@ static void emit_comm(cg_st *g, const sp_node *c) {
   case SC_SPARSE_MERGE:
     line(g, "if (dtl_sparse_merge(dtl_ctx, %s, dtl_%s_coo)) return 1; /* this rank's block gains its entries */", n, n);
     return;
+  case SC_HALO_END:
+    line(g, "if (dtl_halo_end(dtl_ctx, dtl_plan->halo[%d], dtl_%s_halo)) return 1; /* the ghosts are in the buffer */", b->slot, nm);
+    line(g, "dtl_%s = dtl_%s_halo, %s = dtl_%s_hbox;", nm, nm, box, nm);
+    set_layout(g, nm, box);
+    return;
   case SC_HALO: /* the buffer over the whole box; only the entries at the sparse piece's stored coordinates are filled */
     emit_box(g, b->order, b->lo, b->hi, box, false);
     line(g, "dtl_%s_vol = dtl_box_volume(&%s);", nm, box);
@@ -625,6 +630,16 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       reserve(g, nm, b->slot, vol, ty);
     }
     set_layout(g, nm, box);
+    if (c->halo_split) {
+      line(g, "if (dtl_halo_begin(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d], dtl_plan->epoch, true)) return 1;",
+           __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
+      line(g, "const uint8_t *dtl_%s_rows = dtl_halo_rows(dtl_plan->halo[%d]); /* 1: the row reads a ghost */", nm, b->slot);
+      line(g, "%s *dtl_%s_halo = dtl_%s; /* the exchange's buffer; until halo.end, the rank's own block */", ct, nm, nm);
+      line(g, "dtl_box dtl_%s_hbox = %s;", nm, box);
+      line(g, "dtl_%s = (%s *)%s, %s = dtl_plan->own[%d];", nm, ct, localptr, box, t);
+      set_layout(g, nm, box);
+      return;
+    }
     line(g, "if (dtl_halo_exchange(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d], dtl_plan->epoch)) return 1;",
          __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
     line(g, "if (dtl_halo_is_local(dtl_plan->halo[%d])) { /* every entry it reads is its own: the block in place */", b->slot);
@@ -802,6 +817,10 @@ static void emit_bind(cg_st *g, const sp_node *n) {
 }
 
 static void emit_guard(cg_st *g, const sp_node *n) {
+  if (n->halo_guard) { /* the rewrite "overlap": rows in two phases */
+    line(g, "if (dtl_%s_rows[dtl_sp%d_p%d] != %d) continue;", cg_bname(g, n->halo_guard - 1), n->sparse, n->level, n->halo_phase);
+    return;
+  }
   MBUF(b);
   FILE *m = mopen(&b);
   conds(m, g, n->nconds, n->conds);

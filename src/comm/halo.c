@@ -51,6 +51,10 @@ struct dtl_halo {
   int64_t epoch;  /* the caller's epoch in which the members last agreed on the lists */
   char *sbuf, *rbuf; /* packed values */
   MPI_Request *req;
+  int nreq;       /* posted by dtl_halo_begin, completed by dtl_halo_end */
+  bool split;     /* the lists of dtl_halo_begin's split mode (part of the key) */
+  uint8_t *rows;  /* split: per parent position at the level, 1 where it stores a coordinate
+                   * outside the rank's block (it reads a ghost) */
 };
 
 int dtl_halo_is_local(const dtl_halo *cache) { return cache && cache->nrecv == 0; }
@@ -71,6 +75,7 @@ void dtl_halo_free(dtl_halo **cache) {
   free(h->sbuf);
   free(h->rbuf);
   free(h->req);
+  free(h->rows);
   free(h);
   *cache = NULL;
 }
@@ -89,8 +94,8 @@ static int64_t parent_count(const dtl_sparse *s, int level) {
 }
 
 static bool key_matches(const dtl_halo *h, dtl_type t, const dtl_sparse *s, int level, const dtl_box *own,
-                        const dtl_box *box) {
-  return h->t == t && h->level == level && h->crd == s->crd[level] && h->pos == s->pos[level] &&
+                        const dtl_box *box, bool split) {
+  return h->split == split && h->t == t && h->level == level && h->crd == s->crd[level] && h->pos == s->pos[level] &&
          h->crd32 == s->crd32[level] && h->pos32 == s->pos32[level] && h->serial == s->serial &&
          h->npos == s->npos[level] && h->nparent == parent_count(s, level) && same_box(&h->sbox, &s->box) &&
          same_box(&h->own, own) && same_box(&h->box, box);
@@ -156,36 +161,50 @@ static const char *check_args(const dtl_ctx *ctx, int dim, const dtl_dist *d, co
   return NULL;
 }
 
-/* The distinct global coordinates of s at level inside [lo, hi), sorted (malloc'ed into *out). */
-static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t hi, int64_t **out, int64_t *n) {
+/* The distinct global coordinates of s at level inside [lo, hi), sorted (malloc'ed into *out);
+ * with rows, only those of the parent positions p where rows[p] is 1. */
+static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t hi, const uint8_t *rows,
+                           int64_t **out, int64_t *n) {
   int64_t m = parent_count(s, level) > 0 ? s->npos[level] : 0;
   *out = NULL, *n = 0;
   if (m <= 0)
     return 0;
+  uint8_t *skip = NULL; /* per position: its parent's row is not wanted */
+  if (rows) {
+    skip = malloc((size_t)m);
+    if (!skip)
+      return 1;
+    for (int64_t p = 0, np = parent_count(s, level); p < np; p++)
+      memset(skip + dtl_sp_pos(s, level, p), !rows[p], (size_t)(dtl_sp_pos(s, level, p + 1) - dtl_sp_pos(s, level, p)));
+  }
   int64_t *c = malloc((size_t)m * sizeof *c);
-  if (!c)
+  if (!c) {
+    free(skip);
     return 1;
+  }
   int64_t k = 0, base = s->box.lo[level];
   /* a bitmap over [lo, hi) where it is not much larger than the list (one pass, no sort) */
   uint64_t *bits = hi - lo <= 64 * m + 4096 ? calloc((size_t)((hi - lo) / 64 + 1), sizeof *bits) : NULL;
   if (bits) {
     for (int64_t q = 0; q < m; q++) {
       int64_t g = dtl_sp_crd(s, level, q) + base - lo;
-      if (g >= 0 && g < hi - lo)
+      if (g >= 0 && g < hi - lo && !(skip && skip[q]))
         bits[g >> 6] |= 1ull << (g & 63);
     }
     for (int64_t w = 0; w <= (hi - lo) / 64; w++)
       for (uint64_t b = bits[w]; b; b &= b - 1)
         c[k++] = lo + w * 64 + __builtin_ctzll(b);
     free(bits);
+    free(skip);
     *out = c, *n = k;
     return 0;
   }
   for (int64_t q = 0; q < m; q++) {
     int64_t g = dtl_sp_crd(s, level, q) + base;
-    if (g >= lo && g < hi)
+    if (g >= lo && g < hi && !(skip && skip[q]))
       c[k++] = g;
   }
+  free(skip);
   qsort(c, (size_t)k, sizeof *c, cmp64);
   int64_t u = 0;
   for (int64_t q = 0; q < k; q++)
@@ -195,10 +214,25 @@ static int distinct_coords(const dtl_sparse *s, int level, int64_t lo, int64_t h
   return 0;
 }
 
+/* Split mode: which parent positions at level (rows) store a coordinate outside own. */
+static int split_rows(const dtl_sparse *s, int level, const dtl_box *own, dtl_halo *h) {
+  int64_t np = parent_count(s, level);
+  h->rows = malloc((size_t)(np > 0 ? np : 1));
+  if (!h->rows)
+    return 1;
+  const int64_t lo = own->lo[0] - s->box.lo[level], hi = own->hi[0] - s->box.lo[level];
+  for (int64_t p = 0; p < np; p++) {
+    int64_t a = dtl_sp_pos(s, level, p), b = dtl_sp_pos(s, level, p + 1);
+    /* coordinates increase along a segment: its first and last decide */
+    h->rows[p] = b > a && (dtl_sp_crd(s, level, a) < lo || dtl_sp_crd(s, level, b - 1) >= hi);
+  }
+  return 0;
+}
+
 /* The inspector: collective over sub (every member inspects together).  Returns nonzero on every
  * member when one fails. */
 static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_type t, const dtl_box *own,
-                   const dtl_sparse *s, int level, const dtl_box *box, dtl_halo **cache) {
+                   const dtl_sparse *s, int level, const dtl_box *box, bool split, dtl_halo **cache) {
   const int G = (int)ctx->dims[dim], me = (int)ctx->coords[dim];
   const int64_t N = d->extent[0], blk = dtl_ceildiv(N, G);
   const size_t es = dtl_type_size(t);
@@ -214,7 +248,9 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     err = dtl_fail(ctx, "halo exchange: %s", why);
   else if (!scount || !rcount || !sc || !sd || !rcv || !rd || !h)
     err = dtl_fail(ctx, "halo exchange: out of memory");
-  else if (distinct_coords(s, level, dtl_max(box->lo[0], 0), dtl_min(box->hi[0], N), &want, &nwant))
+  else if (split && split_rows(s, level, own, h))
+    err = dtl_fail(ctx, "halo exchange: out of memory for the rows");
+  else if (distinct_coords(s, level, dtl_max(box->lo[0], 0), dtl_min(box->hi[0], N), h->rows, &want, &nwant))
     err = dtl_fail(ctx, "halo exchange: out of memory for %lld coordinates", (long long)s->npos[level]);
   /* what this rank asks of each owner (want is sorted: each owner's coordinates are a run) and
    * what it copies from its own block */
@@ -327,7 +363,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
   }
   if ((err = agree(ctx, sub, err, "halo inspector, send lists")))
     goto done;
-  h->t = t, h->level = level;
+  h->t = t, h->level = level, h->split = split;
   h->crd = s->crd[level], h->pos = s->pos[level];
   h->crd32 = s->crd32[level], h->pos32 = s->pos32[level], h->serial = s->serial;
   h->npos = s->npos[level], h->nparent = parent_count(s, level);
@@ -347,16 +383,18 @@ done:
   return err;
 }
 
-int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
-                      const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
-                      dtl_halo **cache, int64_t epoch) {
+int dtl_halo_begin(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+                   const dtl_sparse *s, int level, const dtl_box *box, void *buf, dtl_halo **cache, int64_t epoch,
+                   bool split) {
   if (dim < 0 || dim >= ctx->ndims)
     return dtl_fail(ctx, "halo exchange: grid dim %d is out of range", dim);
+  if (split && level < 1)
+    return dtl_fail(ctx, "halo exchange: split mode needs a level with parents (level %d)", level);
   MPI_Comm sub = dtl_subcomm(ctx, 1u << dim);
   if (sub == MPI_COMM_NULL)
     return dtl_fail(ctx, "halo exchange: no sub-communicator for grid dim %d", dim);
   /* inspect again where any member's piece changed (or was never seen) */
-  int stale = !*cache || !s || level < 0 || level >= s->order || !key_matches(*cache, t, s, level, own, box);
+  int stale = !*cache || !s || level < 0 || level >= s->order || !key_matches(*cache, t, s, level, own, box, split);
   int rc;
   if (*cache && epoch >= 0 && (*cache)->epoch == epoch) {
     /* the members agreed in this epoch already, and a piece does not change inside one */
@@ -375,7 +413,7 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
     }
     if (any) {
       dtl_halo_free(cache);
-      if (inspect(ctx, sub, dim, d, t, own, s, level, box, cache))
+      if (inspect(ctx, sub, dim, d, t, own, s, level, box, split, cache))
         return 1;
     }
     (*cache)->epoch = epoch;
@@ -415,12 +453,34 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
     off += h->scnt[k];
   }
   /* the rank's own entries while the messages travel (none where it receives nothing: the
-   * caller reads its block in place then, dtl_halo_is_local) */
+   * caller reads its block in place then, dtl_halo_is_local; in split mode only those that
+   * rows reading a ghost read) */
   for (int64_t k = 0; k < h->nlocal && h->nrecv; k++)
     memcpy((char *)buf + h->ldst[k] * (int64_t)es, (const char *)local + h->lsrc[k] * (int64_t)es, (size_t)h->llen[k] * es);
-  if (nreq && (rc = MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS && !err)
+  h->nreq = nreq;
+  if (err && nreq) /* complete what was posted before failing */
+    MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE), h->nreq = 0;
+  return err;
+}
+
+int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf) {
+  if (!cache)
+    return dtl_fail(ctx, "halo exchange: no exchange was begun");
+  int rc, err = 0, nreq = cache->nreq;
+  cache->nreq = 0;
+  if (nreq && (rc = MPI_Waitall(nreq, cache->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
     err = dtl_mpi_fail(ctx, rc, "MPI_Waitall (halo)");
   if (!err)
-    scatter_vals(es, h->rbuf, h->ridx, h->nridx, buf);
+    scatter_vals(dtl_type_size(cache->t), cache->rbuf, cache->ridx, cache->nridx, buf);
   return err;
+}
+
+const uint8_t *dtl_halo_rows(const dtl_halo *cache) { return cache ? cache->rows : NULL; }
+
+int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
+                      const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
+                      dtl_halo **cache, int64_t epoch) {
+  if (dtl_halo_begin(ctx, dim, d, t, local, own, s, level, box, buf, cache, epoch, false))
+    return 1;
+  return dtl_halo_end(ctx, *cache, buf);
 }

@@ -466,6 +466,9 @@ static void inplace_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
     if (sp->bufs[fn->bufs[q]].tensor == t && sp->bufs[fn->bufs[q]].snapshot) sp->bufs[fn->bufs[q]].in_place = true;
 }
 
+static const char *overlap_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at);
+static void overlap_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at);
+
 const sp_rewrite sp_rewrites[] = {
     {"allreduce", allreduce_can, allreduce_apply, "reduce followed by a broadcast of the result becomes one allreduce"},
     {"halo", halo_can, halo_apply,
@@ -474,6 +477,8 @@ const sp_rewrite sp_rewrites[] = {
      "a broadcast or shift at the top of a sequential loop goes out one iteration ahead, double-buffered"},
     {"store", store_can, store_apply, "an '=' that writes each element of the rank's block once stores instead of zeroing and adding"},
     {"inplace", inplace_can, inplace_apply, "a statement that reads its own output only where it writes needs no snapshot"},
+    {"overlap", overlap_can, overlap_apply,
+     "the rows of a sparse product that read no ghost run while the halo exchange travels, reading the vector's block in place"},
 };
 const int sp_nrewrites = sizeof sp_rewrites / sizeof sp_rewrites[0];
 
@@ -1603,4 +1608,164 @@ void spmd_fuse(sp_program *sp) {
   fuse_items(sp, sp->items, sp->nitems);
   contract(sp);
   merge_fetches(sp, sp->items, sp->nitems);
+}
+
+/* ---- overlap -------------------------------------------------------------------------------
+ * The rows of a sparse product that read only the rank's own block of the exchanged vector run
+ * while the halo exchange travels, reading that block in place (its entries are not copied into
+ * the exchange's buffer); the rows that read a ghost run after it, from the buffer:
+ *   halo x; N        =>  halo x (posted; x reads the rank's own block); N[rows reading no ghost];
+ *                        halo.end x (x reads the buffer); N[rows reading a ghost]
+ * where N[R] is the nest with a test at the top of each row's iteration (the inspector marks
+ * the rows, dtl_halo_rows).  Precondition: the exchange is the halo rewrite's, of level 1 of a
+ * sparse matrix (order 2), and is followed in its sequence by exactly one nest N, the last node,
+ * that holds only local computation (loops, bindings, guards, positions, register sums,
+ * assignments); in N, the node X0 that binds the position of the matrix's access at level 0
+ * (the row) comes before every assignment (each is after X0 in X0's sequence, or inside X0 when
+ * it is the loop over the rows), so a skipped row does nothing; every assignment writes the
+ * output at exactly the row's index variable (distinct rows write distinct elements) and no
+ * expression reads the output (rows do not see each other's results); the output is dense.
+ * Each row runs in exactly one of the two nests, whole and in its order: the results are those
+ * of the single nest. */
+static bool overlap_local(const sp_node *n) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_LOOP: case SN_BIND: case SN_GUARD: case SN_SPPOS: case SN_ACC: case SN_ASSIGN: case SN_REGISTER: break;
+  default: return false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!overlap_local(n->kids[q])) return false;
+  return true;
+}
+
+/* the node binding the position of sparse access a at level 0: its parent and index */
+static bool overlap_row(sp_node *n, int a, sp_node **parent, int *at) {
+  for (int q = 0; n && q < n->nkids; q++) {
+    sp_node *k = n->kids[q];
+    if (!k) continue;
+    if (k->sparse == a && k->level == 0 && ((k->kind == SN_SPPOS) || (k->kind == SN_LOOP && k->loop == SL_SPARSE))) {
+      *parent = n, *at = q;
+      return true;
+    }
+    if (overlap_row(k, a, parent, at)) return true;
+  }
+  return false;
+}
+
+static int overlap_writes(const sp_node *n) {
+  if (!n) return 0;
+  int w = n->kind == SN_ASSIGN || n->kind == SN_ACC;
+  for (int q = 0; q < n->nkids; q++) w += overlap_writes(n->kids[q]);
+  return w;
+}
+
+static bool overlap_reads_tensor(const sp_expr *e, int t) {
+  return e && ((e->kind == SE_ACCESS && e->tensor == t && e->sparse < 0) || overlap_reads_tensor(e->a, t) ||
+               overlap_reads_tensor(e->b, t));
+}
+
+/* the row variable of sparse access a (its index at level 0), from any expression reading it */
+static int overlap_row_var(const sp_expr *e, int a) {
+  if (!e) return -1;
+  if (e->kind == SE_ACCESS && e->sparse == a && e->nidx == 2) return e->vars[0];
+  int v = overlap_row_var(e->a, a);
+  return v >= 0 ? v : overlap_row_var(e->b, a);
+}
+
+typedef struct {
+  int a, out, row;
+  const char *why;
+} overlap_st;
+
+static void overlap_check(overlap_st *o, const sp_node *n) {
+  if (!n || o->why) return;
+  if (n->kind == SN_ASSIGN || n->kind == SN_ACC) {
+    if (o->row < 0) o->row = overlap_row_var(n->rhs, o->a);
+    if (overlap_reads_tensor(n->rhs, o->out)) o->why = "the nest reads its output";
+    else if (n->to_entries) o->why = "the output is sparse";
+    else if (!n->to_acc && n->lhs && (n->lhs->nidx != 1 || n->lhs->tensor != o->out))
+      o->why = "the output is not indexed by the row alone";
+  }
+  for (int q = 0; q < n->nkids; q++) overlap_check(o, n->kids[q]);
+}
+
+static void overlap_vars(overlap_st *o, const sp_node *n) {
+  if (!n || o->why) return;
+  if ((n->kind == SN_ASSIGN || n->kind == SN_ACC) && !n->to_acc && n->lhs && n->lhs->vars[0] != o->row)
+    o->why = "the output is not indexed by the row's index variable";
+  for (int q = 0; q < n->nkids; q++) overlap_vars(o, n->kids[q]);
+}
+
+static const char *overlap_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
+  const sp_node *n = seq->kids[at];
+  if (n->kind != SN_COMM || n->op != SC_HALO || n->halo_split) return not_here;
+  if (sp->tensors[n->halo_tensor].order != 2 || n->halo_level != 1) return "the exchange is not at level 1 of a sparse matrix";
+  if (at != seq->nkids - 2) return "the exchange is not followed by exactly one nest";
+  sp_node *N = seq->kids[at + 1];
+  if (!overlap_local(N)) return "the nest after the exchange does more than local computation";
+  halo_st h = {.buf = n->buf};
+  halo_node(&h, sp, N);
+  if (h.why || !h.drv) return "the nest after the exchange does not read it";
+  overlap_st o = {.a = h.drv->sparse, .out = fn->lhs_tensor, .row = -1};
+  if (sp->tensors[o.out].sparse) return "the output is sparse";
+  overlap_check(&o, N);
+  if (!o.why && o.row < 0) o.why = "no assignment reads the matrix";
+  overlap_vars(&o, N);
+  if (o.why) return o.why;
+  sp_node *P = NULL;
+  int x0 = -1;
+  if (!overlap_row((sp_node *)N, o.a, &P, &x0)) return "no node of the nest binds the row's position";
+  int after = P->kids[x0]->kind == SN_LOOP ? overlap_writes(P->kids[x0]) : 0;
+  if (P->kind == SN_IF) return "the row's position is bound in a branch";
+  for (int q = x0 + 1; q < P->nkids; q++) after += overlap_writes(P->kids[q]);
+  if (after != overlap_writes(N)) return "the nest writes before the row's position is bound";
+  return NULL;
+}
+
+/* a guard of phase `phase` at the top of the row of a copy of the nest */
+static sp_node *overlap_phase(const sp_program *sp, const sp_node *N, const sp_node *halo, int a, int phase) {
+  renaming none = {0};
+  sp_node *c = phase ? (sp_node *)N : rn_node(sp, &none, N), *P = NULL;
+  int x0 = -1;
+  overlap_row(c, a, &P, &x0);
+  sp_node *g = sp_new(SN_GUARD);
+  g->halo_guard = 1 + halo->buf, g->halo_phase = phase, g->sparse = a, g->level = 0;
+  g->comment = "overlap";
+  if (P->kids[x0]->kind == SN_LOOP) {
+    sp_node *L = P->kids[x0];
+    sp_node **k = ir_alloc((L->nkids + 1) * sizeof *k);
+    k[0] = g;
+    if (L->nkids) memcpy(k + 1, L->kids, L->nkids * sizeof *k);
+    L->kids = k, L->nkids++;
+  } else {
+    sp_node **k = ir_alloc((P->nkids + 1) * sizeof *k);
+    memcpy(k, P->kids, (x0 + 1) * sizeof *k);
+    k[x0 + 1] = g;
+    memcpy(k + x0 + 2, P->kids + x0 + 1, (P->nkids - x0 - 1) * sizeof *k);
+    P->kids = k, P->nkids++;
+  }
+  return c;
+}
+
+static void overlap_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
+  (void)fn;
+  const sp_node *n = seq->kids[at];
+  sp_node *N = seq->kids[at + 1];
+  halo_st h = {.buf = n->buf};
+  halo_node(&h, sp, N);
+  sp_node *begin = sp_new(SN_COMM);
+  *begin = *n;
+  begin->halo_split = true;
+  begin->comment = "posted; until halo.end the vector is read as the rank's own block";
+  sp_node *end = sp_new(SN_COMM);
+  *end = *n;
+  end->op = SC_HALO_END, end->halo_split = true;
+  end->comment = "the ghosts are in the buffer: the rows that read them";
+  sp_node *own = overlap_phase(sp, N, n, h.drv->sparse, 0), *ghost = overlap_phase(sp, N, n, h.drv->sparse, 1);
+  sp_node *by[4] = {begin, own, end, ghost};
+  /* replace the exchange and the nest */
+  sp_node **k = ir_alloc((seq->nkids + 3) * sizeof *k);
+  memcpy(k, seq->kids, at * sizeof *k);
+  memcpy(k + at, by, sizeof by);
+  seq->kids = k, seq->nkids = at + 4;
 }

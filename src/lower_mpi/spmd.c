@@ -51,7 +51,7 @@ void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *f
 const char *sp_comm_name(sp_comm_op op) {
   static const char *n[] = {"view", "fetch", "bcast", "bcast.begin", "shift.begin", "wait", "produce", "reduce",
                             "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.reset",
-                            "sparse.accumulate", "sparse.merge", "halo"};
+                            "sparse.accumulate", "sparse.merge", "halo", "halo.end"};
   return n[op];
 }
 
@@ -1450,6 +1450,11 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     fprintf(f, "   # %s\n", n->comment);
     return;
   case SN_GUARD:
+    if (n->halo_guard) {
+      fprintf(f, "skip unless the row at position sp%d level %d %s   # overlap\n", n->sparse, n->level,
+              n->halo_phase ? "reads a ghost: after the exchange, from its buffer" : "reads only this rank's block: during the exchange, in place");
+      return;
+    }
     fputs("skip unless ", f);
     pconds(f, c, n->nconds, n->conds);
     fputc('\n', f);
@@ -1481,7 +1486,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fputs(" box ", f);
       pbox(f, c, c->sp->bufs[n->buf].order, n->box_lo, n->box_hi);
       fputs(n->other_slot ? " into the other slot" : " into the free slot", f);
-    } else if (n->op != SC_WAIT && n->op != SC_VIEW && n->op != SC_SPARSE_MERGE && n->op != SC_SPARSE_RESET) {
+    } else if (n->op != SC_WAIT && n->op != SC_HALO_END && n->op != SC_VIEW && n->op != SC_SPARSE_MERGE && n->op != SC_SPARSE_RESET) {
       fputs(" box ", f);
       const sp_buf *B = &c->sp->bufs[n->buf];
       pbox(f, c, B->order, B->lo, B->hi);
@@ -1493,7 +1498,8 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     } else if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
       fputs(" (point to point: every rank evaluates the others' boxes)", f);
     if (n->op == SC_HALO)
-      fprintf(f, " (inspector: the stored coordinates of %s at level %d)", c->sp->tensors[n->halo_tensor].name, n->halo_level);
+      fprintf(f, " (inspector: the stored coordinates of %s at level %d%s)", c->sp->tensors[n->halo_tensor].name, n->halo_level,
+              n->halo_split ? "; posted, completed by halo.end" : "");
     fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
     return;
   case SN_INIT:

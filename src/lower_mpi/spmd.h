@@ -104,6 +104,7 @@ typedef enum {
   SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
   SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */
   SC_HALO,          /* the box's entries at the stored coordinates of a sparse piece, from their owners along mask */
+  SC_HALO_END,      /* a split halo exchange (halo_split) completes: the ghosts are in the buffer */
 } sp_comm_op;
 
 typedef enum {
@@ -202,6 +203,11 @@ struct sp_node {
   const int *merged;    /* ... their buffers */
   int halo_tensor;      /* SC_HALO: the sparse tensor (read as the rank's own piece) whose stored coordinates */
   int halo_level;       /* ... at this level are the entries filled */
+  bool halo_split;      /* SC_HALO: posted only, rows in two phases (the rewrite "overlap"); SC_HALO_END completes it */
+  /* SN_GUARD of the rewrite "overlap": 1 + the halo buffer whose rows it tests (0: an ordinary
+   * guard); the iteration runs where the row at the position of sparse access `sparse`,
+   * level `level`, reads a ghost (phase 1) or only the rank's own block (phase 0) */
+  int halo_guard, halo_phase;
   /* SN_INIT */
   sp_init_kind init;
   int tensor, work, slot;

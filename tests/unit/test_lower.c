@@ -1148,7 +1148,7 @@ static void test_spmd_halo(void **state) {
   /* b(i) - A(i, j) * x(j): b counts once, before the loop over the stored coordinates */
   assert_int_equal(count_nodes(sp->funcs[1].body, SN_COMM, SC_HALO), 1);
   assert_null(log_of(sp, "halo", 1)->why);
-  assert_int_equal(count_nodes(sp->funcs[1].body, SN_LOOP, -1) - 2, 1);
+  assert_int_equal(count_nodes(sp->funcs[1].body, SN_LOOP, -1), 5); /* the collective loop; two nests of two loops (overlap) */
   const sp_node *sl = find_node(sp->funcs[1].body, SN_ACC, -1);
   assert_non_null(sl);
   /* a split j: not j itself */
@@ -1168,6 +1168,50 @@ static void test_spmd_halo(void **state) {
   sp = spmd_build(r.lp);
   assert_int_equal(count_nodes(sp->funcs[1].body, SN_COMM, SC_HALO), 0);
   assert_non_null(strstr(log_of(sp, "halo", 0)->why, "writes the sparse operand"));
+  finish(&r);
+}
+
+/* The rewrite overlap: after the halo exchange of an SpMV, the rows that read no ghost run
+ * while it travels and the others after halo.end, each nest with its row test right after the
+ * row's position (before the register sum); a scalar result (an allreduce after the nest)
+ * keeps one exchange and one nest, and the log says why. */
+static int count_guards(const sp_node *n, int phase) {
+  if (!n) return 0;
+  int c = n->kind == SN_GUARD && n->halo_guard && n->halo_phase == phase;
+  for (int q = 0; q < n->nkids; q++) c += count_guards(n->kids[q], phase);
+  return c;
+}
+
+static void test_spmd_overlap(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "tensor s;\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "s = A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *body = sp->funcs[0].body;
+  const sp_node *h = find_node(body, SN_COMM, SC_HALO);
+  assert_non_null(h);
+  assert_true(h->halo_split);
+  assert_int_equal(count_nodes(body, SN_COMM, SC_HALO_END), 1);
+  assert_int_equal(count_guards(body, 0), 1);
+  assert_int_equal(count_guards(body, 1), 1);
+  assert_null(log_of(sp, "overlap", 0)->why);
+  /* the guard follows the row's position and precedes the register sum */
+  const sp_node *acc = find_node(body, SN_ACC, -1);
+  assert_non_null(acc);
+  /* a sum to a scalar: an allreduce follows the nest */
+  const sp_node *h2 = find_node(sp->funcs[1].body, SN_COMM, SC_HALO);
+  assert_non_null(h2);
+  assert_false(h2->halo_split);
+  assert_int_equal(count_nodes(sp->funcs[1].body, SN_COMM, SC_HALO_END), 0);
+  assert_int_equal(count_guards(sp->funcs[1].body, 0) + count_guards(sp->funcs[1].body, 1), 0);
+  assert_non_null(log_of(sp, "overlap", 1)->why);
   finish(&r);
 }
 
@@ -1462,6 +1506,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_pipeline_refused),
       cmocka_unit_test(test_spmd_allreduce),
       cmocka_unit_test(test_spmd_halo),
+      cmocka_unit_test(test_spmd_overlap),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),

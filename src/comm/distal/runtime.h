@@ -539,6 +539,18 @@ int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, cons
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
                       dtl_halo **cache, int64_t epoch);
 void dtl_halo_free(dtl_halo **cache); /* not collective; sets *cache to NULL */
+/* The same exchange in two halves, so that the caller computes while the values travel:
+ * begin inspects (as above), posts the messages and copies the rank's own entries; end waits
+ * and places the received ones.  split (level >= 1): begin copies only the own entries that
+ * the parent positions at level reading a ghost read; dtl_halo_rows then says, per parent
+ * position (a row of a CSR piece), 1 where it stores a coordinate outside the rank's block
+ * and 0 where it reads only the rank's own block, which the caller reads in place between
+ * begin and end (and buf after end for the other rows).  A cache is for one mode. */
+int dtl_halo_begin(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
+                   const dtl_sparse *s, int level, const dtl_box *box, void *buf, dtl_halo **cache, int64_t epoch,
+                   bool split);
+int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf);
+const uint8_t *dtl_halo_rows(const dtl_halo *cache);
 /* After an exchange: the rank receives nothing (every entry it reads is in its own block), so
  * the exchange filled nothing of buf and the caller reads its block in place. */
 int dtl_halo_is_local(const dtl_halo *cache);
