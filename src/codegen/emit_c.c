@@ -620,6 +620,12 @@ static void emit_comm(cg_st *g, const sp_node *c) {
     line(g, "if (dtl_halo_end(dtl_ctx, dtl_plan->halo[%d], dtl_%s_halo)) return 1; /* the ghosts are in the buffer */", b->slot, nm);
     line(g, "dtl_%s = dtl_%s_halo, %s = dtl_%s_hbox;", nm, nm, box, nm);
     set_layout(g, nm, box);
+    line(g, "if (dtl_%s_rows) { /* the rows that read a ghost (none: nothing to run) */", nm);
+    g->ind += 2;
+    for (int q = 0; q < c->nkids; q++)
+      if (c->kids[q]) cg_node(g, c->kids[q]);
+    g->ind -= 2;
+    line(g, "}");
     return;
   case SC_HALO: /* the buffer over the whole box; only the entries at the sparse piece's stored coordinates are filled */
     emit_box(g, b->order, b->lo, b->hi, box, false);
@@ -818,7 +824,10 @@ static void emit_bind(cg_st *g, const sp_node *n) {
 
 static void emit_guard(cg_st *g, const sp_node *n) {
   if (n->halo_guard) { /* the rewrite "overlap": rows in two phases */
-    line(g, "if (dtl_%s_rows[dtl_sp%d_p%d] != %d) continue;", cg_bname(g, n->halo_guard - 1), n->sparse, n->level, n->halo_phase);
+    /* a row with no stored entry (position -1) reads no ghost */
+    const char *nm = cg_bname(g, n->halo_guard - 1);
+    line(g, "if ((dtl_sp%d_p%d >= 0 && dtl_%s_rows && dtl_%s_rows[dtl_sp%d_p%d]) != %d) continue;", n->sparse, n->level, nm, nm,
+         n->sparse, n->level, n->halo_phase);
     return;
   }
   MBUF(b);

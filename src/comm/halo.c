@@ -55,6 +55,7 @@ struct dtl_halo {
   bool split;     /* the lists of dtl_halo_begin's split mode (part of the key) */
   uint8_t *rows;  /* split: per parent position at the level, 1 where it stores a coordinate
                    * outside the rank's block (it reads a ghost) */
+  int64_t nghost_rows; /* ... how many */
 };
 
 int dtl_halo_is_local(const dtl_halo *cache) { return cache && cache->nrecv == 0; }
@@ -225,6 +226,7 @@ static int split_rows(const dtl_sparse *s, int level, const dtl_box *own, dtl_ha
     int64_t a = dtl_sp_pos(s, level, p), b = dtl_sp_pos(s, level, p + 1);
     /* coordinates increase along a segment: its first and last decide */
     h->rows[p] = b > a && (dtl_sp_crd(s, level, a) < lo || dtl_sp_crd(s, level, b - 1) >= hi);
+    h->nghost_rows += h->rows[p];
   }
   return 0;
 }
@@ -475,7 +477,7 @@ int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf) {
   return err;
 }
 
-const uint8_t *dtl_halo_rows(const dtl_halo *cache) { return cache ? cache->rows : NULL; }
+const uint8_t *dtl_halo_rows(const dtl_halo *cache) { return cache && cache->nghost_rows ? cache->rows : NULL; }
 
 int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,

@@ -1615,7 +1615,8 @@ void spmd_fuse(sp_program *sp) {
  * while the halo exchange travels, reading that block in place (its entries are not copied into
  * the exchange's buffer); the rows that read a ghost run after it, from the buffer:
  *   halo x; N        =>  halo x (posted; x reads the rank's own block); N[rows reading no ghost];
- *                        halo.end x (x reads the buffer); N[rows reading a ghost]
+ *                        halo.end x (x reads the buffer) { N[rows reading a ghost] }
+ * (halo.end runs its nest only where some row reads a ghost)
  * where N[R] is the nest with a test at the top of each row's iteration (the inspector marks
  * the rows, dtl_halo_rows).  Precondition: the exchange is the halo rewrite's, of level 1 of a
  * sparse matrix (order 2), and is followed in its sequence by exactly one nest N, the last node,
@@ -1762,10 +1763,11 @@ static void overlap_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
   end->op = SC_HALO_END, end->halo_split = true;
   end->comment = "the ghosts are in the buffer: the rows that read them";
   sp_node *own = overlap_phase(sp, N, n, h.drv->sparse, 0), *ghost = overlap_phase(sp, N, n, h.drv->sparse, 1);
-  sp_node *by[4] = {begin, own, end, ghost};
+  sp_add(end, ghost); /* run only where some row reads a ghost */
+  sp_node *by[3] = {begin, own, end};
   /* replace the exchange and the nest */
-  sp_node **k = ir_alloc((seq->nkids + 3) * sizeof *k);
+  sp_node **k = ir_alloc((seq->nkids + 2) * sizeof *k);
   memcpy(k, seq->kids, at * sizeof *k);
   memcpy(k + at, by, sizeof by);
-  seq->kids = k, seq->nkids = at + 4;
+  seq->kids = k, seq->nkids = at + 3;
 }

@@ -1501,6 +1501,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fprintf(f, " (inspector: the stored coordinates of %s at level %d%s)", c->sp->tensors[n->halo_tensor].name, n->halo_level,
               n->halo_split ? "; posted, completed by halo.end" : "");
     fprintf(f, n->comment ? "   # %s\n" : "\n", n->comment);
+    pkids(f, c, n, ind + 2); /* halo.end: the rows that read a ghost, where there are some */
     return;
   case SN_INIT:
     fprintf(f, "%s", ik[n->init]);

@@ -104,7 +104,8 @@ typedef enum {
   SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
   SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */
   SC_HALO,          /* the box's entries at the stored coordinates of a sparse piece, from their owners along mask */
-  SC_HALO_END,      /* a split halo exchange (halo_split) completes: the ghosts are in the buffer */
+  SC_HALO_END,      /* a split halo exchange (halo_split) completes: the ghosts are in the buffer; its kids (the
+                     * rows that read them) run where some row reads a ghost */
 } sp_comm_op;
 
 typedef enum {

@@ -597,6 +597,11 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("sparse_halo.dtl"), [{"n": 13}, {"n": 10}, {"n": 3}], [1, 2, 3, 4],
                         grids=rows))
     runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
+    # the rewrite overlap with a compressed row level: rows without entries (position -1), and
+    # rows split into the two nests; with 64-bit index arrays too
+    runs.extend(_expand("programs", pr("sparse_overlap_dcsr.dtl"), [{"n": 23}, {"n": 5}], [1, 2, 3, 4, 6]))
+    runs.append(Run("programs", pr("sparse_overlap_dcsr.dtl"), 3, {"n": 17}, validate=True,
+                    run_env={"DISTAL_INDEX_BITS": "64"}, label="64-bit indices"))
     # repetitions: the tensors that += updates are reset before each one
     runs.append(Run("programs", pr("sparse_accumulate.dtl"), 3, {"n": 7, "m": 10, "p": 3},
                     args=["--iters", "3", "--warmup", "1"]))

@@ -545,7 +545,8 @@ void dtl_halo_free(dtl_halo **cache); /* not collective; sets *cache to NULL */
  * the parent positions at level reading a ghost read; dtl_halo_rows then says, per parent
  * position (a row of a CSR piece), 1 where it stores a coordinate outside the rank's block
  * and 0 where it reads only the rank's own block, which the caller reads in place between
- * begin and end (and buf after end for the other rows).  A cache is for one mode. */
+ * begin and end (and buf after end for the other rows); NULL where no row reads a ghost.  A
+ * cache is for one mode. */
 int dtl_halo_begin(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
                    const dtl_sparse *s, int level, const dtl_box *box, void *buf, dtl_halo **cache, int64_t epoch,
                    bool split);
