@@ -512,6 +512,20 @@ static void emit_comm(cg_st *g, const sp_node *c) {
   switch (c->op) {
   case SC_VIEW: emit_view(g, c); return;
   case SC_SPARSE_RESET: line(g, "dtl_%s_coo->n = 0;", n); return;
+  case SC_SPARSE_BCAST: {
+    line(g, "{ dtl_box dtl__need;");
+    g->ind += 2;
+    emit_box(g, b->order, b->lo, b->hi, "dtl__need", false);
+    line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", b->slot);
+    line(g, "if (dtl_sparse_bcast(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, &dtl__need, &dtl_plan->sp[%d])) return 1;", c->mask, t, n,
+         b->slot);
+    g->ind -= 2;
+    line(g, "}");
+    char src[64];
+    snprintf(src, sizeof src, "&dtl_plan->sp[%d]", b->slot);
+    sp_bind(g, t, src);
+    return;
+  }
   case SC_SPARSE_FETCH: {
     args_fill(g, c);
     line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", b->slot);
@@ -1323,6 +1337,10 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
       fprintf(c, "  dtl_plan->dist[%d].extent[%d] = ", t, x);
       cg_sym(c, sp, ft->ext[x], false);
       fputs(";\n", c);
+    }
+    if (ft->mode) { /* files and imports name the declared order */
+      fprintf(c, "  dtl_plan->dist[%d].moded = true;\n", t);
+      for (int x = 0; x < ft->order; x++) fprintf(c, "  dtl_plan->dist[%d].mode[%d] = %d;\n", t, x, ft->mode[x]);
     }
     for (int g2 = 0; g2 < sp->ndims && !ow->everywhere; g2++) {
       static const char *k[] = {"DTL_DIM_PART", "DTL_DIM_FIXED", "DTL_DIM_STAR"};

@@ -151,6 +151,10 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].temp ? "true" : "false");
   if (!nt) fputs("false", c);
   fputs("};\n  (void)ttemp;\n", c);
+  fputs("  static const bool tmoded[] = {", c); /* a mode order: .mtx and .tns only */
+  for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].mode ? "true" : "false");
+  if (!nt) fputs("false", c);
+  fputs("};\n  (void)tmoded;\n", c);
   fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, pfloat, values, %d, tnames, &opt, err, sizeof err) ||\n"
              "      dtl_check_saves(&opt, %d, tnames, torders, tsparse, err, sizeof err)) {\n"
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s (try --help)\\n\", argv[0], err);\n"
@@ -161,6 +165,13 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
         "    if (ttemp[t]) {\n"
         "      if (rank == 0) fprintf(stderr, \"%s: %s %s=...: %s is a temporary of the program; it cannot be loaded or saved (try --help)\\n\",\n"
         "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], tnames[t]);\n"
+        "      MPI_Finalize();\n      return 2;\n    }\n"
+        "    const char *path = k < opt.nload ? opt.load_path[k] : opt.save_path[k - opt.nload];\n"
+        "    size_t l = strlen(path);\n"
+        "    if (tmoded[t] && l >= 4 && !strcmp(path + l - 4, \".npy\")) {\n"
+        "      if (rank == 0) fprintf(stderr, \"%s: %s %s=%s: %s is stored in another mode order: it is %s .mtx or .tns (try --help)\\n\",\n"
+        "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], path, tnames[t],\n"
+        "                             k < opt.nload ? \"read from\" : \"saved as\");\n"
         "      MPI_Finalize();\n      return 2;\n    }\n  }\n", c);
   fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, tnames);\n"
              "    MPI_Finalize();\n    return 0;\n  }\n", np, nt);

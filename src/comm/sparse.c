@@ -550,6 +550,94 @@ int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl
   return err;
 }
 
+/* ---- broadcast ------------------------------------------------------------------------------- */
+/* Every member of the group (grid dims in mask) needs the same box: each holder's stored
+ * entries in it go to every member in one broadcast per piece over the sub-communicator
+ * (as dtl_bcast_fetch moves dense pieces): the counts first, then the coordinates and
+ * values.  Counted as DTL_OP_BCAST. */
+int dtl_sparse_bcast(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, const dtl_sparse *own, const dtl_box *need,
+                     dtl_sparse *out) {
+  memset(out, 0, sizeof *out);
+  dtl_bplan bp;
+  int err = dtl_bplan_build(ctx, mask, d, need, &bp), rc = MPI_SUCCESS;
+  const int order = d->order, n = err ? 0 : bp.roots.n;
+  const size_t es = dtl_type_size(own->type);
+  int64_t *cnt = calloc((size_t)n + 1, sizeof *cnt), **rcoord = calloc((size_t)n + 1, sizeof *rcoord);
+  void **rval = calloc((size_t)n + 1, sizeof *rval);
+  int *subroot = calloc((size_t)n + 1, sizeof *subroot);
+  int64_t total = 0, *c = NULL;
+  char *v = NULL;
+  if (!err && (!cnt || !rcoord || !rval || !subroot))
+    err = dtl_fail(ctx, "out of memory for a sparse broadcast");
+  /* the counts: a root that cannot extract its entries sends -1 */
+  for (int i = 0; i < n && !err && rc == MPI_SUCCESS; i++) {
+    const dtl_piece *r = &bp.roots.v[i];
+    if (r->peer == ctx->rank && dtl_sparse_extract(own, &r->box, &cnt[i], &rcoord[i], &rval[i]))
+      cnt[i] = -1;
+    if (bp.members > 1 && (rc = dtl_bplan_root(ctx, &bp, i, &subroot[i])) == MPI_SUCCESS)
+      rc = MPI_Bcast(&cnt[i], 1, MPI_INT64_T, subroot[i], bp.sub);
+    if (cnt[i] < 0 || cnt[i] > INT64_MAX / 2 - total)
+      err = dtl_fail(ctx, "out of memory for a sparse broadcast");
+    else
+      total += cnt[i];
+  }
+  if (!err && rc != MPI_SUCCESS)
+    err = dtl_mpi_fail(ctx, rc, "MPI_Bcast (sparse broadcast counts)");
+  if (!err) {
+    c = malloc((size_t)(total > 0 ? total : 1) * (size_t)(order > 0 ? order : 1) * sizeof *c);
+    v = malloc((size_t)(total > 0 ? total : 1) * es);
+  }
+  int bad = err || !c || !v;
+  if (n > 0 && bp.members > 1 && MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, bp.sub) != MPI_SUCCESS)
+    bad = 1;
+  if (bad && !err)
+    err = dtl_fail(ctx, "out of memory for a sparse broadcast");
+  /* the entries, piece by piece, into their place */
+  int64_t at = 0;
+  for (int i = 0; i < n && !err; i++) {
+    const dtl_piece *r = &bp.roots.v[i];
+    int64_t *pc = c + at * order;
+    char *pv = v + at * (int64_t)es;
+    if (r->peer == ctx->rank && cnt[i] > 0) {
+      memcpy(pc, rcoord[i], (size_t)(cnt[i] * order) * sizeof *pc);
+      memcpy(pv, rval[i], (size_t)cnt[i] * es);
+    }
+    if (bp.members > 1 && cnt[i] > 0) {
+      int k1, k2;
+      MPI_Datatype t1 = MPI_INT64_T, t2 = dtl_type_mpi(own->type);
+      rc = dtl_count_type(DTL_INT64, cnt[i] * order, &k1, &t1);
+      if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(pc, k1, t1, subroot[i], bp.sub);
+      dtl_count_free(&t1);
+      if (rc == MPI_SUCCESS && (rc = dtl_count_type(own->type, cnt[i], &k2, &t2)) == MPI_SUCCESS)
+        rc = MPI_Bcast(pv, k2, t2, subroot[i], bp.sub);
+      dtl_count_free(&t2);
+      if (rc != MPI_SUCCESS) {
+        err = dtl_mpi_fail(ctx, rc, "MPI_Bcast (sparse broadcast)");
+        break;
+      }
+      int64_t bytes = cnt[i] * (order * 8 + (int64_t)es);
+      if (r->peer == ctx->rank)
+        dtl_count_send(ctx, DTL_OP_BCAST, bytes * (bp.members - 1), bp.members - 1);
+      else
+        dtl_count_recv(ctx, DTL_OP_BCAST, bytes, 1);
+    }
+    at += cnt[i];
+  }
+  if (!err) {
+    char msg[256];
+    dtl_box box = *need;
+    box.nd = order;
+    if (dtl_sparse_from_coo(out, own->type, order, own->level, &box, total, c, v, msg, sizeof msg))
+      err = dtl_fail(ctx, "sparse broadcast: %s", msg);
+  }
+  for (int i = 0; i < n && rcoord; i++)
+    free(rcoord[i]), free(rval[i]);
+  free(cnt), free(rcoord), free(rval), free(subroot), free(c), free(v);
+  dtl_bplan_free(&bp);
+  return dtl_any_error(ctx, err);
+}
+
 /* ---- fill ------------------------------------------------------------------------------------ */
 static uint64_t mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -642,6 +730,27 @@ int dtl_sparse_fill(dtl_sparse *s, dtl_type t, dtl_fill_kind kind, uint64_t seed
   free(a.c);
   free(a.v);
   return rc;
+}
+
+/* ---- mode orders (dtl_dist.mode) ------------------------------------------------------------------ */
+/* d as files name the dimensions: extents in the declared order, no mode order. */
+static dtl_dist declared_dist(const dtl_dist *d) {
+  dtl_dist x = *d;
+  if (d->moded)
+    for (int k = 0; k < d->order; k++)
+      x.extent[d->mode[k]] = d->extent[k];
+  x.moded = false;
+  return x;
+}
+
+/* n entries' coordinates from storage order to the declared order (in place) */
+static void to_declared(const dtl_dist *d, int64_t n, int64_t *c) {
+  int64_t x[DTL_MAX_DIMS];
+  for (int64_t e = 0; d->moded && e < n; e++) {
+    for (int k = 0; k < d->order; k++)
+      x[d->mode[k]] = c[e * d->order + k];
+    memcpy(c + e * d->order, x, (size_t)d->order * sizeof *x);
+  }
 }
 
 /* ---- reading .mtx, .tns and .npy --------------------------------------------------------------- */
@@ -1149,7 +1258,10 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   dtl_box box = *own;
   box.nd = d->order;
   memset(out, 0, sizeof *out);
-  if (ends_with(path, ".npy")) {
+  if (ends_with(path, ".npy") && d->moded) {
+    snprintf(err, sizeof err, "%s: a tensor stored in another mode order is read from .mtx or .tns", path);
+    rc = 1;
+  } else if (ends_with(path, ".npy")) {
     int64_t vol = dtl_box_volume(&box);
     void *dense = calloc((size_t)(vol > 0 ? vol : 1), dtl_type_size(t));
     rc = dense ? 0 : dtl_fail(ctx, "out of memory reading %s", path);
@@ -1162,7 +1274,8 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   } else if (ends_with(path, ".mtx") || ends_with(path, ".tns")) {
     /* every rank reads its share of the file, and the entries go to their holders */
     coo a = {.order = d->order, .es = dtl_type_size(t)};
-    rc = read_text_parallel(ctx, path, d, t, &a);
+    const dtl_dist decl = declared_dist(d); /* the file names the declared dimensions */
+    rc = read_text_parallel(ctx, path, &decl, t, &a);
     if (!rc)
       rc = dtl_sparse_import(ctx, d, t, level, own, a.n, a.c, a.v, out);
     free(a.c);
@@ -1193,9 +1306,12 @@ static void print_value(FILE *f, dtl_type t, const char *v) {
 
 int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const dtl_sparse *s,
                     const void *dense_local, const dtl_box *own) {
+  if (ends_with(path, ".npy") && d->moded)
+    return dtl_fail(ctx, "%s: a tensor stored in another mode order is saved as .mtx or .tns", path);
   if (ends_with(path, ".npy"))
     return dtl_npy_write(ctx, path, d, t, dense_local, own);
   const bool mtx = ends_with(path, ".mtx"), tns = ends_with(path, ".tns");
+  const dtl_dist decl = declared_dist(d); /* the file's order of dimensions */
   const int order = d->order;
   int err = 0;
   if (!mtx && !tns)
@@ -1215,6 +1331,7 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   void *v = NULL;
   if (writer && s && s->order == order && dtl_sparse_extract(s, &mine, &n, &c, &v))
     err = dtl_fail(ctx, "%s: out of memory", path);
+  to_declared(d, n, c);
   if (!err && n > INT_MAX / order)
     err = dtl_fail(ctx, "%s: %lld entries on one rank, more than MPI counts hold", path, (long long)n);
   if (dtl_any_error(ctx, err)) {
@@ -1227,7 +1344,7 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   int me = 0;
   MPI_Comm_rank(ctx->cart, &me);
   const size_t es = dtl_type_size(t);
-  const int64_t E0 = d->extent[0] > 0 ? d->extent[0] : 1;
+  const int64_t E0 = decl.extent[0] > 0 ? decl.extent[0] : 1;
   int *scnt = calloc((size_t)P, sizeof *scnt), *sdsp = calloc((size_t)P, sizeof *sdsp);
   int *rcnt = calloc((size_t)P, sizeof *rcnt), *rdsp = calloc((size_t)P, sizeof *rdsp);
   int *sc2 = calloc((size_t)P, sizeof *sc2), *sd2 = calloc((size_t)P, sizeof *sd2);
@@ -1318,7 +1435,7 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   char hdr[256] = "";
   if (mtx)
     snprintf(hdr, sizeof hdr, "%%%%MatrixMarket matrix coordinate %s general\n%lld %lld %lld\n",
-             t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)d->extent[0], (long long)d->extent[1],
+             t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)decl.extent[0], (long long)decl.extent[1],
              (long long)total[0]);
   const int64_t hlen = (int64_t)strlen(hdr);
   if (dtl_tmp_begin(ctx, path, hdr, (size_t)hlen, tmp, sizeof tmp, &created)) {
@@ -1377,14 +1494,28 @@ int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_lev
   const size_t es = dtl_type_size(t);
   memset(out, 0, sizeof *out);
   int err = 0;
-  /* every entry must lie in the tensor */
+  /* every entry must lie in the tensor (declared order) */
+  const dtl_dist decl = declared_dist(d);
   for (int64_t e = 0; e < n && !err; e++)
     for (int k = 0; k < order && !err; k++)
-      if (coords[e * order + k] < 0 || coords[e * order + k] >= d->extent[k])
+      if (coords[e * order + k] < 0 || coords[e * order + k] >= decl.extent[k])
         err = dtl_fail(ctx, "import: entry %lld has coordinate %lld in dimension %d, outside [0, %lld)", (long long)e,
-                       (long long)coords[e * order + k], k, (long long)d->extent[k]);
-  if (dtl_any_error(ctx, err))
+                       (long long)coords[e * order + k], k, (long long)decl.extent[k]);
+  /* a mode order: the coordinates in storage order */
+  int64_t *stored = NULL;
+  if (!err && d->moded && n > 0) {
+    stored = malloc((size_t)n * (size_t)order * sizeof *stored);
+    if (!stored)
+      err = dtl_fail(ctx, "import: out of memory");
+    for (int64_t e = 0; stored && e < n; e++)
+      for (int k = 0; k < order; k++)
+        stored[e * order + k] = coords[e * order + d->mode[k]];
+    coords = stored;
+  }
+  if (dtl_any_error(ctx, err)) {
+    free(stored);
     return 1;
+  }
   /* entries sorted by their first coordinate: a block's entries are a run of that order,
    * filtered along the other dimensions */
   int64_t *perm = malloc((size_t)(n > 0 ? n : 1) * sizeof *perm);
@@ -1516,7 +1647,7 @@ int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_lev
   }
 done:
   free(perm), free(scnt), free(rcnt), free(sdsp), free(rdsp), free(blocks), free(holds), free(dest);
-  free(sc), free(sv), free(rc_), free(rv);
+  free(sc), free(sv), free(rc_), free(rv), free(stored);
   if (err)
     dtl_sparse_free(out);
   return err ? 1 : 0;

@@ -153,6 +153,12 @@ typedef struct {
   fe_type type;
   fe_level_format *formats; /* one per dimension (all FE_DENSE by default) */
   bool has_format;
+  /* A mode order (`csc`, `order (d0, ...)`): level k stores the declared dimension mode[k].
+   * The parser turns the tensor into its storage order (dims, distribution names and every
+   * access's indices permuted), so everything after it sees a row-major tensor; mode is kept
+   * for files and imports, which name the declared order.  NULL: row-major. */
+  int *mode;
+  fe_loc mode_loc;
   bool has_dist;
   fe_dist dist;
   bool is_temp;     /* declared with `temp`: lives inside the program only */

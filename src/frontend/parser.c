@@ -350,7 +350,43 @@ static void set_formats(fe_tensor *t, fe_level_format f) {
     t->formats[k] = f;
 }
 
-// format = "dense" | "compressed" | "csr" | "csf" | "{" lvlfmt ("," lvlfmt)* "}"
+/* `csc` and `order` are not keywords: they are read only where a format may stand. */
+static bool is_word_text(const parser *p, const char *s) {
+  return p->tok->kind == TK_IDENT && (size_t)p->tok->len == strlen(s) && !memcmp(p->tok->text, s, strlen(s));
+}
+
+// mode = "order" "(" INT ("," INT)* ")": level k stores dimension INT_k (0-based), a permutation
+static void mode_order(parser *p, fe_tensor *t) {
+  fe_token *start = next(p); /* order */
+  expect(p, "(", "expected '(' after 'order'");
+  int n = 0;
+  bool seen[64] = {false};
+  if (t->order > 0)
+    t->mode = zalloc(p, sizeof *t->mode * (size_t)t->order);
+  t->mode_loc = start->loc;
+  do {
+    if (p->tok->kind != TK_INT)
+      fail(p, p->tok->loc, "expected a dimension number (0 to %d) in the mode order", t->order - 1);
+    fe_token *d = next(p);
+    int64_t v = int_value(p, d, false);
+    if (v < 0 || v >= t->order)
+      fe_error(p->src, d->loc, "mode order: dimension %lld does not exist (%s has dimensions 0 to %d)", (long long)v, t->name,
+               t->order - 1);
+    else if (seen[v])
+      fe_error(p->src, d->loc, "mode order: dimension %lld is given twice", (long long)v);
+    else if (n < t->order) {
+      seen[v] = true;
+      t->mode[n] = (int)v;
+    }
+    n++;
+  } while (consume(p, ","));
+  expect(p, ")", "expected ',' or ')' in the mode order");
+  if (n != t->order)
+    fe_error(p->src, start->loc, "mode order has %d dimension%s but %s has order %d", n, n == 1 ? "" : "s", t->name,
+             t->order);
+}
+
+// format = ("dense" | "compressed" | "csr" | "csc" | "csf" | "{" lvlfmt ("," lvlfmt)* "}") mode?
 // lvlfmt = "dense" | "compressed"
 static void format(parser *p, fe_tensor *t) {
   fe_token *start = p->tok;
@@ -367,6 +403,16 @@ static void format(parser *p, fe_tensor *t) {
                t->order);
     else
       t->formats[1] = FE_COMPRESSED;
+  } else if (is_word_text(p, "csc")) {
+    next(p);
+    if (t->order != 2)
+      fe_error(p->src, start->loc, "csc needs a tensor of order 2, but %s has order %d", t->name, t->order);
+    else {
+      t->formats[1] = FE_COMPRESSED;
+      t->mode = zalloc(p, 2 * sizeof *t->mode);
+      t->mode[0] = 1, t->mode[1] = 0;
+      t->mode_loc = start->loc;
+    }
   } else {
     expect(p, "{", "expected a format");
     int n = 0;
@@ -385,6 +431,11 @@ static void format(parser *p, fe_tensor *t) {
       fe_error(p->src, start->loc, "format has %d level%s but %s has order %d", n,
                n == 1 ? "" : "s", t->name, t->order);
   }
+  if (is_word_text(p, "order")) {
+    if (t->mode)
+      fail(p, p->tok->loc, "csc has its mode order already");
+    mode_order(p, t);
+  }
 }
 
 static bool is_type(const parser *p) {
@@ -392,7 +443,7 @@ static bool is_type(const parser *p) {
 }
 
 static bool is_format(const parser *p) {
-  return is(p, "dense") || is(p, "compressed") || is(p, "csr") || is(p, "csf") || is(p, "{");
+  return is(p, "dense") || is(p, "compressed") || is(p, "csr") || is(p, "csf") || is(p, "{") || is_word_text(p, "csc");
 }
 
 // tensor = ("tensor" | "temp") IDENT ("(" (size ("," size)*)? ")")? (type | format)* ("@" dist)? ";"
@@ -769,6 +820,66 @@ static void items(parser *p, fe_item **list, int *n, bool in_loop) {
 // program = item* EOF
 static void program(parser *p) { items(p, &p->prog->items, &p->prog->nitems, false); }
 
+/* ---- mode orders: tensors in storage order ------------------------------------------ */
+/* t(i0, ..., ir-1) with mode m becomes t(i_m[0], ..., i_m[r-1]): its dims, the names of its
+ * distribution's X sides and every access's indices, so that the compiler sees a row-major
+ * tensor whose level k is dimension k.  Accesses with the wrong number of indices are left
+ * for sema to report. */
+static bool permute_strings(char **x, fe_loc *loc, int n, const int *m) {
+  char *xs[64];
+  fe_loc ls[64];
+  if (n > 64) return false;
+  for (int k = 0; k < n; k++) xs[k] = x[m[k]], ls[k] = loc ? loc[m[k]] : (fe_loc){0, 0};
+  for (int k = 0; k < n; k++) {
+    x[k] = xs[k];
+    if (loc) loc[k] = ls[k];
+  }
+  return true;
+}
+
+static void mode_access(fe_access *a, const fe_tensor *t) {
+  if (a->tname && !strcmp(a->tname, t->name) && a->nidx == t->order) permute_strings(a->idx, a->idxloc, a->nidx, t->mode);
+}
+
+static void mode_expr(fe_expr *e, const fe_tensor *t) {
+  if (!e) return;
+  if (e->kind == FE_E_ACCESS) mode_access(&e->acc, t);
+  mode_expr(e->a, t);
+  mode_expr(e->b, t);
+}
+
+static void apply_modes(fe_program *prog) {
+  for (int q = 0; q < prog->ntensors; q++) {
+    fe_tensor *t = &prog->tensors[q];
+    if (!t->mode || t->order < 2) continue;
+    bool sparse = false, identity = true;
+    for (int k = 0; k < t->order; k++) sparse |= t->formats[k] == FE_COMPRESSED, identity &= t->mode[k] == k;
+    if (!sparse) {
+      fe_error(prog->src, t->mode_loc, "a mode order needs a sparse format (a compressed level); %s is dense", t->name);
+      continue;
+    }
+    if (identity) { /* row-major after all */
+      free(t->mode);
+      t->mode = NULL;
+      continue;
+    }
+    fe_size d[64];
+    if (t->order > 64) continue;
+    for (int k = 0; k < t->order; k++) d[k] = t->dims[t->mode[k]];
+    memcpy(t->dims, d, (size_t)t->order * sizeof *d);
+    for (int l = 0; t->has_dist && l < t->dist.nlevels; l++)
+      if (t->dist.levels[l].nx == t->order) permute_strings(t->dist.levels[l].x, t->dist.levels[l].xloc, t->order, t->mode);
+    for (int s = 0; s < prog->nstmts; s++) {
+      fe_stmt *st = &prog->stmts[s];
+      mode_access(&st->lhs, t);
+      mode_expr(st->rhs, t);
+      for (int c = 0; c < st->ncmds; c++)
+        for (int a = 0; a < st->cmds[c].nargs; a++)
+          if (st->cmds[c].args[a].kind == FE_ARG_EXPR) mode_expr(st->cmds[c].args[a].expr, t);
+    }
+  }
+}
+
 fe_program *fe_parse(fe_source *src) {
   int ntokens, nerrors = src->nerrors;
   fe_token *toks = fe_tokenize(src, &ntokens);
@@ -787,6 +898,8 @@ fe_program *fe_parse(fe_source *src) {
   if (setjmp(p.fail) == 0)
     program(&p);
   free(toks);
+  if (src->nerrors == nerrors)
+    apply_modes(prog);
   if (src->nerrors != nerrors) {
     fe_program_free(prog);
     return NULL;
@@ -864,6 +977,7 @@ void fe_program_free(fe_program *prog) {
     free(t->name);
     free(t->dims);
     free(t->formats);
+    free(t->mode);
     free_dist(&t->dist);
   }
   for (int k = 0; k < prog->nstmts; k++) {

@@ -566,7 +566,10 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
     if (expr_reads(ls->rhs, t)) {
       add_comm(lp, ls, t, false);
       lw_comm *c = &ls->comm[ls->ncomm - 1];
-      if (lw_sparse(p, t) && c->pattern != PAT_LOCAL) {
+      if (lw_sparse(p, t) && c->pattern == PAT_BCAST && !c->alt && !c->nassume && !lp->cuda) {
+        /* every rank along the mask needs the same box: its stored entries, broadcast */
+        c->why = "sparse: every rank along these dims needs the same box: its stored entries, broadcast from the holders";
+      } else if (lw_sparse(p, t) && c->pattern != PAT_LOCAL) {
         /* a sparse piece moves as its stored entries, point to point from the holders */
         c->pattern = PAT_EXCHANGE;
         c->why = "sparse: the stored entries of the box, point to point from the holders";
@@ -727,7 +730,8 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
             if (c->mask >> g & 1) fprintf(f, " coord%d=%lld", g, (long long)c->root[g]);
         }
       }
-      if (c->pattern == PAT_BCAST) fputs(lp->cuda ? " (ncclBroadcast)" : " (MPI_Ibcast)", f);
+      if (c->pattern == PAT_BCAST)
+        fputs(lw_sparse(p, c->tensor) ? " (MPI_Bcast of the stored entries)" : lp->cuda ? " (ncclBroadcast)" : " (MPI_Ibcast)", f);
       if (c->pattern == PAT_REDUCE && c->mask)
         fputs(lp->cuda ? (c->allreduce ? " (ncclAllReduce)" : " (ncclReduce)") : (c->allreduce ? " (MPI_Allreduce)" : " (MPI_Reduce)"), f);
       if (c->pattern == PAT_SHIFT)

@@ -50,7 +50,7 @@ void sp_logf(sp_program *sp, const char *rewrite, const char *why, const char *f
 
 const char *sp_comm_name(sp_comm_op op) {
   static const char *n[] = {"view", "fetch", "bcast", "bcast.begin", "shift.begin", "wait", "produce", "reduce",
-                            "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.reset",
+                            "bcast.result", "allreduce", "keep.own", "accumulate", "sparse.fetch", "sparse.bcast", "sparse.reset",
                             "sparse.accumulate", "sparse.merge", "halo", "halo.end"};
   return n[op];
 }
@@ -406,6 +406,8 @@ static void comm_in1(bst *g, sp_node *seq, int q, const lw_comm *c, bool alt) {
   sp_node *n;
   if (sparse && c->output) {
     n = comm_node(g, SC_SPARSE_RESET, q, c);
+  } else if (sparse && c->pattern == PAT_BCAST) {
+    n = comm_node(g, SC_SPARSE_BCAST, q, c);
   } else if (sparse) {
     n = comm_node(g, SC_SPARSE_FETCH, q, c);
     with_args(g, n, c);
@@ -1173,6 +1175,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
     x->owner = &lp->owner[t];
     x->dist_text = dist_text(p, ft);
     x->temp = ft->is_temp;
+    x->mode = ft->mode;
   }
   sp->nfuncs = lp->nstmts;
   sp->funcs = ir_alloc((lp->nstmts + 1) * sizeof *sp->funcs);
@@ -1472,7 +1475,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
   case SN_COMM:
     fprintf(f, "%s ", sp_comm_name(n->op));
     pbuf(f, c, n->buf);
-    if (n->op == SC_BCAST || n->op == SC_BCAST_BEGIN || n->op == SC_REDUCE || n->op == SC_BCAST_RESULT ||
+    if (n->op == SC_BCAST || n->op == SC_SPARSE_BCAST || n->op == SC_BCAST_BEGIN || n->op == SC_REDUCE || n->op == SC_BCAST_RESULT ||
         n->op == SC_ALLREDUCE || n->op == SC_HALO) {
       fputs(" over grid dims ", f);
       pmask(f, n->mask);

@@ -25,6 +25,8 @@ typedef struct {
   const lw_owner *owner;
   const char *dist_text; /* "M(i,j -> i,j)" or NULL: replicated on every rank */
   bool temp;          /* a temporary: the plan holds it; not an argument of compute */
+  const int *mode;    /* a mode order (the front end stored the tensor in it): level k is the
+                       * declared dimension mode[k]; NULL: row-major */
 } sp_tensor;
 
 typedef struct {
@@ -100,6 +102,7 @@ typedef enum {
   SC_KEEP_OWN,      /* after a reduction: the part of the box this rank owns */
   SC_ACCUMULATE,    /* partial results to their holders (point to point, box function) */
   SC_SPARSE_FETCH,  /* the stored entries of the box, from the holders */
+  SC_SPARSE_BCAST,  /* ... every rank along mask needing the same box: broadcast from the holders */
   SC_SPARSE_RESET,  /* a sparse result's entries start empty for this iteration */
   SC_SPARSE_ACC,    /* a sparse result's entries go to their holders */
   SC_SPARSE_MERGE,  /* a sparse result's entries join the rank's own block */

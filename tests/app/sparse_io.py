@@ -368,6 +368,100 @@ def test_wide_coordinates(d, rng):
             ok(what + ": %d, %d entries and the sum" % (len(gb), len(gd)))
 
 
+MODES = """\
+param n = 13;
+param m = 11;
+machine M = grid(g);
+tensor A(n, m) csc @ M(ij -> j);
+tensor x(m) @ M(j -> j);
+tensor y(n) @ M(i -> i);
+tensor z(n) @ M(i -> i);
+tensor B(n, m) csr @ M(ij -> i);
+tensor C(n, m) csc @ M(ij -> j);
+tensor X(n, m, 4) {dense, compressed, compressed} order (2, 0, 1) @ M(ijk -> k);
+tensor Y(n, m, 4) csf @ M(ijk -> i);
+y(i) = A(i, j) * x(j);
+z(i) = A(i, j) * x(j)
+  .distribute({j}, {jo}, {ji}, M)
+  .reorder({jo, ji, i});
+C(i, j) = A(i, j) + B(i, j);
+Y(i, j, k) = X(i, j, k) * 2;
+"""
+
+
+def test_mode_orders(d, rng):
+    """Sparse tensors stored in another mode order (csc, `order (...)`): read from .mtx / .tns
+    files in the declared order, computed row-wise (binary searches in the columns) and
+    column-wise (a loop over the stored rows of each column, results accumulated), a CSC
+    result and a mode-ordered 3-tensor saved in the declared order, sorted; at 1 to 8 ranks
+    against NumPy.  .npy is refused for them before the run."""
+    A = random_sparse(rng, (N, M_), np.float64)
+    B = random_sparse(rng, (N, M_), np.float64)
+    X = random_sparse(rng, (N, M_, 4), np.float64)
+    x = rng.integers(-20, 21, size=M_) / 4.0
+    write_mtx(os.path.join(d, "mA.mtx"), A)
+    write_mtx(os.path.join(d, "mB.mtx"), B)
+    write_tns(os.path.join(d, "mX.tns"), X)
+    np.save(os.path.join(d, "mx.npy"), x)
+    loads = ["--load", "A=mA.mtx", "--load", "B=mB.mtx", "--load", "X=mX.tns", "--load", "x=mx.npy"]
+    jobs = []
+    for np_ in (1, 2, 3, 4, 6, 8):
+        saves = ["--save", "y=my%d.npy" % np_, "--save", "z=mz%d.npy" % np_, "--save", "C=mC%d.mtx" % np_,
+                 "--save", "Y=mY%d.tns" % np_]
+        jobs.append((np_, POOL.submit(run, np_, loads + saves, d, "./modes")))
+    for np_, job in jobs:
+        rc, out = job.result()
+        if rc != 0:
+            bad("mode orders at %d ranks: exit %s" % (np_, rc), out)
+            continue
+        errs = []
+        for name, want in (("y", A @ x), ("z", A @ x)):
+            got = np.load(os.path.join(d, "m%s%d.npy" % (name, np_)))
+            if not np.allclose(got, want, rtol=1e-13, atol=1e-13):
+                errs.append("%s differs from NumPy's" % name)
+        for name, want, ext in (("C", A + B, "mtx"), ("Y", 2 * X, "tns")):
+            path = os.path.join(d, "m%s%d.%s" % (name, np_, ext))
+            e = strict_layout(path, want.shape, False)
+            if e:
+                errs.append("%s: %s" % (os.path.basename(path), e))
+                continue
+            got = sparse.read_mtx(path, want.dtype) if ext == "mtx" else sparse.read_tns(path, want.shape, want.dtype)
+            if not np.array_equal(got, want):
+                errs.append("%s differs from NumPy's" % os.path.basename(path))
+        if errs:
+            bad("mode orders at %d ranks: %s" % (np_, "; ".join(errs)), out)
+        else:
+            ok("mode orders at %d ranks: csc and order (2, 0, 1) read, computed both ways and saved" % np_)
+    for np_, arg, pat in ((1, ["--save", "C=c.npy"], "--save C=c.npy: C is stored in another mode order: it is saved as .mtx or .tns"),
+                          (3, ["--load", "A=a.npy"], "--load A=a.npy: A is stored in another mode order: it is read from .mtx or .tns")):
+        rc, out = run(np_, arg, d, "./modes")
+        msgs = [l for l in out.splitlines() if l.startswith("./modes: ")]
+        if rc in (None, 0) or len(msgs) != 1 or pat not in msgs[0] or os.path.exists(os.path.join(d, "c.npy")):
+            bad("mode orders: %s at %d ranks: expected one message with %r" % (" ".join(arg), np_, pat), out)
+        else:
+            ok("mode orders: %s refused at %d ranks" % (" ".join(arg), np_))
+    # declarations distalc rejects, with the line and column
+    bad_decls = [
+        ("tensor A(n, n, n) csc;", 2, 19, "csc needs a tensor of order 2, but A has order 3"),
+        ("tensor A(n, n) {dense, compressed} order (1, 2);", 2, 46, "mode order: dimension 2 does not exist (A has dimensions 0 to 1)"),
+        ("tensor A(n, n) {dense, compressed} order (1, 1);", 2, 46, "mode order: dimension 1 is given twice"),
+        ("tensor A(n, n) {dense, compressed} order (1);", 2, 36, "mode order has 1 dimension but A has order 2"),
+        ("tensor A(n, n) {dense, dense} order (1, 0);", 2, 31, "a mode order needs a sparse format (a compressed level); A is dense"),
+        ("tensor A(n, n) csc order (0, 1);", 2, 20, "csc has its mode order already"),
+    ]
+    for k, (decl, line, col, msg) in enumerate(bad_decls):
+        path = os.path.join(d, "badmode%d.dtl" % k)
+        with open(path, "w") as f:
+            f.write("param n = 4;\n" + decl + "\n")
+        p = subprocess.run([DISTALC, os.path.basename(path), "--check"], cwd=d, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        want = "badmode%d.dtl:%d:%d: error: %s" % (k, line, col, msg)
+        if p.returncode == 0 or want not in p.stdout:
+            bad("distalc rejects %r: expected %r" % (decl, want), p.stdout)
+        else:
+            ok("distalc rejects %r" % decl)
+
+
 def test_split_reads(d, rng):
     """Files read in parallel: each rank parses the lines that begin in its share of the bytes.
     A Matrix Market file of many short lines (comments, blank lines, CRLF endings, duplicates
@@ -440,22 +534,17 @@ def test_split_reads(d, rng):
 def main():
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory() as d:
-        with open(os.path.join(d, "save.dtl"), "w") as f:
-            f.write(PROGRAM)
-        p = subprocess.run([DISTALC, "save.dtl", "--exe", "-o", "save"], cwd=d, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, universal_newlines=True)
-        if p.returncode != 0:
-            print("FAIL distalc save.dtl --exe\n" + p.stdout)
-            return 1
-        with open(os.path.join(d, "wide.dtl"), "w") as f:
-            f.write(WIDE)
-        p = subprocess.run([DISTALC, "wide.dtl", "--exe", "-o", "wide"], cwd=d, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, universal_newlines=True)
-        if p.returncode != 0:
-            print("FAIL distalc wide.dtl --exe\n" + p.stdout)
-            return 1
+        for name, text in (("save", PROGRAM), ("wide", WIDE), ("modes", MODES)):
+            with open(os.path.join(d, name + ".dtl"), "w") as f:
+                f.write(text)
+            p = subprocess.run([DISTALC, name + ".dtl", "--exe", "-o", name], cwd=d, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True)
+            if p.returncode != 0:
+                print("FAIL distalc %s.dtl --exe\n%s" % (name, p.stdout))
+                return 1
         test_saves(d, rng)
         test_wide_coordinates(d, rng)
+        test_mode_orders(d, rng)
         test_rejected_saves(d)
         test_bad_reads(d)
         test_split_reads(d, rng)

@@ -597,6 +597,12 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("sparse_halo.dtl"), [{"n": 13}, {"n": 10}, {"n": 3}], [1, 2, 3, 4],
                         grids=rows))
     runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
+    # a sparse operand that every rank along a grid dim needs: broadcast (uneven blocks, 1 x P
+    # and P x 1 grids, chunks that do not divide n)
+    runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}, {"n": 6, "chunk": 5}],
+                        [1, 2, 3, 4, 6, 8], fill_args=["--density", "0.3"]))
+    runs.append(Run("programs", pr("sparse_bcast.dtl"), 4, {"n": 9, "chunk": 2}, grid={"gx": 1, "gy": 4},
+                    validate=True, fill_args=["--density", "0.4"]))
     # the rewrite overlap with a compressed row level: rows without entries (position -1), and
     # rows split into the two nests; with 64-bit index arrays too
     runs.extend(_expand("programs", pr("sparse_overlap_dcsr.dtl"), [{"n": 23}, {"n": 5}], [1, 2, 3, 4, 6]))

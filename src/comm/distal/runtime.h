@@ -135,6 +135,12 @@ typedef struct {
   int tdim[DTL_MAX_DIMS];            /* DTL_DIM_PART: the tensor dim partitioned */
   int64_t fixed[DTL_MAX_DIMS];       /* DTL_DIM_FIXED: the coordinate */
   bool replicated_everywhere;        /* no distribution: every rank holds all of it */
+  /* A sparse tensor declared with a mode order (csc, `order (...)`): its dims here are in
+   * storage order, dim k being the declared dimension mode[k].  Files (.mtx, .tns) and
+   * dtl_sparse_import name coordinates in the declared order; pieces, boxes and block
+   * queries are in storage order. */
+  bool moded;
+  int mode[DTL_MAX_DIMS];
 } dtl_dist;
 
 /* A tensor dim partitioned along several grid dims (the levels of a hierarchical machine,
@@ -450,6 +456,12 @@ void dtl_sparse_densify(const dtl_sparse *s, void *dense);
  * values; when the box is exactly this rank's own piece, *out borrows its arrays. */
 int dtl_sparse_fetch(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *own, dtl_box_fn need,
                      const void *arg, dtl_sparse *out);
+/* Collective over ctx->cart, as dtl_bcast_fetch: every member of the group of grid dims in
+ * mask needs the same box `need` (the compiler has proven it); each holder's stored entries
+ * in it are broadcast over the group's sub-communicator and assembled into *out (released
+ * with dtl_sparse_free).  Counted as DTL_OP_BCAST (8 bytes per coordinate and the value). */
+int dtl_sparse_bcast(dtl_ctx *ctx, unsigned mask, const dtl_dist *d, const dtl_sparse *own, const dtl_box *need,
+                     dtl_sparse *out);
 /* This rank's piece of a deterministic sparse tensor: in every row (all coordinates but the
  * last) about density x extent entries at hashed columns, a function of (seed, tensor_id,
  * coordinates) only; values as dtl_fill.  zeros: no entries. */
@@ -557,32 +569,23 @@ const uint8_t *dtl_halo_rows(const dtl_halo *cache);
 int dtl_halo_is_local(const dtl_halo *cache);
 
 /* Leaf code helpers: the first position q in [lo, hi) with crd[q] >= key, and the position
- * of key in [lo, hi) or -1. */
-static inline int64_t dtl_sp_lower(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (crd[mid] < key) lo = mid + 1;
-    else hi = mid;
+ * of key in [lo, hi) or -1; over 64-bit coordinates, and (32) over a narrow piece's. */
+#define DTL_SP_SEARCH_(SUFFIX, T)                                                                  \
+  static inline int64_t dtl_sp_lower##SUFFIX(const T *crd, int64_t lo, int64_t hi, int64_t key) { \
+    while (lo < hi) {                                                                             \
+      int64_t mid = lo + (hi - lo) / 2;                                                           \
+      if (crd[mid] < key) lo = mid + 1;                                                           \
+      else hi = mid;                                                                              \
+    }                                                                                             \
+    return lo;                                                                                    \
+  }                                                                                               \
+  static inline int64_t dtl_sp_find##SUFFIX(const T *crd, int64_t lo, int64_t hi, int64_t key) {  \
+    int64_t q = dtl_sp_lower##SUFFIX(crd, lo, hi, key);                                           \
+    return q < hi && crd[q] == key ? q : -1;                                                      \
   }
-  return lo;
-}
-static inline int64_t dtl_sp_find(const int64_t *crd, int64_t lo, int64_t hi, int64_t key) {
-  int64_t q = dtl_sp_lower(crd, lo, hi, key);
-  return q < hi && crd[q] == key ? q : -1;
-}
-/* The same over 32-bit coordinates (a narrow piece). */
-static inline int64_t dtl_sp_lower32(const int32_t *crd, int64_t lo, int64_t hi, int64_t key) {
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (crd[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-static inline int64_t dtl_sp_find32(const int32_t *crd, int64_t lo, int64_t hi, int64_t key) {
-  int64_t q = dtl_sp_lower32(crd, lo, hi, key);
-  return q < hi && crd[q] == key ? q : -1;
-}
+DTL_SP_SEARCH_(, int64_t)
+DTL_SP_SEARCH_(32, int32_t)
+#undef DTL_SP_SEARCH_
 /* Either width: n32 says which of crd / crd32 holds the coordinates. */
 static inline int64_t dtl_sp_lower_w(bool n32, const int64_t *crd, const int32_t *crd32, int64_t lo,
                                      int64_t hi, int64_t key) {
