@@ -1,7 +1,8 @@
 /* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
  *
  *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
- *                    [--emit c|cin|spmd|plan] [--no-fuse] [--check] [--debug] [--version] [--help]
+ *                    [--emit c|cin|spmd|plan|schedule] [--no-fuse] [--auto] [--mem-per-rank BYTES]
+ *                    [--check] [--debug] [--version] [--help]
  *
  * Outputs are written to temporary files and renamed into place only when everything
  * succeeded, so no input leaves a partial file behind. */
@@ -18,12 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "autosched.h"
 #include "compiler.h"
 #include "distal/grid.h"
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
-    "               [--name PREFIX] [--emit c|cin|spmd|plan] [--no-fuse] [--check] [--debug]\n"
+    "               [--name PREFIX] [--emit c|cin|spmd|plan|schedule] [--no-fuse] [--auto]\n"
+    "               [--mem-per-rank BYTES] [--check] [--debug]\n"
     "               [--ranks P] [--ranks-per-node K] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
     "  (default)       write OUT.c and OUT.h: the library form (plan_create, compute, ...)\n"
@@ -42,6 +45,12 @@ static const char usage[] =
     "                  DISTAL_RANKS_PER_NODE=K runs it, else of its inner levels' rank count\n"
     "                  where their dims are known, else all ranks on one node)\n"
     "  --emit c        print the generated C to standard output\n"
+    "  --emit schedule print the program with the schedules --auto chose and the distributions\n"
+    "                  the compiler chose (`@ M`) written out, as .dtl\n"
+    "  --auto          schedule every statement without schedule commands by the cost model,\n"
+    "                  for --ranks P and --set (as --emit plan; --emit plan then lists the\n"
+    "                  candidates and their predicted costs)\n"
+    "  --mem-per-rank BYTES  with --auto: the most buffer memory a schedule may use per rank\n"
     "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
     "  --no-fuse       no program-level rewrites: each statement runs alone (for comparison)\n"
@@ -264,10 +273,10 @@ static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *
  * sizes, one node first, and sets *per_node to the one chosen.  Prints the choice as the
  * plan's first line; 0 with a message when no P up to the bound forms the grid.
  * vals: the params' values (-1: none), not changed. */
-static int64_t plan_ranks(const fe_program *prog, const fe_machine *M, const int64_t *vals, int64_t *per_node) {
+static int64_t plan_ranks(const fe_program *prog, const fe_machine *M, const int64_t *vals, int64_t *per_node, bool quiet) {
   enum { BOUND = 4096 };
   if (!M) {
-    printf("# ranks: 1 (the program has no machine: any count; --ranks N to choose)\n");
+    if (!quiet) printf("# ranks: 1 (the program has no machine: any count; --ranks N to choose)\n");
     return 1;
   }
   int64_t *trial = malloc(sizeof *trial * (size_t)(prog->nparams + 1));
@@ -306,7 +315,7 @@ static int64_t plan_ranks(const fe_program *prog, const fe_machine *M, const int
   const char *why = best && !derived ? "the count this machine's grid dims give"
                     : best ? "the smallest count this machine's grid admits with every grid param it derives at least 2"
                            : "the smallest count this machine's grid admits";
-  printf("# ranks: %lld (%s%s; --ranks N%s to choose)\n", (long long)p, nodes, why, hier ? " --ranks-per-node K" : "");
+  if (!quiet) printf("# ranks: %lld (%s%s; --ranks N%s to choose)\n", (long long)p, nodes, why, hier ? " --ranks-per-node K" : "");
   if (hier) *per_node = k;
   return p;
 }
@@ -370,9 +379,58 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
   return true;
 }
 
+/* The params' values for --emit plan and --auto: defaults, then --set NAME=VALUE (-1: none);
+ * NULL with a message on a bad --set. */
+static int64_t *param_values(const fe_program *prog, char **sets, int nsets) {
+  int64_t *vals = calloc(prog->nparams + 1, sizeof *vals);
+  if (!vals) {
+    fprintf(stderr, "distalc: out of memory\n");
+    return NULL;
+  }
+  for (int i = 0; i < prog->nparams; i++) vals[i] = prog->params[i].has_default ? prog->params[i].value : -1;
+  for (int k = 0; k < nsets; k++) {
+    char *eq = strchr(sets[k], '=');
+    int pi = -1;
+    if (eq) {
+      *eq = 0;
+      pi = fe_find_param(prog, sets[k]);
+      *eq = '=';
+    }
+    char *end = NULL;
+    long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
+    if (pi < 0 || !end || *end || v <= 0) {
+      fprintf(stderr, "distalc: --set needs NAME=VALUE with a declared param and a positive value, not %s\n", sets[k]);
+      free(vals);
+      return NULL;
+    }
+    vals[pi] = v;
+  }
+  return vals;
+}
+
+/* The grid params of vals solved for *ranks (chosen as --emit plan does when 0, printing the
+ * choice unless quiet); false with a message where the ranks do not form the grid. */
+static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *vals, int64_t *ranks, int64_t *per_node,
+                       bool quiet) {
+  const fe_machine *M = ir->machine >= 0 ? &prog->machines[ir->machine] : NULL;
+  if (!*ranks && !(*ranks = plan_ranks(prog, M, vals, per_node, quiet))) return false;
+  char err[1024];
+  const char *node_why = " (--ranks-per-node)";
+  if (M && M->nlevels > 1 && !*per_node) {
+    *per_node = inner_ranks(M, vals) ? inner_ranks(M, vals) : *ranks;
+    node_why = ", which the inner levels of the machine need";
+  }
+  if (M && !solve_machine(prog, M, vals, *ranks, *per_node, err, sizeof err)) {
+    fprintf(stderr, "distalc: %s%s\n", err, M->nlevels > 1 && *ranks % *per_node ? node_why : "");
+    return false;
+  }
+  return true;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
-  bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false;
+  bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false, autos = false;
+  int64_t mem_per_rank = 0; /* --mem-per-rank: 0, none */
   int64_t ranks = 0;    /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
   int64_t per_node = 0; /* 0: no --ranks-per-node (README, "Choices") */
   char *sets[argc]; /* the --set values: at most one per argument */
@@ -403,6 +461,11 @@ int main(int argc, char **argv) {
       per_node = strtoll(val, &end, 10);
       if (*end || per_node <= 0 || per_node > INT_MAX)
         return fail_usage("--ranks-per-node needs a positive integer (an MPI rank count), not", val);
+    } else if (TAKE("--mem-per-rank")) {
+      char *end;
+      mem_per_rank = strtoll(val, &end, 10);
+      if (*end || mem_per_rank <= 0)
+        return fail_usage("--mem-per-rank needs a positive number of bytes, not", val);
     } else if (TAKE("--set")) {
       sets[nsets++] = (char *)val;
     } else if (!strcmp(a, "--main")) want_main = true;
@@ -411,13 +474,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--check")) check = true;
     else if (!strcmp(a, "--debug")) debug = true;
     else if (!strcmp(a, "--no-fuse")) no_fuse = true;
+    else if (!strcmp(a, "--auto")) autos = true;
     else if (a[0] == '-' && a[1]) return fail_usage("unknown option", a);
     else if (input) return fail_usage("more than one input file:", a);
     else input = a;
   }
   if (!input) return fail_usage("no input file", NULL);
-  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan"))
-    return fail_usage("--emit takes c, cin, spmd or plan, not", emit);
+  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan") && strcmp(emit, "schedule"))
+    return fail_usage("--emit takes c, cin, spmd, plan or schedule, not", emit);
   if (target && strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
@@ -437,6 +501,28 @@ int main(int argc, char **argv) {
   lw_program *lp = NULL;
   char *prefix = NULL;
   int rc;
+  dc_auto_report arep = {0};
+  if (autos) { /* the search, for the params and rank count of --emit plan */
+    int64_t *vals = param_values(prog, sets, nsets);
+    int64_t r = ranks, pn = per_node;
+    if (!vals || !solve_grid(prog, ir, vals, &r, &pn, true)) {
+      free(vals);
+      goto done;
+    }
+    ir_program *chosen = NULL;
+    rc = dc_auto(u, vals, r, mem_per_rank, NULL, &chosen, &arep);
+    free(vals);
+    if (rc != DC_OK || !chosen) {
+      status = rc ? rc : 1;
+      goto done;
+    }
+    ir = chosen;
+  }
+  if (emit && !strcmp(emit, "schedule")) {
+    dc_print_schedule(stdout, u, autos ? &arep : NULL);
+    status = fflush(stdout) ? 1 : 0;
+    goto done;
+  }
   if (emit && !strcmp(emit, "cin")) {
     for (int i = 0; i < ir->nstmts; i++) {
       if (ir->nstmts > 1) printf("# statement %d\n", i + 1);
@@ -469,48 +555,15 @@ int main(int argc, char **argv) {
     goto done;
   }
   if (emit && !strcmp(emit, "plan")) {
-    int64_t *vals = calloc(prog->nparams + 1, sizeof *vals);
-    for (int i = 0; i < prog->nparams; i++) vals[i] = prog->params[i].has_default ? prog->params[i].value : -1;
-    for (int k = 0; k < nsets; k++) {
-      char *eq = strchr(sets[k], '=');
-      int pi = -1;
-      if (eq) {
-        *eq = 0;
-        pi = fe_find_param(prog, sets[k]);
-        *eq = '=';
-      }
-      char *end = NULL;
-      long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
-      if (pi < 0 || !end || *end || v <= 0) {
-        fprintf(stderr, "distalc: --set needs NAME=VALUE with a declared param and a positive value, not %s\n", sets[k]);
-        free(vals);
-        goto done;
-      }
-      vals[pi] = v;
-    }
-    /* grid params without values: as plan_create derives them */
-    const fe_machine *M = ir->machine >= 0 ? &prog->machines[ir->machine] : NULL;
-    if (!ranks) {
-      ranks = plan_ranks(prog, M, vals, &per_node);
-      if (!ranks) {
-        free(vals);
-        goto done;
-      }
-    }
-    char err[1024];
-    const char *node_why = " (--ranks-per-node)";
-    if (M && M->nlevels > 1 && !per_node) {
-      per_node = inner_ranks(M, vals) ? inner_ranks(M, vals) : ranks;
-      node_why = ", which the inner levels of the machine need";
-    }
-    if (M && !solve_machine(prog, M, vals, ranks, per_node, err, sizeof err)) {
-      fprintf(stderr, "distalc: %s%s\n", err, M->nlevels > 1 && ranks % per_node ? node_why : "");
+    int64_t *vals = param_values(prog, sets, nsets);
+    if (!vals || !solve_grid(prog, ir, vals, &ranks, &per_node, false)) {
       free(vals);
       goto done;
     }
     lw_print_plan(stdout, lp, vals, ranks);
     sp_program *sp = NULL;
     if (dc_spmd(u, lp, &sp) == DC_OK && sp) spmd_print_plan_notes(stdout, sp);
+    if (autos) dc_print_auto(stdout, &arep, prog);
     free(vals);
     status = 0;
     goto done;

@@ -687,6 +687,76 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   }
 }
 
+/* The per-step maximum of the box volume as well (buffers), and iterations of every loop. */
+static void max_volume(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t *vmax,
+                       int64_t *budget) {
+  if (k > c->depth) {
+    if (--*budget < 0) return;
+    int64_t v = 1, lo, hi;
+    for (int x = 0; x < c->order; x++) {
+      if (!sym_eval(c->lo[x], env, &lo) || !sym_eval(c->hi[x], env, &hi)) {
+        *budget = -1;
+        return;
+      }
+      v *= hi > lo ? hi - lo : 0;
+    }
+    if (v > *vmax) *vmax = v;
+    return;
+  }
+  const cin_node *n = ls->loops[k];
+  int64_t ext;
+  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
+  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) {
+    *budget = -1;
+    return;
+  }
+  for (int64_t i = 0; i < ext && *budget >= 0; i++) {
+    vars[slot] = i;
+    max_volume(ls, c, k + 1, vars, env, vmax, budget);
+  }
+}
+
+bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out) {
+  const fe_program *p = lp->ir->ast;
+  const lw_stmt *ls = &lp->stmts[i];
+  int64_t coords[LW_MAX_DIMS] = {0};
+  *out = (lw_cost){0};
+  int nv = ls->lidx_var0 + ls->nloops;
+  int64_t *vars = calloc(nv + 1, sizeof *vars);
+  if (!vars) return false;
+  sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
+  bool ok = true;
+  /* iterations of this rank: the product of its loops' trip counts */
+  int64_t pts = 1;
+  for (int k = 0; k < ls->nloops && ok; k++) {
+    const cin_node *n = ls->loops[k];
+    int64_t ext;
+    ok = sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, &env, &ext);
+    if (ok && ext > 0 && pts > INT64_MAX / ext) pts = INT64_MAX;
+    else if (ok) pts *= ext > 0 ? ext : 0;
+  }
+  out->points = pts;
+  for (int q = 0; q < ls->ncomm && ok; q++) {
+    const lw_comm *c = &ls->comm[q];
+    if (c->pattern == PAT_LOCAL) continue;
+    int64_t es = type_size(p->tensors[c->tensor].type);
+    if (lw_sparse(p, c->tensor)) es += 8 * c->order;
+    int64_t total = 0, count = 0, budget = 200000, vmax = 0;
+    memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
+    sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
+    if (budget < 0) ok = false;
+    budget = 200000;
+    memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
+    if (ok) max_volume(ls, c, 0, vars, &env, &vmax, &budget);
+    if (budget < 0) ok = false;
+    out->bytes += total * es;
+    out->msgs += count;
+    out->buffer += vmax * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
+  }
+  free(vars);
+  return ok;
+}
+
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks) {
   const fe_program *p = lp->ir->ast;
   int64_t coords[LW_MAX_DIMS] = {0};

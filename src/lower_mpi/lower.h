@@ -89,6 +89,16 @@ lw_program *lw_lower(ir_program *ir, bool cuda);
  * unknown; grid params are then solved from nranks). */
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);
 const char *lw_pattern_name(lw_pattern p);
+/* The cost of statement i for the rank at grid coordinates 0 (the plan's formulas evaluated
+ * at the params, grid params included): bytes and messages it receives summed over its
+ * communicate points and their steps, the largest buffer it holds (bytes), and its loop
+ * iterations.  A sparse box counts as dense entries of 8 bytes per coordinate plus the value
+ * (an upper bound).  False where some formula cannot be evaluated (a param without value, or
+ * more than `budget` steps). */
+typedef struct {
+  int64_t bytes, msgs, buffer, points;
+} lw_cost;
+bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
 /* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
  * its block as a dtl_sparse, and non-local boxes move as their stored entries. */
 bool lw_sparse(const fe_program *p, int t);

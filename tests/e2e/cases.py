@@ -597,6 +597,14 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("sparse_halo.dtl"), [{"n": 13}, {"n": 10}, {"n": 3}], [1, 2, 3, 4],
                         grids=rows))
     runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
+    # distalc --auto: unscheduled statements scheduled by the cost model (for the rank count
+    # of the run or another: the choice never changes the results)
+    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 37, "m": 29, "p": 11}, {"n": 5, "m": 9, "p": 3}],
+                        [1, 2, 3, 4, 6, 8], compile_args=["--auto", "--ranks", "4"]))
+    runs.append(Run("programs", pr("auto_kernels.dtl"), 6, {"n": 13, "m": 7, "p": 17}, validate=True,
+                    compile_args=["--auto", "--ranks", "6", "--mem-per-rank", "4000"]))
+    runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
+                        compile_args=["--auto", "--ranks", "8"]))
     # a sparse operand that every rank along a grid dim needs: broadcast (uneven blocks, 1 x P
     # and P x 1 grids, chunks that do not divide n)
     runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}, {"n": 6, "chunk": 5}],

@@ -991,6 +991,7 @@ def main(argv=None):
         print("0 passed, %d failed" % count)
         return 1
     no_fuse = distalc_has("--no-fuse")
+    auto_ok = distalc_has("--auto")
     workdir = run_e2e.make_workdir(args.keep)
     runs = []
     t0 = time.time()
@@ -1013,9 +1014,12 @@ def main(argv=None):
             # time of a run of three checks per program near that of one check at -O3.
             extra = os.environ.get("DISTAL_EXTRA_CFLAGS", "")
             # --monitor in a third of the programs with loops: its lines must be the oracle's
+            # a third of the programs compiled with --auto (the statements without schedule
+            # commands get the cost model's choice; the results must not change)
             r = Run("random", path, nranks, overrides, validate=(s % 10 == 0), label="seed=%d" % s,
                     compile_env=None if s % 4 == 0 else {"DISTAL_EXTRA_CFLAGS": (extra + " -O1").strip()},
-                    monitor=prog.has_loops() and s % 3 == 0)
+                    monitor=prog.has_loops() and s % 3 == 0,
+                    compile_args=["--auto", "--ranks", str(nranks)] if s % 3 == 1 and auto_ok else [])
             legs = [r]
             if no_fuse:
                 # the same program with the program-level rewrites off, at another rank count

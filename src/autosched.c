@@ -1,0 +1,461 @@
+/* autosched.c -- distalc --auto and --emit schedule (autosched.h). */
+#include "autosched.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A rank of a cluster node: about 5 GB/s received, 2 us per message, and 0.4 ns per loop
+ * iteration (a fused multiply-add at a few GFLOP/s), in the proportions that decide between
+ * schedules (the absolute values only scale the predictions). */
+const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10};
+
+/* ---- building commands ------------------------------------------------------------------- */
+typedef struct {
+  fe_command cmds[4];
+  int n;
+  char text[1024];
+} cmdlist;
+
+static fe_arg a_ident(const char *s) { return (fe_arg){.kind = FE_ARG_IDENT, .name = ir_strdup(s)}; }
+static fe_arg a_int(int64_t v) { return (fe_arg){.kind = FE_ARG_INT, .ival = v}; }
+static fe_arg a_list(int n, char *const *names) {
+  fe_arg a = {.kind = FE_ARG_LIST, .nitems = n, .items = ir_alloc((size_t)(n + 1) * sizeof(fe_arg))};
+  for (int k = 0; k < n; k++) a.items[k] = a_ident(names[k]);
+  return a;
+}
+
+static void add_cmd(cmdlist *c, const char *name, int nargs, ...) {
+  fe_command *m = &c->cmds[c->n++];
+  m->name = ir_strdup(name);
+  m->nargs = nargs;
+  m->args = ir_alloc((size_t)(nargs + 1) * sizeof *m->args);
+  va_list ap;
+  va_start(ap, nargs);
+  for (int k = 0; k < nargs; k++) m->args[k] = va_arg(ap, fe_arg);
+  va_end(ap);
+  /* the text, as a user writes it */
+  size_t len = strlen(c->text);
+  char *t = c->text + len;
+  size_t room = sizeof c->text - len;
+  int w = snprintf(t, room, "%s.%s(", len ? "\n  " : "", name);
+  for (int k = 0; k < nargs && w > 0 && (size_t)w < room; k++) {
+    const fe_arg *a = &m->args[k];
+    if (k) w += snprintf(t + w, room - (size_t)w, ", ");
+    if (a->kind == FE_ARG_IDENT) w += snprintf(t + w, room - (size_t)w, "%s", a->name);
+    else if (a->kind == FE_ARG_INT) w += snprintf(t + w, room - (size_t)w, "%lld", (long long)a->ival);
+    else {
+      w += snprintf(t + w, room - (size_t)w, "{");
+      for (int q = 0; q < a->nitems; q++) w += snprintf(t + w, room - (size_t)w, "%s%s", q ? ", " : "", a->items[q].name);
+      w += snprintf(t + w, room - (size_t)w, "}");
+    }
+  }
+  if (w > 0 && (size_t)w < room) snprintf(t + w, room - (size_t)w, ")");
+}
+
+/* ---- names ------------------------------------------------------------------------------- */
+static bool name_used(const ir_stmt *s, const fe_program *p, char *const *taken, int ntaken, const char *n) {
+  for (int v = 0; v < s->nvars; v++)
+    if (!strcmp(s->vars[v].name, n)) return true;
+  for (int t = 0; t < p->ntensors; t++)
+    if (!strcmp(p->tensors[t].name, n)) return true;
+  for (int q = 0; q < p->nparams; q++)
+    if (!strcmp(p->params[q].name, n)) return true;
+  for (int m = 0; m < p->nmachines; m++)
+    if (!strcmp(p->machines[m].name, n)) return true;
+  for (int k = 0; k < ntaken; k++)
+    if (!strcmp(taken[k], n)) return true;
+  return false;
+}
+
+/* base + suffix, made unique in the statement (a digit appended where needed) */
+static char *fresh(const ir_stmt *s, const fe_program *p, char **taken, int *ntaken, const char *base, const char *suffix) {
+  char b[256];
+  snprintf(b, sizeof b, "%s%s", base, suffix);
+  for (int k = 2; name_used(s, p, taken, *ntaken, b) && k < 1000; k++) snprintf(b, sizeof b, "%s%s%d", base, suffix, k);
+  char *r = ir_strdup(b);
+  taken[(*ntaken)++] = r;
+  return r;
+}
+
+/* ---- the search ------------------------------------------------------------------------ */
+typedef struct {
+  dc_unit *u;
+  const int64_t *params;
+  int64_t mem_limit;
+  const dc_machine_model *m;
+  int ncand, capcand;
+  dc_auto_cand *cand;
+  fe_command **cmds; /* per candidate */
+  int *ncmds;
+} search;
+
+static void quiet(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
+
+/* schedule, lower and cost one candidate for statement i; false when the compiler rejects it */
+static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
+  dc_unit *u = S->u;
+  fe_sink saved = u->src->sink;
+  int nerr = u->src->nerrors;
+  u->src->sink = (fe_sink){quiet, NULL};
+  ir_program *ir = NULL;
+  lw_program *lp = NULL;
+  bool ok = dc_clone(u, u->ir, &ir) == DC_OK && (c->n == 0 || dc_schedule(u, ir, i, c->cmds, c->n) == DC_OK) &&
+            dc_lower(u, ir, &lp) == DC_OK && lp;
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  if (!ok || !lw_stmt_cost(lp, i, S->params, &out->cost)) return false;
+  out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
+  out->seconds = (double)out->cost.bytes / S->m->bandwidth + (double)out->cost.msgs * S->m->latency +
+                 (double)out->cost.points * S->m->point_time;
+  out->text = ir_strdup(c->text);
+  return true;
+}
+
+static void keep(search *S, const cmdlist *c, const dc_auto_cand *k) {
+  if (S->ncand == S->capcand) {
+    int cap = 2 * S->capcand + 16;
+    dc_auto_cand *nc = ir_alloc((size_t)cap * sizeof *nc);
+    fe_command **cm = ir_alloc((size_t)cap * sizeof *cm);
+    int *nn = ir_alloc((size_t)cap * sizeof *nn);
+    if (S->ncand) {
+      memcpy(nc, S->cand, (size_t)S->ncand * sizeof *nc);
+      memcpy(cm, S->cmds, (size_t)S->ncand * sizeof *cm);
+      memcpy(nn, S->ncmds, (size_t)S->ncand * sizeof *nn);
+    }
+    S->cand = nc, S->cmds = cm, S->ncmds = nn, S->capcand = cap;
+  }
+  S->cand[S->ncand] = *k;
+  S->cmds[S->ncand] = ir_alloc((size_t)(c->n + 1) * sizeof(fe_command));
+  if (c->n) memcpy(S->cmds[S->ncand], c->cmds, (size_t)c->n * sizeof(fe_command));
+  S->ncmds[S->ncand++] = c->n;
+}
+
+static void consider(search *S, int i, const cmdlist *c) {
+  dc_auto_cand k;
+  if (try_cand(S, i, c, &k)) keep(S, c, &k);
+}
+
+/* why statement i is not searched (NULL: it is) */
+static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
+  const fe_program *p = u->ast;
+  const ir_program *ir = u->ir;
+  if (s->ast->ncmds) return "it has schedule commands";
+  if (ir->machine < 0) return "the program has no machine";
+  if (p->machines[ir->machine].nlevels != 1) return "the machine is hierarchical (the owner-computes default applies)";
+  if (u->cuda) return "the CUDA target (the owner-computes default applies)";
+  for (int t = 0; t < p->ntensors; t++)
+    for (int x = 0; x < p->tensors[t].order; x++)
+      if (p->tensors[t].formats && p->tensors[t].formats[x] == FE_COMPRESSED && (s->ast->lhs.tname && !strcmp(s->ast->lhs.tname, p->tensors[t].name)))
+        return "it writes a sparse tensor (the owner-computes default applies)";
+  return NULL;
+}
+
+static bool reads_sparse_expr(const fe_program *p, const fe_expr *e) {
+  if (!e) return false;
+  if (e->kind == FE_E_ACCESS) {
+    int t = fe_find_tensor(p, e->acc.tname);
+    for (int x = 0; t >= 0 && x < p->tensors[t].order; x++)
+      if (p->tensors[t].formats && p->tensors[t].formats[x] == FE_COMPRESSED) return true;
+  }
+  return reads_sparse_expr(p, e->a) || reads_sparse_expr(p, e->b);
+}
+
+static void read_tensors(const fe_program *p, const fe_expr *e, char **names, int *n) {
+  if (!e) return;
+  if (e->kind == FE_E_ACCESS && e->acc.nidx > 0) {
+    bool seen = false;
+    for (int k = 0; k < *n; k++) seen |= !strcmp(names[k], e->acc.tname);
+    if (!seen && *n < 16) names[(*n)++] = e->acc.tname;
+  }
+  (void)p;
+  read_tensors(p, e->a, names, n);
+  read_tensors(p, e->b, names, n);
+}
+
+/* those that fit the memory limit first, then by predicted time */
+static int cmp_cand(const void *a, const void *b) {
+  const dc_auto_cand *p = a, *q = b;
+  if (p->fits != q->fits) return p->fits ? -1 : 1;
+  return p->seconds < q->seconds ? -1 : p->seconds > q->seconds;
+}
+
+static void search_stmt(search *S, int i, dc_auto_stmt *st) {
+  dc_unit *u = S->u;
+  const fe_program *p = u->ast;
+  const ir_stmt *s = &u->ir->stmts[i];
+  const ir_stmt *base = s->before_owner ? s->before_owner : s;
+  const fe_machine *M = &p->machines[u->ir->machine];
+  const int k = M->levels[0].ndims;
+  S->ncand = 0;
+  /* the default first: ties keep it */
+  cmdlist none = {0};
+  consider(S, i, &none);
+  if (!S->ncand) {
+    st->why_not = "the compiler could not cost its default schedule (more steps than the search evaluates)";
+    return;
+  }
+  if (reads_sparse_expr(p, s->ast->rhs)) {
+    st->why_not = "it reads a sparse tensor (the owner-computes default, with its halo exchanges, applies)";
+    st->ncand = S->ncand, st->cand = S->cand;
+    return;
+  }
+  /* the loop variables (the statement's index variables) */
+  const cin_node *loops[64];
+  int nl = cin_loops(base->root, loops, 64);
+  if (nl > 8) nl = 8;
+  int vars[8];
+  bool summed[8];
+  const cin_node *asg = cin_assign(base->root);
+  for (int q = 0; q < nl; q++) {
+    vars[q] = loops[q]->var;
+    summed[q] = true;
+    for (int x = 0; x < asg->nlhs; x++) summed[q] &= asg->lhs_vars[x] != vars[q];
+  }
+  char *reads[16];
+  int nreads = 0;
+  read_tensors(p, s->ast->rhs, reads, &nreads);
+  /* every ordered choice of k distinct variables for the k grid dims */
+  int pick[FE_MAX_DIMS];
+  int64_t total = 1;
+  for (int q = 0; q < k; q++) total *= nl;
+  for (int64_t code = 0; code < total && k <= nl; code++) {
+    int64_t c = code;
+    bool distinct = true;
+    for (int q = 0; q < k; q++) {
+      pick[q] = (int)(c % nl), c /= nl;
+      for (int r = 0; r < q; r++) distinct &= pick[r] != pick[q];
+    }
+    if (!distinct) continue;
+    char *taken[64], *outer[FE_MAX_DIMS], *inner[FE_MAX_DIMS], *targ[FE_MAX_DIMS];
+    int ntaken = 0;
+    for (int q = 0; q < k; q++) {
+      targ[q] = (char *)s->vars[vars[pick[q]]].name;
+      outer[q] = fresh(s, p, taken, &ntaken, targ[q], "o");
+      inner[q] = fresh(s, p, taken, &ntaken, targ[q], "i");
+    }
+    cmdlist d = {0};
+    add_cmd(&d, "distribute", 4, a_list(k, targ), a_list(k, outer), a_list(k, inner), a_ident(M->name));
+    consider(S, i, &d);
+    /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
+    for (int r = 0; r < nl; r++) {
+      bool used = false;
+      for (int q = 0; q < k; q++) used |= pick[q] == r;
+      if (used || !summed[r] || !nreads) continue;
+      int64_t E;
+      sym_env env = {.params = S->params};
+      if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 8) continue;
+      int64_t widths[2] = {(E + 3) / 4, (E + 15) / 16};
+      for (int w = 0; w < 2; w++) {
+        if (w && widths[1] == widths[0]) continue;
+        char *t2[64];
+        int nt2 = ntaken;
+        memcpy(t2, taken, (size_t)ntaken * sizeof *t2);
+        const char *rn = s->vars[vars[r]].name;
+        char *ro = fresh(s, p, t2, &nt2, rn, "o"), *ri = fresh(s, p, t2, &nt2, rn, "i");
+        char *order[FE_MAX_DIMS + 2];
+        int no = 0;
+        order[no++] = ro;
+        for (int q = 0; q < k; q++) order[no++] = inner[q];
+        order[no++] = ri;
+        cmdlist ds = d;
+        add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
+        add_cmd(&ds, "reorder", 1, a_list(no, order));
+        add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
+        consider(S, i, &ds);
+      }
+    }
+  }
+  /* the best first; the default keeps its place among equals (a stable choice) */
+  dc_auto_cand def = S->cand[0];
+  fe_command *defc = S->cmds[0];
+  int defn = S->ncmds[0];
+  int *idx = ir_alloc((size_t)S->ncand * sizeof *idx);
+  for (int q = 0; q < S->ncand; q++) idx[q] = q;
+  /* insertion sort by time, stable */
+  for (int q = 1; q < S->ncand; q++)
+    for (int r = q; r > 0 && cmp_cand(&S->cand[idx[r]], &S->cand[idx[r - 1]]) < 0; r--) {
+      int t = idx[r];
+      idx[r] = idx[r - 1], idx[r - 1] = t;
+    }
+  st->ncand = S->ncand;
+  st->cand = ir_alloc((size_t)S->ncand * sizeof *st->cand);
+  for (int q = 0; q < S->ncand; q++) st->cand[q] = S->cand[idx[q]];
+  st->chosen = 0;
+  st->cmds = S->cmds[idx[0]], st->ncmds = S->ncmds[idx[0]];
+  if (!st->cand[0].fits) { /* nothing fits: the default */
+    for (int q = 0; q < S->ncand; q++)
+      if (!*st->cand[q].text) {
+        dc_auto_cand t = st->cand[q];
+        memmove(st->cand + 1, st->cand, (size_t)q * sizeof *st->cand);
+        st->cand[0] = t;
+      }
+    st->cmds = defc, st->ncmds = defn;
+    st->why_not = "no candidate fits the memory limit: the default";
+  }
+  (void)def;
+}
+
+int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
+            ir_program **out, dc_auto_report *rep) {
+  ir_scope sc;
+  ir_scope_enter(&sc, u->arena);
+  if (setjmp(sc.oom)) {
+    fe_error(u->src, (fe_loc){0, 0}, "out of memory");
+    return DC_NOMEM;
+  }
+  /* a param without a value (given at run time) is costed at a nominal 1024 */
+  int np = u->ast->nparams;
+  int64_t *vals = ir_alloc((size_t)(np + 1) * sizeof *vals);
+  for (int q = 0; q < np; q++) vals[q] = params[q] > 0 ? params[q] : 1024;
+  search S = {.u = u, .params = vals, .mem_limit = mem_limit, .m = m ? m : &dc_default_model};
+  rep->ranks = ranks;
+  rep->nstmts = u->ir->nstmts;
+  rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
+  for (int i = 0; i < u->ir->nstmts; i++) {
+    dc_auto_stmt *st = &rep->stmts[i];
+    st->stmt = i, st->chosen = -1;
+    st->why_not = not_searched(u, &u->ir->stmts[i]);
+    if (!st->why_not) search_stmt(&S, i, st);
+  }
+  ir_scope_leave(&sc);
+  /* the chosen schedules, applied to one copy */
+  ir_program *ir = NULL;
+  int rc = dc_clone(u, u->ir, &ir);
+  for (int i = 0; i < rep->nstmts && rc == DC_OK; i++) {
+    const dc_auto_stmt *st = &rep->stmts[i];
+    if (st->chosen == 0 && st->ncmds) rc = dc_schedule(u, ir, i, st->cmds, st->ncmds);
+  }
+  *out = rc == DC_OK ? ir : NULL;
+  return rc;
+}
+
+/* ---- printing ------------------------------------------------------------------------------ */
+/* byte offset of a 1-based line and column */
+static size_t offset_of(const fe_source *src, fe_loc loc) {
+  size_t at = 0;
+  for (int line = 1; line < loc.line && at < src->len; at++)
+    if (src->text[at] == '\n') line++;
+  return at + (size_t)(loc.col > 0 ? loc.col - 1 : 0);
+}
+
+/* the ';' that ends the statement starting at `at` (comments skipped, parentheses balanced) */
+static size_t stmt_end(const fe_source *src, size_t at) {
+  int depth = 0;
+  for (; at < src->len; at++) {
+    char c = src->text[at];
+    if (c == '#' || (c == '/' && at + 1 < src->len && src->text[at + 1] == '/')) {
+      while (at < src->len && src->text[at] != '\n') at++;
+      continue;
+    }
+    if (c == '(' || c == '{') depth++;
+    else if (c == ')' || c == '}') depth--;
+    else if (c == ';' && depth <= 0) return at;
+  }
+  return src->len;
+}
+
+typedef struct {
+  size_t at, skip; /* replace `skip` bytes at `at` */
+  char *text;
+} edit;
+
+static int cmp_edit(const void *a, const void *b) {
+  size_t x = ((const edit *)a)->at, y = ((const edit *)b)->at;
+  return x < y ? -1 : x > y;
+}
+
+void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
+  const fe_source *src = u->src;
+  const fe_program *p = u->ast;
+  edit *ed = calloc((size_t)(p->nstmts + p->ntensors + 1), sizeof *ed);
+  int ne = 0;
+  if (!ed) return;
+  for (int i = 0; rep && i < rep->nstmts && i < p->nstmts; i++) {
+    const dc_auto_stmt *st = &rep->stmts[i];
+    if (st->chosen != 0 || !st->ncmds) continue;
+    size_t end = stmt_end(src, offset_of(src, p->stmts[i].loc));
+    size_t n = strlen(st->cand[0].text) + 8;
+    char *t = malloc(n);
+    if (!t) continue;
+    snprintf(t, n, "\n  %s", st->cand[0].text);
+    ed[ne++] = (edit){end, 0, t};
+  }
+  for (int q = 0; q < p->ntensors; q++) {
+    const fe_tensor *t = &p->tensors[q];
+    if (!t->has_dist || !t->dist.chosen || !t->dist.nlevels) continue;
+    char *b = NULL;
+    size_t bl = 0;
+    FILE *m = open_memstream(&b, &bl);
+    if (!m) continue;
+    fprintf(m, "%s(", t->dist.machine_name);
+    for (int l = 0; l < t->dist.nlevels; l++) {
+      const fe_dist_level *lv = &t->dist.levels[l];
+      fputs(l ? "; " : "", m);
+      /* the X side in the declared order (a mode order stores it permuted) */
+      for (int x = 0; x < lv->nx; x++) {
+        int k = x;
+        for (int j = 0; t->mode && j < lv->nx; j++)
+          if (t->mode[j] == x) k = j;
+        fprintf(m, "%s%s", x ? "," : "", lv->x[k]);
+      }
+      fputs(" -> ", m);
+      for (int y = 0; y < lv->ny; y++) {
+        const fe_ydim *Y = &lv->y[y];
+        fputs(y ? "," : "", m);
+        if (Y->kind == FE_Y_NAME) fputs(Y->name, m);
+        else if (Y->kind == FE_Y_FIXED) fprintf(m, "%lld", (long long)Y->fixed);
+        else fputc('*', m);
+      }
+    }
+    fputc(')', m);
+    fclose(m);
+    ed[ne++] = (edit){offset_of(src, t->dist.loc), strlen(t->dist.machine_name), b};
+  }
+  qsort(ed, (size_t)ne, sizeof *ed, cmp_edit);
+  fprintf(f, "# %s with every schedule the compiler chose written out (distalc --emit schedule%s)\n", src->path,
+          rep ? " --auto" : "");
+  size_t at = 0;
+  for (int k = 0; k < ne; k++) {
+    fwrite(src->text + at, 1, ed[k].at - at, f);
+    fputs(ed[k].text, f);
+    at = ed[k].at + ed[k].skip;
+    free(ed[k].text);
+  }
+  fwrite(src->text + at, 1, src->len - at, f);
+  free(ed);
+}
+
+void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog) {
+  (void)prog;
+  fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
+             "by the default machine model):\n",
+          (long long)rep->ranks);
+  for (int i = 0; i < rep->nstmts; i++) {
+    const dc_auto_stmt *st = &rep->stmts[i];
+    if (st->chosen < 0) {
+      fprintf(f, "  statement %d: kept: %s\n", i + 1, st->why_not ? st->why_not : "not searched");
+      continue;
+    }
+    fprintf(f, "  statement %d: %d candidates%s%s\n", i + 1, st->ncand, st->why_not ? "; " : "", st->why_not ? st->why_not : "");
+    int shown = 0;
+    for (int q = 0; q < st->ncand; q++) {
+      const dc_auto_cand *c = &st->cand[q];
+      bool def = !*c->text;
+      if (shown >= 4 && !def) continue; /* the best four, and the default wherever it ranks */
+      shown++;
+      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages, buffers %lld bytes%s, %lld iterations): ", q == 0 ? "chosen" : "then  ",
+              c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, (long long)c->cost.buffer, c->fits ? "" : ", over the limit",
+              (long long)c->cost.points);
+      if (def) fputs("the owner-computes default", f);
+      for (const char *x = c->text; *x; x++) /* one line */
+        if (*x == '\n') {
+          fputc(' ', f);
+          while (x[1] == ' ') x++;
+        } else
+          fputc(*x, f);
+      fputc('\n', f);
+    }
+  }
+}

@@ -1,0 +1,68 @@
+/* autosched.h -- distalc --auto (LANGUAGE.md section 6): a schedule for every statement that
+ * has none, chosen by a cost model over candidates that the compiler builds, lowers and costs
+ * as it would compile them; and distalc --emit schedule, the program with the chosen
+ * schedules and the default distributions written out as .dtl.
+ *
+ * The search (per statement with no schedule commands, on a flat CPU machine, reading and
+ * writing dense tensors): the owner-computes default; every assignment of the machine's k
+ * grid dims to k distinct index variables (`distribute`); and, with a summed variable left
+ * undistributed, the same with that variable split into panels that every rank receives
+ * along the grid (`split`, `reorder`, `communicate`, as SUMMA), for two panel widths.  Each
+ * candidate is scheduled on a copy of the program, lowered, and costed from the plan's
+ * formulas (lw_stmt_cost) at the params and rank count given: predicted seconds = bytes
+ * received / bandwidth + messages x latency + iterations x time per iteration, with the
+ * machine model's defaults below.  A candidate that the compiler rejects is dropped; the
+ * choice is the fastest candidate whose buffers fit the memory limit (--mem-per-rank),
+ * else the default.  The default is always a candidate, so the choice never costs more
+ * than it unless the default does not fit.  The choice is made for one rank count and the param values of
+ * the compile (the defaults, --set, --ranks): the program runs correctly at any other. */
+#ifndef DISTAL_AUTOSCHED_H
+#define DISTAL_AUTOSCHED_H
+
+#include "compiler.h"
+
+typedef struct {
+  double bandwidth;    /* bytes per second a rank receives */
+  double latency;      /* seconds per message */
+  double point_time;   /* seconds per iteration of a statement's loops on one rank */
+} dc_machine_model;
+extern const dc_machine_model dc_default_model;
+
+typedef struct {
+  const char *text;    /* the schedule commands as .dtl (".distribute(...)\n  .split(...)"), "" for the default */
+  double seconds;      /* predicted */
+  bool fits;           /* its buffers fit the memory limit */
+  lw_cost cost;
+} dc_auto_cand;
+
+typedef struct {
+  int stmt;            /* statement index */
+  const char *why_not; /* NULL: searched; else why the statement keeps its schedule */
+  int ncand;
+  dc_auto_cand *cand;  /* sorted by predicted time; cand[0] is the choice */
+  int chosen;          /* index of the choice in cand (0), -1 where not searched */
+  const fe_command *cmds;
+  int ncmds;
+} dc_auto_stmt;
+
+typedef struct {
+  int nstmts;
+  dc_auto_stmt *stmts;
+  int64_t ranks;
+} dc_auto_report;
+
+/* Search every statement of u->ir without schedule commands; *out is a copy of u->ir with
+ * the chosen schedules applied, *rep what was considered (both in u's arena).  params: the
+ * values the costs are evaluated at (grid params solved for `ranks`); mem_limit: bytes of
+ * buffers per rank (0: none). */
+int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
+            ir_program **out, dc_auto_report *rep);
+
+/* --emit schedule: the source with each searched statement's chosen commands inserted before
+ * its ';' and every `@ M` without mapping written out with the mapping the compiler chose.
+ * rep may be NULL (no --auto: only the distributions). */
+void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep);
+/* --emit plan with --auto: per statement, the choice and the best alternatives, costed. */
+void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog);
+
+#endif

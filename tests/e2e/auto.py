@@ -1,0 +1,150 @@
+"""distalc --auto and --emit schedule, without running programs (auto.sh runs this).
+
+For every program below and rank counts 1 to 64:
+  - `--emit schedule --auto --ranks P` writes a program that, compiled without --auto, has
+    exactly the plan of the original compiled with --auto (`--emit plan`, the listing of the
+    search aside) and the same SPMD program;
+  - in the search's listing (`--emit plan --auto`), the chosen schedule's predicted time is
+    never above the owner-computes default's, and with --mem-per-rank the chosen buffers fit
+    the limit unless the listing says that nothing fits (then the default is kept);
+  - statements with schedule commands keep them: the printed program is the source.
+And distalc rejects a bad --mem-per-rank and an unknown --emit with a message."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
+DISTALC = os.environ.get("DISTALC", "distalc")
+PROGRAMS = [os.path.join(TOP, "tests", "e2e", "programs", f) for f in ("auto_kernels.dtl", "auto_3d.dtl")]
+PROGRAMS += [os.path.join(TOP, "examples", f) for f in ("summa.dtl", "ttv.dtl", "cg.dtl")]
+
+checks = fails = 0
+
+
+def ok(msg):
+    global checks
+    checks += 1
+    print("PASS " + msg)
+
+
+def bad(msg, out=""):
+    global checks, fails
+    checks += 1
+    fails += 1
+    print("FAIL " + msg)
+    for line in out.strip().splitlines()[-20:]:
+        print("    | " + line)
+
+
+def distalc(*args):
+    p = subprocess.run([DISTALC] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def plan_only(text):
+    """the plan without the search's listing and the rank-count comment"""
+    keep = []
+    for line in text.splitlines():
+        if line.startswith("auto-scheduling"):
+            break
+        if not line.startswith("# ranks:"):
+            keep.append(line)
+    return "\n".join(keep)
+
+
+def spmd_body(text):
+    """the SPMD program without the statements' headers (their text and line numbers differ:
+    the printed program has the commands written out)"""
+    return "\n".join(re.sub(r"\(line \d+\)", "", re.sub(r"^statement (\d+) \(line \d+\): .*$", r"statement \1", l))
+                     for l in text.splitlines())
+
+
+def listing(text):
+    """statement -> [(seconds, fits, is_default, chosen)] from --emit plan --auto"""
+    out, st = {}, None
+    for line in text.splitlines():
+        m = re.match(r"  statement (\d+): (\d+) candidates", line)
+        if m:
+            st = int(m.group(1))
+            out[st] = []
+            continue
+        m = re.match(r"    (chosen|then  ) ([0-9.e+-]+) s \(.*buffers (\d+) bytes(, over the limit)?,.*\): (.*)$", line)
+        if m and st is not None:
+            out[st].append((float(m.group(2)), m.group(4) is None, m.group(5) == "the owner-computes default",
+                            m.group(1) == "chosen", int(m.group(3))))
+    return out
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        for path in PROGRAMS:
+            name = os.path.basename(path)
+            for ranks in (1, 2, 4, 6, 8, 12, 64):
+                rc, sched, err = distalc(path, "--auto", "--emit", "schedule", "--ranks", str(ranks))
+                if rc != 0:
+                    bad("%s at %d ranks: --emit schedule --auto exits %d" % (name, ranks, rc), err)
+                    continue
+                out = os.path.join(d, "sched_%d_%s" % (ranks, name))
+                with open(out, "w") as f:
+                    f.write(sched)
+                r1, p1, e1 = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks))
+                r2, p2, e2 = distalc(out, "--emit", "plan", "--ranks", str(ranks))
+                s1 = distalc(path, "--auto", "--emit", "spmd", "--ranks", str(ranks))
+                s2 = distalc(out, "--emit", "spmd")
+                if r1 or r2 or plan_only(p1) != plan_only(p2) or spmd_body(s1[1]) != spmd_body(s2[1]):
+                    bad("%s at %d ranks: the printed schedule does not give the same plan" % (name, ranks),
+                        e1 + e2 + "\n".join(l for l in sched.splitlines() if l.startswith("  .")))
+                else:
+                    ok("%s at %d ranks: the printed schedule gives the plan and SPMD program of --auto" % (name, ranks))
+                lst = listing(p1)
+                wrong = []
+                for st, cands in lst.items():
+                    chosen = [c for c in cands if c[3]]
+                    default = [c for c in cands if c[2]]
+                    if len(chosen) != 1 or len(default) != 1:
+                        wrong.append("statement %d: no chosen or default line" % st)
+                    elif chosen[0][0] > default[0][0] * (1 + 1e-9):
+                        wrong.append("statement %d: chosen %g s > default %g s" % (st, chosen[0][0], default[0][0]))
+                if wrong:
+                    bad("%s at %d ranks: %s" % (name, ranks, "; ".join(wrong)), p1)
+                elif lst:
+                    ok("%s at %d ranks: %d statements searched, none predicted slower than the default" % (name, ranks, len(lst)))
+                # a memory limit: half of the default's buffers of the first searched statement
+                if lst:
+                    st, cands = sorted(lst.items())[0]
+                    limit = max(1, [c for c in cands if c[2]][0][4] // 2)
+                    r3, p3, e3 = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank", str(limit))
+                    l3 = listing(p3).get(st, [])
+                    ch = [c for c in l3 if c[3]]
+                    nothing = "no candidate fits" in p3
+                    if r3 or not ch or (ch[0][4] > limit and not (nothing and ch[0][2])):
+                        bad("%s at %d ranks: --mem-per-rank %d: the choice's buffers exceed it" % (name, ranks, limit), p3 + e3)
+                    else:
+                        ok("%s at %d ranks: --mem-per-rank %d respected (buffers %d%s)" % (name, ranks, limit, ch[0][4],
+                                                                                      ", nothing fits: the default" if nothing else ""))
+        # scheduled statements are kept as written
+        summa = os.path.join(TOP, "examples", "summa.dtl")
+        rc, sched, _ = distalc(summa, "--auto", "--emit", "schedule", "--ranks", "4")
+        with open(summa) as f:
+            src = f.read()
+        if rc or sched.split("\n", 1)[1] != src:
+            bad("summa.dtl: --emit schedule --auto changed a scheduled program", sched)
+        else:
+            ok("summa.dtl: a scheduled program is printed as written")
+        for args, pat in ((["--mem-per-rank", "0"], "--mem-per-rank needs a positive number of bytes"),
+                          (["--mem-per-rank", "12x"], "--mem-per-rank needs a positive number of bytes"),
+                          (["--emit", "schedules"], "--emit takes c, cin, spmd, plan or schedule")):
+            rc, out, err = distalc(summa, "--auto", *args)
+            if rc == 0 or pat not in err:
+                bad("distalc %s: expected %r" % (" ".join(args), pat), out + err)
+            else:
+                ok("distalc %s rejected" % " ".join(args))
+    print("%d checks, %d failed" % (checks, fails))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
