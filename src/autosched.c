@@ -13,10 +13,19 @@ const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .p
 
 /* ---- building commands ------------------------------------------------------------------- */
 typedef struct {
-  fe_command cmds[4];
+  fe_command cmds[5];
   int n;
   char text[1024];
+  double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
 } cmdlist;
+
+/* The catalogue's kernels (LANGUAGE.md section 5, substitute) and how much faster than the
+ * generated loops the model takes each to be per iteration: BLAS-3 far faster, the streaming
+ * ones a little (vectorized, unrolled). */
+static const struct {
+  const char *name;
+  double speedup;
+} kernels[] = {{"gemm", 16}, {"ttm", 8}, {"mttkrp", 4}, {"gemv", 2}, {"ttv", 2}, {"dot", 2}, {"innerprod", 2}, {"axpy", 1.5}};
 
 static fe_arg a_ident(const char *s) { return (fe_arg){.kind = FE_ARG_IDENT, .name = ir_strdup(s)}; }
 static fe_arg a_int(int64_t v) { return (fe_arg){.kind = FE_ARG_INT, .ival = v}; }
@@ -108,7 +117,7 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   if (!ok || !lw_stmt_cost(lp, i, S->params, &out->cost)) return false;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
   out->seconds = (double)out->cost.bytes / S->m->bandwidth + (double)out->cost.msgs * S->m->latency +
-                 (double)out->cost.points * S->m->point_time;
+                 (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
   out->text = ir_strdup(c->text);
   return true;
 }
@@ -135,6 +144,18 @@ static void keep(search *S, const cmdlist *c, const dc_auto_cand *k) {
 static void consider(search *S, int i, const cmdlist *c) {
   dc_auto_cand k;
   if (try_cand(S, i, c, &k)) keep(S, c, &k);
+}
+
+/* c, and c with its innermost loops (`inner`, in loop order) replaced by each catalogue
+ * kernel that the compiler accepts for them */
+static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner) {
+  consider(S, i, c);
+  for (size_t q = 0; q < sizeof kernels / sizeof kernels[0] && ninner > 0; q++) {
+    cmdlist k = *c;
+    add_cmd(&k, "substitute", 2, a_list(ninner, inner), a_ident(kernels[q].name));
+    k.speedup = kernels[q].speedup;
+    consider(S, i, &k);
+  }
 }
 
 /* why statement i is not searched (NULL: it is) */
@@ -237,7 +258,17 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     }
     cmdlist d = {0};
     add_cmd(&d, "distribute", 4, a_list(k, targ), a_list(k, outer), a_list(k, inner), a_ident(M->name));
-    consider(S, i, &d);
+    /* the loops under the distributed ones: the variables in their order, the distributed
+     * ones by their inner loops */
+    char *under[16];
+    int nunder = 0;
+    for (int q = 0; q < nl; q++) {
+      int at = -1;
+      for (int x = 0; x < k; x++)
+        if (pick[x] == q) at = x;
+      under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
+    }
+    consider_kernels(S, i, &d, nunder, under);
     /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
     for (int r = 0; r < nl; r++) {
       bool used = false;
@@ -263,7 +294,31 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
         add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
         add_cmd(&ds, "reorder", 1, a_list(no, order));
         add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
-        consider(S, i, &ds);
+        /* the loops under ro: the reorder puts ro, the inner loops and ri, in that order, at
+         * the places of those loops among the others */
+        char *loopv[16], *inside[16];
+        int nlv = 0, ni = 0, slot = 0;
+        for (int q = 0; q < nl; q++) {
+          int at = -1;
+          for (int x = 0; x < k; x++)
+            if (pick[x] == q) at = x;
+          if (q == r) {
+            loopv[nlv++] = ro;
+            loopv[nlv++] = ri;
+          } else
+            loopv[nlv++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
+        }
+        for (int q = 0; q < nlv; q++) {
+          bool listed = false;
+          for (int x = 0; x < no; x++) listed |= !strcmp(loopv[q], order[x]);
+          if (listed) loopv[q] = order[slot++];
+        }
+        bool after = false;
+        for (int q = 0; q < nlv; q++) {
+          if (after) inside[ni++] = loopv[q];
+          after |= loopv[q] == ro;
+        }
+        consider_kernels(S, i, &ds, ni, inside);
       }
     }
   }
