@@ -54,7 +54,7 @@ __shared__ atomicAdd dim3 cudaStream_t cudaError_t""".split()
 DTL_KEYWORDS = set("""param machine tensor temp grid Grid repeat until double float int32 int64
 dense compressed csr csf cpu gpu""".split())
 # options of generated executables (a param may not take their names: LANGUAGE.md section 8)
-OPTIONS = set("fill seed iters warmup load save validate json stats verbose help h".split())
+OPTIONS = set("fill seed iters warmup load save validate json stats verbose monitor help h".split())
 HEADERS = ["stdbool.h", "stdio.h", "stdlib.h", "string.h", "math.h", "stdint.h", "inttypes.h",
            "stddef.h", "errno.h", "limits.h", "float.h", "assert.h", "time.h", "unistd.h",
            "mpi.h", "cblas.h", "omp.h", "distal/runtime.h"]
