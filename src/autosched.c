@@ -1,6 +1,8 @@
 /* autosched.c -- distalc --auto and --emit schedule (autosched.h). */
 #include "autosched.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -10,6 +12,82 @@
  * iteration (a fused multiply-add at a few GFLOP/s), in the proportions that decide between
  * schedules (the absolute values only scale the predictions). */
 const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10};
+
+bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, errlen, "%s: error: cannot read the machine model: %s", path, strerror(errno));
+    return false;
+  }
+  *m = dc_default_model;
+  char line[512];
+  bool seen[3] = {false};
+  for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char name[64], extra[8];
+    double v;
+    int n = sscanf(line, "%63s %lf %7s", name, &v, extra);
+    if (n <= 0) continue; /* blank */
+    static const char *names[] = {"bandwidth", "latency", "point_time"};
+    int k = -1;
+    for (int q = 0; q < 3; q++)
+      if (!strcmp(name, names[q])) k = q;
+    const char *why = k < 0 ? "unknown name (bandwidth, latency or point_time)" : n != 2 ? "expected NAME VALUE"
+                      : !(isfinite(v) && v > 0) ? "the value must be a positive number" : seen[k] ? "given twice" : NULL;
+    if (why) {
+      snprintf(err, errlen, "%s:%d: error: %s: %s", path, ln, why, k < 0 ? name : names[k]);
+      fclose(f);
+      return false;
+    }
+    seen[k] = true;
+    if (k == 0) m->bandwidth = v;
+    else if (k == 1) m->latency = v;
+    else m->point_time = v;
+  }
+  fclose(f);
+  return true;
+}
+
+const char dc_calibrate_source[] =
+    "/* distalc --calibrate: the machine model of distal-mpi's --auto, measured on this machine. */\n"
+    "#include <mpi.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "int main(int argc, char **argv) {\n"
+    "  MPI_Init(&argc, &argv);\n"
+    "  int rank, size;\n  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n  MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
+    "  if (size < 2) { if (!rank) fprintf(stderr, \"calibrate: needs 2 ranks\\n\"); MPI_Abort(MPI_COMM_WORLD, 2); }\n"
+    "  const int big = 1 << 23; /* 8 MB messages: bandwidth */\n"
+    "  char *buf = calloc(big, 1);\n"
+    "  double lat = 1e30, bw = 0;\n"
+    "  for (int rep = 0; rep < 5; rep++) {\n"
+    "    MPI_Barrier(MPI_COMM_WORLD);\n    double t = MPI_Wtime();\n"
+    "    for (int i = 0; i < 200 && rank < 2; i++) {\n"
+    "      if (rank == 0) { MPI_Send(buf, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD); MPI_Recv(buf, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
+    "      else { MPI_Recv(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD); }\n"
+    "    }\n"
+    "    t = (MPI_Wtime() - t) / 400;\n    if (t < lat) lat = t;\n"
+    "    MPI_Barrier(MPI_COMM_WORLD);\n    t = MPI_Wtime();\n"
+    "    for (int i = 0; i < 4 && rank < 2; i++) {\n"
+    "      if (rank == 0) { MPI_Send(buf, big, MPI_CHAR, 1, 1, MPI_COMM_WORLD); MPI_Recv(buf, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
+    "      else { MPI_Recv(buf, big, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD); }\n"
+    "    }\n"
+    "    t = MPI_Wtime() - t;\n    if (4.0 * big / t > bw) bw = 4.0 * big / t;\n"
+    "  }\n"
+    "  /* an iteration of generated loops: a naive matrix product's inner loop, 256^3 */\n"
+    "  const int n = 256;\n"
+    "  double *a = calloc((size_t)n * n, 8), *b = malloc((size_t)n * n * 8), *c = malloc((size_t)n * n * 8), pt = 1e30;\n"
+    "  for (int i = 0; i < n * n; i++) b[i] = 1.0 + i % 7, c[i] = 2.0 - i % 5;\n"
+    "  for (int rep = 0; rep < 3; rep++) {\n"
+    "    double t = MPI_Wtime();\n"
+    "    for (int i = 0; i < n; i++)\n      for (int j = 0; j < n; j++)\n        for (int k = 0; k < n; k++)\n"
+    "          a[i * n + j] += b[i * n + k] * c[k * n + j];\n"
+    "    t = (MPI_Wtime() - t) / ((double)n * n * n);\n    if (t < pt) pt = t;\n"
+    "  }\n"
+    "  if (rank == 0)\n"
+    "    printf(\"# machine model for distalc --auto (distalc --calibrate; checksum %g)\\nbandwidth %.6g\\nlatency %.6g\\npoint_time %.6g\\n\",\n"
+    "           a[n + 1], bw, lat, pt);\n"
+    "  free(buf), free(a), free(b), free(c);\n"
+    "  MPI_Finalize();\n  return 0;\n}\n";
 
 /* ---- building commands ------------------------------------------------------------------- */
 typedef struct {
@@ -485,8 +563,8 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
 void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog) {
   (void)prog;
   fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
-             "by the default machine model):\n",
-          (long long)rep->ranks);
+             "by %s%s):\n",
+          (long long)rep->ranks, rep->model ? "the machine model " : "the default machine model", rep->model ? rep->model : "");
   for (int i = 0; i < rep->nstmts; i++) {
     const dc_auto_stmt *st = &rep->stmts[i];
     if (st->chosen < 0) {

@@ -27,6 +27,13 @@ typedef struct {
   double point_time;   /* seconds per iteration of a statement's loops on one rank */
 } dc_machine_model;
 extern const dc_machine_model dc_default_model;
+/* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
+ * `latency S`, `point_time S` (positive numbers; `#` starts a comment), each at most once,
+ * the others keeping the defaults.  Returns false with "PATH:LINE: error: ..." in err. */
+bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);
+/* The source of the calibration program: an MPI C program that rank 0 and 1 run, printing
+ * the model file on rank 0's stdout. */
+extern const char dc_calibrate_source[];
 
 typedef struct {
   const char *text;    /* the schedule commands as .dtl (".distribute(...)\n  .split(...)"), "" for the default */
@@ -49,6 +56,7 @@ typedef struct {
   int nstmts;
   dc_auto_stmt *stmts;
   int64_t ranks;
+  const char *model;   /* the machine model's file, NULL: the defaults */
 } dc_auto_report;
 
 /* Search every statement of u->ir without schedule commands; *out is a copy of u->ir with

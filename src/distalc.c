@@ -51,6 +51,9 @@ static const char usage[] =
     "                  for --ranks P and --set (as --emit plan; --emit plan then lists the\n"
     "                  candidates and their predicted costs)\n"
     "  --mem-per-rank BYTES  with --auto: the most buffer memory a schedule may use per rank\n"
+    "  --model FILE    with --auto: the machine model (default $DISTAL_MACHINE_MODEL, else built-in)\n"
+    "  --calibrate     measure the machine model with $MPIRUN on 2 ranks, write it to -o FILE\n"
+    "                  (default distal.model)\n"
     "  --check         only parse and validate (everything short of writing code)\n"
     "  --debug         generated code verifies every box it receives\n"
     "  --no-fuse       no program-level rewrites: each statement runs alone (for comparison)\n"
@@ -379,6 +382,60 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
   return true;
 }
 
+/* distalc --calibrate: build the calibration program with the MPI compiler wrapper, run it on
+ * 2 ranks with $MPIRUN (default mpirun; again with --oversubscribe where that fails, as Open
+ * MPI needs on one core) and write the model it prints to `out`, renamed into place when
+ * complete. */
+static int calibrate(const char *out) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/distalc-calibrate.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "distalc: --calibrate: cannot create a temporary directory: %s\n", strerror(errno));
+    return 1;
+  }
+  char src[4200], exe[4200], res[4200], cmd[32768];
+  snprintf(src, sizeof src, "%s/calibrate.c", dir);
+  snprintf(exe, sizeof exe, "%s/calibrate", dir);
+  snprintf(res, sizeof res, "%s/model", dir);
+  FILE *f = fopen(src, "w");
+  int rc = !f || fputs(dc_calibrate_source, f) < 0;
+  if (f && fclose(f)) rc = 1;
+  const char *cc = getenv("MPICC"), *mpirun = getenv("MPIRUN");
+  if (!cc || !*cc) cc = DISTAL_MPICC;
+  if (!mpirun || !*mpirun) mpirun = "mpirun";
+  if (!rc) {
+    snprintf(cmd, sizeof cmd, "%s -O2 '%s' -o '%s'", cc, src, exe);
+    rc = run_cmd(cmd, "the MPI compiler (--calibrate)");
+  }
+  if (!rc) {
+    snprintf(cmd, sizeof cmd, "%s -np 2 '%s' > '%s' 2>/dev/null || %s -np 2 --oversubscribe '%s' > '%s'", mpirun, exe, res, mpirun, exe,
+             res);
+    rc = run_cmd(cmd, "the calibration run (--calibrate)");
+  }
+  dc_machine_model m;
+  char err[1024];
+  if (!rc && !dc_read_model(res, &m, err, sizeof err)) {
+    fprintf(stderr, "distalc: --calibrate: the calibration printed no model: %s\n", err);
+    rc = 1;
+  }
+  if (!rc) {
+    outfile of = {0};
+    FILE *in = fopen(res, "r");
+    rc = !in || !out_open(&of, out);
+    char buf[4096];
+    size_t n;
+    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
+      if (fwrite(buf, 1, n, of.f) != n) rc = 1;
+    if (in) fclose(in);
+    if (of.f && (rc ? (fclose(of.f), unlink(of.tmp), false) : !out_commit(&of))) rc = 1;
+    if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration)\n", out,
+                    m.bandwidth, m.latency, m.point_time);
+  }
+  unlink(src), unlink(exe), unlink(res), rmdir(dir);
+  return rc;
+}
+
 /* The params' values for --emit plan and --auto: defaults, then --set NAME=VALUE (-1: none);
  * NULL with a message on a bad --set. */
 static int64_t *param_values(const fe_program *prog, char **sets, int nsets) {
@@ -430,6 +487,8 @@ static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *va
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false, autos = false;
+  bool calib = false;
+  const char *model = getenv("DISTAL_MACHINE_MODEL"); /* --model FILE overrides it */
   int64_t mem_per_rank = 0; /* --mem-per-rank: 0, none */
   int64_t ranks = 0;    /* 0: no --ranks (--emit plan picks the count, plan_ranks) */
   int64_t per_node = 0; /* 0: no --ranks-per-node (README, "Choices") */
@@ -461,6 +520,8 @@ int main(int argc, char **argv) {
       per_node = strtoll(val, &end, 10);
       if (*end || per_node <= 0 || per_node > INT_MAX)
         return fail_usage("--ranks-per-node needs a positive integer (an MPI rank count), not", val);
+    } else if (TAKE("--model")) {
+      model = val;
     } else if (TAKE("--mem-per-rank")) {
       char *end;
       mem_per_rank = strtoll(val, &end, 10);
@@ -475,9 +536,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--debug")) debug = true;
     else if (!strcmp(a, "--no-fuse")) no_fuse = true;
     else if (!strcmp(a, "--auto")) autos = true;
+    else if (!strcmp(a, "--calibrate")) calib = true;
     else if (a[0] == '-' && a[1]) return fail_usage("unknown option", a);
     else if (input) return fail_usage("more than one input file:", a);
     else input = a;
+  }
+  if (calib) {
+    if (input) return fail_usage("--calibrate takes no input file:", input);
+    return calibrate(out ? out : "distal.model");
   }
   if (!input) return fail_usage("no input file", NULL);
   if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan") && strcmp(emit, "schedule"))
@@ -510,7 +576,15 @@ int main(int argc, char **argv) {
       goto done;
     }
     ir_program *chosen = NULL;
-    rc = dc_auto(u, vals, r, mem_per_rank, NULL, &chosen, &arep);
+    dc_machine_model mm = dc_default_model;
+    char merr[1024];
+    if (model && *model && !dc_read_model(model, &mm, merr, sizeof merr)) {
+      fprintf(stderr, "%s\n", merr);
+      free(vals);
+      goto done;
+    }
+    rc = dc_auto(u, vals, r, mem_per_rank, &mm, &chosen, &arep);
+    arep.model = model && *model ? model : NULL;
     free(vals);
     if (rc != DC_OK || !chosen) {
       status = rc ? rc : 1;

@@ -142,6 +142,42 @@ def main():
                 bad("distalc %s: expected %r" % (" ".join(args), pat), out + err)
             else:
                 ok("distalc %s rejected" % " ".join(args))
+        # the machine model: measured, read, and bad files rejected with their line
+        model = os.path.join(d, "m.model")
+        rc, out, err = distalc("--calibrate", "-o", model)
+        vals = {}
+        if rc == 0 and os.path.exists(model):
+            with open(model) as f:
+                for line in f:
+                    w = line.split("#")[0].split()
+                    if len(w) == 2:
+                        vals[w[0]] = float(w[1])
+        if rc or sorted(vals) != ["bandwidth", "latency", "point_time"] or min(vals.values()) <= 0:
+            bad("distalc --calibrate: expected a model of three positive values", out + err)
+        else:
+            ok("distalc --calibrate: %s" % ", ".join("%s %g" % kv for kv in sorted(vals.items())))
+            rc, out, err = distalc(PROGRAMS[0], "--auto", "--model", model, "--emit", "plan", "--ranks", "4")
+            if rc or ("by the machine model %s" % model) not in out:
+                bad("--auto --model: the listing does not name the model", out + err)
+            else:
+                ok("--auto --model reads the calibrated model")
+        for k, (text, pat) in enumerate((("bandwidth 0\n", ":1: error: the value must be a positive number: bandwidth"),
+                                         ("# ok\nlatency 1e-6\nspeed 3\n", ":3: error: unknown name"),
+                                         ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),
+                                         ("point_time 1e-9 2\n", ":1: error: expected NAME VALUE"))):
+            path = os.path.join(d, "bad%d.model" % k)
+            with open(path, "w") as f:
+                f.write(text)
+            rc, out, err = distalc(PROGRAMS[0], "--auto", "--model", path, "--emit", "plan")
+            if rc == 0 or (path + pat) not in err:
+                bad("a bad machine model %r: expected %r" % (text, pat), out + err)
+            else:
+                ok("a bad machine model rejected: %s" % err.strip())
+        rc, out, err = distalc("--calibrate", PROGRAMS[0])
+        if rc == 0 or "--calibrate takes no input file" not in err:
+            bad("--calibrate with an input file: expected an error", out + err)
+        else:
+            ok("--calibrate with an input file rejected")
     print("%d checks, %d failed" % (checks, fails))
     return 1 if fails else 0
 
