@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A rank of a cluster node: about 5 GB/s received, 2 us per message, and 0.4 ns per loop
  * iteration (a fused multiply-add at a few GFLOP/s), in the proportions that decide between
@@ -526,20 +527,21 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
     for (int l = 0; l < t->dist.nlevels; l++) {
       const fe_dist_level *lv = &t->dist.levels[l];
       fputs(l ? "; " : "", m);
-      /* the X side in the declared order (a mode order stores it permuted) */
-      for (int x = 0; x < lv->nx; x++) {
-        int k = x;
-        for (int j = 0; t->mode && j < lv->nx; j++)
-          if (t->mode[j] == x) k = j;
-        fprintf(m, "%s%s", x ? "," : "", lv->x[k]);
-      }
+      /* in the compact form, the declared dims named a, b, c, ... (a mode order stores
+       * them permuted: storage dim j is declared dim mode[j]) */
+      for (int x = 0; x < lv->nx; x++) fputc('a' + x, m);
       fputs(" -> ", m);
       for (int y = 0; y < lv->ny; y++) {
         const fe_ydim *Y = &lv->y[y];
-        fputs(y ? "," : "", m);
-        if (Y->kind == FE_Y_NAME) fputs(Y->name, m);
-        else if (Y->kind == FE_Y_FIXED) fprintf(m, "%lld", (long long)Y->fixed);
-        else fputc('*', m);
+        if (Y->kind == FE_Y_NAME) {
+          int j = 0;
+          for (int x = 0; x < lv->nx; x++)
+            if (!strcmp(lv->x[x], Y->name)) j = x;
+          fputc('a' + (t->mode ? t->mode[j] : j), m);
+        } else if (Y->kind == FE_Y_FIXED && Y->fixed >= 0 && Y->fixed <= 9)
+          fprintf(m, "%lld", (long long)Y->fixed);
+        else
+          fputc('*', m);
       }
     }
     fputc(')', m);
@@ -565,6 +567,7 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog) {
   fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
              "by %s%s):\n",
           (long long)rep->ranks, rep->model ? "the machine model " : "the default machine model", rep->model ? rep->model : "");
+  if (rep->layouts) fprintf(f, "  layouts of the tensors declared `@ M` with no mapping:\n%s", rep->layouts);
   for (int i = 0; i < rep->nstmts; i++) {
     const dc_auto_stmt *st = &rep->stmts[i];
     if (st->chosen < 0) {
@@ -591,4 +594,182 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog) {
       fputc('\n', f);
     }
   }
+}
+
+/* ---- layouts -------------------------------------------------------------------------------- */
+/* The predicted time of the whole program of unit v: each statement without schedule
+ * commands at its best candidate (as dc_auto searches), the others at their schedule. */
+static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out) {
+  dc_auto_report rep = {0};
+  ir_program *chosen = NULL;
+  if (dc_auto(v, params, 1, mem_limit, m, &chosen, &rep) != DC_OK) return false;
+  ir_scope sc;
+  ir_scope_enter(&sc, v->arena);
+  if (setjmp(sc.oom)) return false;
+  int np = v->ast->nparams;
+  int64_t *vals = ir_alloc((size_t)(np + 1) * sizeof *vals);
+  for (int q = 0; q < np; q++) vals[q] = params[q] > 0 ? params[q] : 1024;
+  search S = {.u = v, .params = vals, .mem_limit = mem_limit, .m = m};
+  double total = 0;
+  bool ok = true;
+  for (int i = 0; i < rep.nstmts && ok; i++) {
+    const dc_auto_stmt *st = &rep.stmts[i];
+    if (st->chosen == 0 && st->ncand) {
+      total += st->cand[0].seconds;
+      continue;
+    }
+    dc_auto_cand c;
+    cmdlist none = {0};
+    if (try_cand(&S, i, &none, &c)) total += c.seconds;
+    else ok = false;
+  }
+  ir_scope_leave(&sc);
+  *out = total;
+  return ok;
+}
+
+typedef struct {
+  size_t at, len; /* the machine name after '@' */
+  const fe_tensor *t;
+  char *map;      /* the mapping text chosen so far */
+} layout_slot;
+
+static char *layout_text(const fe_source *src, const layout_slot *sl, int n) {
+  size_t len = src->len + 1;
+  for (int k = 0; k < n; k++) len += strlen(sl[k].map) + 1;
+  char *b = malloc(len), *w = b;
+  if (!b) return NULL;
+  size_t at = 0;
+  for (int k = 0; k < n; k++) { /* slots are in source order */
+    memcpy(w, src->text + at, sl[k].at - at), w += sl[k].at - at;
+    w += sprintf(w, "%s", sl[k].map);
+    at = sl[k].at + sl[k].len;
+  }
+  memcpy(w, src->text + at, src->len - at), w += src->len - at;
+  *w = 0;
+  return b;
+}
+
+/* mapping number `code` of tensor t over a level of k dims: grid dim q gets tensor dim
+ * (code / (r+1)^q) % (r+1), r meaning '*'; NULL where a tensor dim repeats.  Written in the
+ * compact form, the dims named a, b, c, ... (`M(ab -> a*)`). */
+static char *mapping(const fe_tensor *t, const char *machine, int k, int64_t code) {
+  int r = t->order, used[64] = {0};
+  char b[512];
+  int w = snprintf(b, sizeof b, "%s(", machine);
+  for (int x = 0; x < r && w < (int)sizeof b; x++) w += snprintf(b + w, sizeof b - (size_t)w, "%c", 'a' + x);
+  w += snprintf(b + w, sizeof b - (size_t)w, " -> ");
+  for (int q = 0; q < k && w < (int)sizeof b; q++) {
+    int d = (int)(code % (r + 1));
+    code /= r + 1;
+    if (d < r && used[d]++) return NULL;
+    if (d < r) w += snprintf(b + w, sizeof b - (size_t)w, "%c", 'a' + d);
+    else w += snprintf(b + w, sizeof b - (size_t)w, "*");
+  }
+  if (w >= (int)sizeof b - 2) return NULL;
+  snprintf(b + w, sizeof b - (size_t)w, ")");
+  return strdup(b);
+}
+
+/* bytes of t's block per rank under mapping `code` (grid dims' sizes from params); -1 unknown */
+static int64_t block_bytes(const fe_tensor *t, const fe_machine *M, const int64_t *params, int64_t code) {
+  int r = t->order, k = M->levels[0].ndims;
+  int64_t ext[64], v = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
+  for (int x = 0; x < r; x++) {
+    const fe_size *sz = &t->dims[x];
+    ext[x] = sz->is_param ? (params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value;
+  }
+  for (int q = 0; q < k; q++) {
+    int d = (int)(code % (r + 1));
+    code /= r + 1;
+    const fe_size *g = &M->levels[0].dims[q];
+    int64_t G = g->is_param ? params[g->param] : g->value;
+    if (G <= 0) return -1;
+    if (d < r) ext[d] = (ext[d] + G - 1) / G;
+  }
+  for (int x = 0; x < r; x++) {
+    if (ext[x] > 0 && v > INT64_MAX / ext[x]) return INT64_MAX;
+    v *= ext[x];
+  }
+  return v;
+}
+
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report) {
+  const fe_program *p = u->ast;
+  const fe_source *src = u->src;
+  *report = NULL;
+  if (u->ir->machine < 0 || p->machines[u->ir->machine].nlevels != 1 || u->cuda) return NULL;
+  const fe_machine *M = &p->machines[u->ir->machine];
+  const int k = M->levels[0].ndims;
+  layout_slot sl[64];
+  int n = 0;
+  for (int q = 0; q < p->ntensors && n < 64; q++) {
+    const fe_tensor *t = &p->tensors[q];
+    if (!t->has_dist || !t->dist.chosen || t->order < 1 || t->order > 8 || t->mode) continue;
+    if (strcmp(t->dist.machine_name, M->name)) continue;
+    /* the default mapping: leading dims over the grid dims, as sema wrote it */
+    int64_t code = 0, mul = 1;
+    for (int g = 0; g < k; g++, mul *= t->order + 1) code += (g < t->order ? g : t->order) * mul;
+    sl[n] = (layout_slot){offset_of(src, t->dist.loc), strlen(t->dist.machine_name), t, mapping(t, M->name, k, code)};
+    if (!sl[n].map) return NULL;
+    n++;
+  }
+  if (!n) return NULL;
+  char *log = NULL;
+  size_t loglen = 0;
+  FILE *lf = open_memstream(&log, &loglen);
+  /* the memory a rank may give a tensor's block: --mem-per-rank, else this machine's memory
+   * shared by its cores */
+  int64_t limit = mem_limit;
+  if (limit <= 0) {
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE), cores = sysconf(_SC_NPROCESSORS_ONLN);
+    limit = pages > 0 && psize > 0 ? (int64_t)pages * psize / (cores > 0 ? cores : 1) : INT64_MAX;
+  }
+  double best_total = -1;
+  for (int s = 0; s < n; s++) {
+    int64_t count = 1;
+    for (int g = 0; g < k; g++) count *= sl[s].t->order + 1;
+    /* the default first: a layout must be predicted faster to replace it */
+    char *best = NULL;
+    double best_sec = -1;
+    int tried = 0;
+    for (int64_t code = -1; code < count && code < 4096; code++) {
+      char *map = code < 0 ? strdup(sl[s].map) : mapping(sl[s].t, M->name, k, code);
+      if (!map) continue;
+      /* a layout whose block does not fit the memory per rank is not a candidate */
+      int64_t bb = code < 0 ? 0 : block_bytes(sl[s].t, M, params, code);
+      if (code >= 0 && (bb < 0 || bb > limit)) {
+        free(map);
+        continue;
+      }
+      char *saved = sl[s].map;
+      sl[s].map = map;
+      char *text = layout_text(src, sl, n);
+      sl[s].map = saved;
+      dc_unit *v = NULL;
+      double sec = 0;
+      bool ok = text && dc_compile(src->path, text, strlen(text),
+                                   &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
+                program_seconds(v, params, mem_limit, m, &sec);
+      if (v) dc_unit_free(v);
+      free(text);
+      tried += ok && code >= 0;
+      if (ok && (!best || sec < best_sec * (1 - 1e-9))) {
+        free(best);
+        best = map, best_sec = sec;
+      } else
+        free(map);
+    }
+    if (!best) continue; /* nothing could be costed: the default stays */
+    if (lf) fprintf(lf, "  tensor %s: %s (of %d layouts; the program predicted at %.3g s)\n", sl[s].t->name, best, tried, best_sec);
+    free(sl[s].map);
+    sl[s].map = best;
+    best_total = best_sec;
+  }
+  (void)best_total;
+  if (lf) fclose(lf);
+  *report = log;
+  char *text = layout_text(src, sl, n);
+  for (int s = 0; s < n; s++) free(sl[s].map);
+  return text;
 }

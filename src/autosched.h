@@ -57,6 +57,7 @@ typedef struct {
   dc_auto_stmt *stmts;
   int64_t ranks;
   const char *model;   /* the machine model's file, NULL: the defaults */
+  const char *layouts; /* dc_auto_layouts' report, NULL: no layout chosen */
 } dc_auto_report;
 
 /* Search every statement of u->ir without schedule commands; *out is a copy of u->ir with
@@ -65,6 +66,16 @@ typedef struct {
  * buffers per rank (0: none). */
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
             ir_program **out, dc_auto_report *rep);
+
+/* --auto's layouts (LANGUAGE.md section 3, `@ M` with no mapping): each such tensor of a
+ * flat CPU machine gets, one after another in declaration order (the others as chosen so
+ * far, the rest at the default), the mapping of its dimensions onto the grid dims (each
+ * dim at most once, `*` for the others) that minimizes the predicted time of the whole
+ * program, every statement scheduled by dc_auto's search: a layout is chosen jointly with
+ * the statements that read and write it, the redistributions they imply included.  Returns
+ * the source with every such `@ M` written out (malloc'ed), and in *report (malloc'ed) one
+ * line per tensor; NULL where no tensor is left to choose. */
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report);
 
 /* --emit schedule: the source with each searched statement's chosen commands inserted before
  * its ';' and every `@ M` without mapping written out with the mapping the compiler chose.

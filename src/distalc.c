@@ -568,6 +568,7 @@ int main(int argc, char **argv) {
   char *prefix = NULL;
   int rc;
   dc_auto_report arep = {0};
+  char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
     int64_t r = ranks, pn = per_node;
@@ -583,8 +584,20 @@ int main(int argc, char **argv) {
       free(vals);
       goto done;
     }
+    /* the layouts of `@ M` tensors first: the program is compiled again with them written */
+    char *text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
+    if (text2) {
+      dc_unit *u2 = NULL;
+      if (dc_compile(input, text2, strlen(text2), &(dc_options){.target = tg, .no_lower = true}, &u2) == DC_OK) {
+        u2->no_fuse = no_fuse;
+        dc_unit_free(u);
+        u = u2, prog = u->ast, ir = u->ir, src = u->src;
+      }
+      free(text2);
+    }
     rc = dc_auto(u, vals, r, mem_per_rank, &mm, &chosen, &arep);
     arep.model = model && *model ? model : NULL;
+    arep.layouts = layouts;
     free(vals);
     if (rc != DC_OK || !chosen) {
       status = rc ? rc : 1;
@@ -770,6 +783,7 @@ int main(int argc, char **argv) {
   }
 done:
   free(prefix);
+  free(layouts);
   dc_unit_free(u);
   return status;
 }

@@ -605,6 +605,8 @@ def sparse_programs(long=False):
                     compile_args=["--auto", "--ranks", "6", "--mem-per-rank", "4000"]))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))
+    runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}, {"n": 3, "m": 7}], [1, 2, 3, 4, 6, 8],
+                        compile_args=["--auto", "--ranks", "4"]))
     # a sparse operand that every rank along a grid dim needs: broadcast (uneven blocks, 1 x P
     # and P x 1 grids, chunks that do not divide n)
     runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}, {"n": 6, "chunk": 5}],
