@@ -195,8 +195,12 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   u->src->nerrors = nerr;
   if (!ok || !lw_stmt_cost(lp, i, S->params, &out->cost)) return false;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
-  out->seconds = (double)out->cost.bytes / S->m->bandwidth + (double)out->cost.msgs * S->m->latency +
-                 (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
+  /* communication in s steps overlaps the computation of the previous step (the SPMD rewrite
+   * pipeline posts the next step's broadcast before this one computes): the first step's
+   * data arrives alone, the rest while the loops run */
+  double comm = (double)out->cost.bytes / S->m->bandwidth, steps = out->cost.steps > 1 ? (double)out->cost.steps : 1;
+  double work = (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
+  out->seconds = (double)out->cost.msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   out->text = ir_strdup(c->text);
   return true;
 }

@@ -751,6 +751,7 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
     if (budget < 0) ok = false;
     out->bytes += total * es;
     out->msgs += count;
+    if (count > out->steps) out->steps = count;
     out->buffer += vmax * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
   }
   free(vars);

@@ -97,6 +97,7 @@ const char *lw_pattern_name(lw_pattern p);
  * more than `budget` steps). */
 typedef struct {
   int64_t bytes, msgs, buffer, points;
+  int64_t steps; /* the most steps of one communicate point (1: all data before the loops) */
 } lw_cost;
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
 /* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
