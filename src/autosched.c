@@ -96,6 +96,7 @@ typedef struct {
   int n;
   char text[1024];
   double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
+  bool overflow;  /* the text did not fit (very long names): not a candidate */
 } cmdlist;
 
 /* The catalogue's kernels (LANGUAGE.md section 5, substitute) and how much faster than the
@@ -123,23 +124,32 @@ static void add_cmd(cmdlist *c, const char *name, int nargs, ...) {
   va_start(ap, nargs);
   for (int k = 0; k < nargs; k++) m->args[k] = va_arg(ap, fe_arg);
   va_end(ap);
-  /* the text, as a user writes it */
-  size_t len = strlen(c->text);
-  char *t = c->text + len;
-  size_t room = sizeof c->text - len;
-  int w = snprintf(t, room, "%s.%s(", len ? "\n  " : "", name);
-  for (int k = 0; k < nargs && w > 0 && (size_t)w < room; k++) {
+  /* the text, as a user writes it (built apart, appended only where it fits) */
+  char *t = NULL;
+  size_t tl = 0;
+  FILE *f = open_memstream(&t, &tl);
+  if (!f) {
+    c->overflow = true;
+    return;
+  }
+  fprintf(f, "%s.%s(", c->text[0] ? "\n  " : "", name);
+  for (int k = 0; k < nargs; k++) {
     const fe_arg *a = &m->args[k];
-    if (k) w += snprintf(t + w, room - (size_t)w, ", ");
-    if (a->kind == FE_ARG_IDENT) w += snprintf(t + w, room - (size_t)w, "%s", a->name);
-    else if (a->kind == FE_ARG_INT) w += snprintf(t + w, room - (size_t)w, "%lld", (long long)a->ival);
+    if (k) fputs(", ", f);
+    if (a->kind == FE_ARG_IDENT) fputs(a->name, f);
+    else if (a->kind == FE_ARG_INT) fprintf(f, "%lld", (long long)a->ival);
     else {
-      w += snprintf(t + w, room - (size_t)w, "{");
-      for (int q = 0; q < a->nitems; q++) w += snprintf(t + w, room - (size_t)w, "%s%s", q ? ", " : "", a->items[q].name);
-      w += snprintf(t + w, room - (size_t)w, "}");
+      fputc('{', f);
+      for (int q = 0; q < a->nitems; q++) fprintf(f, "%s%s", q ? ", " : "", a->items[q].name);
+      fputc('}', f);
     }
   }
-  if (w > 0 && (size_t)w < room) snprintf(t + w, room - (size_t)w, ")");
+  fputc(')', f);
+  fclose(f);
+  size_t len = strlen(c->text);
+  if (t && len + tl + 1 <= sizeof c->text) memcpy(c->text + len, t, tl + 1);
+  else c->overflow = true;
+  free(t);
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -226,7 +236,7 @@ static void keep(search *S, const cmdlist *c, const dc_auto_cand *k) {
 
 static void consider(search *S, int i, const cmdlist *c) {
   dc_auto_cand k;
-  if (try_cand(S, i, c, &k)) keep(S, c, &k);
+  if (!c->overflow && try_cand(S, i, c, &k)) keep(S, c, &k);
 }
 
 /* c, and c with its innermost loops (`inner`, in loop order) replaced by each catalogue
