@@ -369,10 +369,13 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       if (used || !summed[r] || !nreads) continue;
       int64_t E;
       sym_env env = {.params = S->params};
-      if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 8) continue;
+      if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
+      /* panels of a quarter and a sixteenth, at least 128 wide: a leaf kernel over a
+       * thinner panel runs far below its rate (a model that does not see this must not be
+       * offered it) */
       int64_t widths[2] = {(E + 3) / 4, (E + 15) / 16};
       for (int w = 0; w < 2; w++) {
-        if (w && widths[1] == widths[0]) continue;
+        if ((w && widths[1] == widths[0]) || widths[w] < 128) continue;
         char *t2[64];
         int nt2 = ntaken;
         memcpy(t2, taken, (size_t)ntaken * sizeof *t2);

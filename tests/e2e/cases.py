@@ -603,6 +603,10 @@ def sparse_programs(long=False):
                         [1, 2, 3, 4, 6, 8], compile_args=["--auto", "--ranks", "4"]))
     runs.append(Run("programs", pr("auto_kernels.dtl"), 6, {"n": 13, "m": 7, "p": 17}, validate=True,
                     compile_args=["--auto", "--ranks", "6", "--mem-per-rank", "4000"]))
+    # ... chosen for large sizes under a memory limit (SUMMA's panels, kernels), run small
+    big = ["--set", "n=2048", "--set", "m=2048", "--set", "p=2048", "--mem-per-rank", "20000000"]
+    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 37, "m": 29, "p": 11}, {"n": 300, "m": 9, "p": 260}],
+                        [1, 3, 4, 8], compile_args=["--auto", "--ranks", "4"] + big))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}, {"n": 3, "m": 7}], [1, 2, 3, 4, 6, 8],
