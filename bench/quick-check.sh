@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/quick-check.sh -- the benchmark suite end to end in a few seconds, for make check:
 # bench/run.sh --quick (small sizes, one iteration, a small volume study), then
-# bench/sparse.sh --quick (PETSc's columns where it is installed).  Asserts no
+# bench/sparse.sh --quick (PETSc's columns where it is installed) and bench/roofline.sh
+# --quick.  Asserts no
 # timing: fails only if something fails to build or run.  Skips (77) without python3 or
 # mpirun.  Results go to $top_builddir/bench-quick when make check runs it (the source
 # tree may be read-only), else bench/results/quick; extra arguments go to run.sh.
@@ -14,4 +15,5 @@ if [ -n "$top_builddir" ]; then
   out=$top_builddir/bench-quick
 fi
 "$here/run.sh" --quick --out "$out" "$@" || exit 1
-exec sh "$here/sparse.sh" --quick --out "$out"
+sh "$here/sparse.sh" --quick --out "$out" || exit 1
+exec sh "$here/roofline.sh" --quick --out "$out"

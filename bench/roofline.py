@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""bench/roofline.py -- every leaf against the machine's limits, measured in the same run
+(roofline.sh runs this).
+
+For each leaf (gemm, gemv, dot, axpy, ttv, ttm, mttkrp, innerprod, element-wise statements of
+1, 2 and 3 operands, CSR SpMV, SpMM, CSF TTV) a small .dtl program on a 1-D machine, compiled
+with distalc --exe, is timed (--json, best of --iters after a warm-up); the bytes it must
+move and the flops it must do (compulsory traffic: every operand read once, every result
+written once; 12 bytes per stored double with 32-bit indices) give its rate, compared with
+the STREAM triad and read-only (dot) bandwidths (stream.c) or the dgemm rate (dgemm_ref.c)
+measured in the same run on the same ranks and threads.  Configurations: 1 rank x 1 thread,
+2 ranks x 1 thread, and 1 rank x 2 threads (OpenMP/OpenBLAS threads: the BLAS-backed leaves
+use them; generated loops run on one thread unless scheduled with parallelize).  Every
+program is checked once with --validate.  No timing is asserted.  Writes roofline.md and
+roofline.csv to --out (default bench/results)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DISTALC = os.environ.get("DISTALC", "distalc")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+MPICC = os.environ.get("MPICC", "mpicc")
+
+# name, program (params n, m, p, q as used), limit ("triad", "read", "dgemm"),
+# bytes(v), flops(v) from the params v, extra run arguments
+LEAVES = [
+    ("gemm", "A(i, j) = B(i, k) * C(k, j)", "tensor A(n, n) @ M(ij -> i);\ntensor B(n, n) @ M(ij -> i);\ntensor C(n, n);",
+     ".substitute({ii, j, k}, gemm)", "dgemm", lambda v: 8 * 3 * v["n"] ** 2, lambda v: 2 * v["n"] ** 3, {"n": 1024}),
+    ("gemv", "y(i) = A(i, j) * x(j)", "tensor y(n) @ M(i -> i);\ntensor A(n, m) @ M(ij -> i);\ntensor x(m);",
+     ".substitute({ii, j}, gemv)", "read", lambda v: 8 * (v["n"] * v["m"] + v["n"] + v["m"]), lambda v: 2 * v["n"] * v["m"],
+     {"n": 4096, "m": 4096}),
+    ("dot", "s = x(i) * y(i)", "tensor s;\ntensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);", "", "read",
+     lambda v: 16 * v["n"], lambda v: 2 * v["n"], {"n": 1 << 24}),
+    ("axpy", "y(i) = x(i) * 3 + y(i)", "tensor y(n) @ M(i -> i);\ntensor x(n) @ M(i -> i);", "", "triad",
+     lambda v: 24 * v["n"], lambda v: 2 * v["n"], {"n": 1 << 24}),
+    ("element-wise, 1 operand", "y(i) = x(i) * 3", "tensor y(n) @ M(i -> i);\ntensor x(n) @ M(i -> i);", "", "triad",
+     lambda v: 16 * v["n"], lambda v: v["n"], {"n": 1 << 24}),
+    ("element-wise, 2 operands", "z(i) = x(i) + y(i)", "tensor z(n) @ M(i -> i);\ntensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);",
+     "", "triad", lambda v: 24 * v["n"], lambda v: v["n"], {"n": 1 << 24}),
+    ("element-wise, 3 operands", "w(i) = x(i) * y(i) + z(i)",
+     "tensor w(n) @ M(i -> i);\ntensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);\ntensor z(n) @ M(i -> i);", "", "triad",
+     lambda v: 32 * v["n"], lambda v: 2 * v["n"], {"n": 1 << 24}),
+    ("ttv", "A(i, j) = B(i, j, k) * c(k)", "tensor A(n, m) @ M(ij -> i);\ntensor B(n, m, p) @ M(ijk -> i);\ntensor c(p);",
+     ".substitute({ii, j, k}, ttv)", "read", lambda v: 8 * (v["n"] * v["m"] * v["p"] + v["n"] * v["m"]),
+     lambda v: 2 * v["n"] * v["m"] * v["p"], {"n": 512, "m": 512, "p": 64}),
+    ("ttm", "A(i, j, l) = B(i, j, k) * C(k, l)",
+     "tensor A(n, m, q) @ M(ijl -> i);\ntensor B(n, m, p) @ M(ijk -> i);\ntensor C(p, q);", ".substitute({ii, j, l, k}, ttm)",
+     "dgemm", lambda v: 8 * v["n"] * v["m"] * (v["p"] + v["q"]), lambda v: 2 * v["n"] * v["m"] * v["p"] * v["q"],
+     {"n": 256, "m": 256, "p": 64, "q": 32}),
+    ("mttkrp", "A(i, l) = B(i, j, k) * C(j, l) * D(k, l)",
+     "tensor A(n, q) @ M(il -> i);\ntensor B(n, m, p) @ M(ijk -> i);\ntensor C(m, q);\ntensor D(p, q);",
+     ".substitute({ii, l, j, k}, mttkrp)", "dgemm", lambda v: 8 * v["n"] * v["m"] * v["p"],
+     lambda v: 2 * v["n"] * v["m"] * v["p"] * v["q"], {"n": 128, "m": 128, "p": 128, "q": 16}),
+    ("innerprod", "s = B(i, j, k) * C(i, j, k)", "tensor s;\ntensor B(n, m, p) @ M(ijk -> i);\ntensor C(n, m, p) @ M(ijk -> i);",
+     ".substitute({ii, j, k}, innerprod)", "read", lambda v: 16 * v["n"] * v["m"] * v["p"],
+     lambda v: 2 * v["n"] * v["m"] * v["p"], {"n": 256, "m": 256, "p": 128}),
+    ("CSR SpMV", "y(i) = A(i, j) * x(j)", "tensor y(n) @ M(i -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor x(n) @ M(i -> i);",
+     "", "read", None, None, {"n": 1000000}),
+    ("SpMM (CSR x dense)", "C(i, k) = A(i, j) * B(j, k)",
+     "tensor C(n, q) @ M(ik -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor B(n, q);", "", "read", None, None,
+     {"n": 200000, "q": 16}),
+    ("CSF TTV", "A(i, j) = B(i, j, k) * c(k)",
+     "tensor A(n, m) @ M(ij -> i);\ntensor B(n, m, p) csf @ M(ijk -> i);\ntensor c(p);", "", "read", None, None,
+     {"n": 256, "m": 256, "p": 256}),
+]
+DENSITY = {"CSR SpMV": 1e-5, "SpMM (CSR x dense)": 5e-5, "CSF TTV": 0.1}
+
+
+def run(cmd, env, timeout=600):
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=env,
+                           timeout=timeout)
+        return p.returncode, p.stdout
+    except subprocess.TimeoutExpired:
+        return None, ""
+
+
+def first_json(text):
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, one configuration")
+    a = ap.parse_args()
+    b = os.path.join(a.out, "build-roofline")
+    os.makedirs(b, exist_ok=True)
+    base = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cflags = os.environ.get("DISTAL_CFLAGS", "").split()
+    libs = os.environ.get("DISTAL_LIBS", "").split()
+    fail = 0
+    # the references
+    for name, src, extra in (("stream", "stream.c", ["-fopenmp"]), ("dgemm_ref", "dgemm_ref.c", ["-fopenmp"])):
+        p = subprocess.run([MPICC, "-O3", "-std=c11"] + extra + [os.path.join(HERE, src), "-o", os.path.join(b, name)] + cflags +
+                           libs + ["-lm"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if p.returncode:
+            print("roofline: %s does not build:\n%s" % (src, p.stdout), file=sys.stderr)
+            return 1
+    # the leaves
+    exes = {}
+    for name, stmt, decls, sched, limit, _, _, params in LEAVES:
+        tag = "".join(c if c.isalnum() else "_" for c in name)
+        head = "".join("param %s = %d;\n" % kv for kv in params.items())
+        dist = "\n  .distribute({i}, {io}, {ii}, M)"
+        text = head + "machine M = grid(g);\n" + decls + "\n" + stmt + dist + ("\n  " + sched if sched else "") + ";\n"
+        path = os.path.join(b, tag + ".dtl")
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out = run([DISTALC, path, "--exe", "-o", os.path.join(b, tag)], base)
+        if rc != 0:
+            print("roofline: %s does not compile:\n%s\n%s" % (name, text, out), file=sys.stderr)
+            fail = 1
+            continue
+        exes[name] = os.path.join(b, tag)
+    configs = [(1, 1)] if a.quick else [(1, 1), (2, 1), (1, 2)]
+    rows = []
+    for P, T in configs:
+        env = dict(base, OMP_NUM_THREADS=str(T), OPENBLAS_NUM_THREADS=str(T))
+        mpi = [MPIRUN, "-np", str(P), "--oversubscribe", "--bind-to", "none"]
+        n_stream = 1000000 if a.quick else 20000000
+        rc, out = run(mpi + [os.path.join(b, "stream"), "-N", str(n_stream), "--iters", str(a.iters), "--warmup", "1"], env)
+        lim = {}
+        for line in out.splitlines():
+            if line.startswith("{"):
+                j = json.loads(line)
+                lim["triad" if j["kernel"] == "triad" else "read"] = j["gbytes_per_s"]
+        rc, out = run([os.path.join(b, "dgemm_ref"), "-n", "256" if a.quick else "2048", "--iters", str(a.iters)], env)
+        j = first_json(out)
+        lim["dgemm"] = j["gflops"] * P if j else None  # one process's rate; P ranks have P times the cores
+        for name, stmt, decls, sched, limit, fbytes, fflops, params in LEAVES:
+            if name not in exes:
+                continue
+            v = {k: (max(8, int(x ** 0.5)) if a.quick and x > 64 else x) for k, x in params.items()}
+            if a.quick:
+                v = {k: min(x, 64) for k, x in params.items()}
+            pargs = sum((["-%s" % k, str(x)] for k, x in v.items()), [])
+            if name in DENSITY:
+                pargs += ["--density", str(DENSITY[name] if not a.quick else 0.2)]
+            if (P, T) == configs[0]:
+                rc, out = run(mpi + [exes[name]] + pargs + ["--validate"], env)
+                if rc != 0:
+                    print("roofline: %s fails --validate:\n%s" % (name, out[-2000:]), file=sys.stderr)
+                    fail = 1
+            rc, out = run(mpi + [exes[name]] + pargs + ["--iters", str(a.iters), "--warmup", "1", "--json"], env)
+            j = first_json(out)
+            if rc != 0 or not j:
+                fail = 1
+                continue
+            t = j["min_s"]
+            if fbytes:
+                by, fl = fbytes(v), fflops(v)
+            else:  # sparse: about density x extent stored entries per row (libdistal's fill)
+                d = DENSITY[name] if not a.quick else 0.2
+                if name == "CSF TTV":
+                    nnz = v["n"] * v["m"] * max(1, round(d * v["p"]))
+                    by, fl = nnz * 12 + 8 * v["n"] * v["m"], 2 * nnz
+                else:
+                    q = v.get("q", 1)
+                    nnz = v["n"] * max(1, round(d * v["n"]))
+                    by, fl = nnz * 12 + 4 * v["n"] + 8 * 2 * v["n"] * q, 2 * nnz * q
+            gbs, gfl = by / t / 1e9, fl / t / 1e9
+            ref = lim.get(limit)
+            frac = (gfl / ref if limit == "dgemm" else gbs / ref) if ref else None
+            rows.append((name, P, T, t, by, fl, gbs, gfl, limit, ref, frac))
+    out = os.path.join(a.out, "roofline.md")
+    with open(out, "w") as f:
+        f.write("# Every leaf against the machine's limits (bench/roofline.sh)\n\n")
+        f.write("Best of %d runs; bytes and flops are the compulsory traffic and work of the leaf; the limit is the STREAM "
+                "triad or read-only bandwidth, or the dgemm rate, measured in the same run on the same ranks and threads.\n\n"
+                % a.iters)
+        f.write("| leaf | ranks x threads | time (s) | GB/s | GFLOP/s | limit | limit's rate | fraction of the limit |\n")
+        f.write("|---|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write("| %s | %d x %d | %.4g | %.3g | %.3g | %s | %s | %s |\n" % (
+                r[0], r[1], r[2], r[3], r[6], r[7], {"triad": "STREAM triad", "read": "STREAM read", "dgemm": "dgemm"}[r[8]],
+                "%.3g %s" % (r[9], "GFLOP/s" if r[8] == "dgemm" else "GB/s") if r[9] else "-",
+                "%.2f" % r[10] if r[10] is not None else "-"))
+    with open(os.path.join(a.out, "roofline.csv"), "w") as f:
+        f.write("leaf,ranks,threads,time_s,bytes,flops,gbytes_per_s,gflops,limit,limit_rate,fraction\n")
+        for r in rows:
+            f.write(",".join(str(x) for x in r) + "\n")
+    with open(out) as f:
+        print(f.read())
+    return fail
+
+
+if __name__ == "__main__":
+    sys.exit(main())
