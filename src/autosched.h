@@ -5,17 +5,21 @@
  *
  * The search (per statement with no schedule commands, on a flat CPU machine, reading and
  * writing dense tensors): the owner-computes default; every assignment of the machine's k
- * grid dims to k distinct index variables (`distribute`); and, with a summed variable left
- * undistributed, the same with that variable split into panels that every rank receives
- * along the grid (`split`, `reorder`, `communicate`, as SUMMA), for two panel widths.  Each
- * candidate is scheduled on a copy of the program, lowered, and costed from the plan's
- * formulas (lw_stmt_cost) at the params and rank count given: predicted seconds = bytes
- * received / bandwidth + messages x latency + iterations x time per iteration, with the
- * machine model's defaults below.  A candidate that the compiler rejects is dropped; the
- * choice is the fastest candidate whose buffers fit the memory limit (--mem-per-rank),
- * else the default.  The default is always a candidate, so the choice never costs more
- * than it unless the default does not fit.  The choice is made for one rank count and the param values of
- * the compile (the defaults, --set, --ranks): the program runs correctly at any other. */
+ * grid dims to k distinct index variables (`distribute`); with a summed variable left
+ * undistributed, the same with that variable split into panels (a quarter and a sixteenth of
+ * its extent, at least 128 wide) that every rank receives along the grid (`split`,
+ * `reorder`, `communicate`, as SUMMA); and each of these with its innermost loops replaced by
+ * every catalogue kernel the compiler accepts for them (`substitute`).  Each candidate is
+ * scheduled on a copy of the program, lowered, and costed from the plan's formulas
+ * (lw_stmt_cost) at the params and rank count given: predicted seconds = messages x latency
+ * + the first step's bytes / bandwidth + the larger of the other steps' bytes / bandwidth and
+ * the loop iterations x time per iteration (divided by a kernel's speedup): communication in
+ * steps overlaps the previous step's computation, as the pipeline rewrite makes it.  A
+ * candidate that the compiler rejects is dropped; the choice is the fastest candidate whose
+ * buffers fit the memory limit, else the default.  The default is always a candidate, so the
+ * choice never costs more than it unless the default does not fit.  The choice is made for
+ * one rank count and the param values of the compile (the defaults, --set, --ranks): the
+ * program runs correctly at any other. */
 #ifndef DISTAL_AUTOSCHED_H
 #define DISTAL_AUTOSCHED_H
 
