@@ -14,6 +14,7 @@ at 1, 3 and 4 ranks.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,14 +71,28 @@ def bad(msg, out=""):
         print("    | " + line)
 
 
+# Output of an mpirun that could not start the job at all (not the program's doing).
+STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
+
+
 def run(np_, args, cwd, exe="./save", env=None):
+    """Run exe under mpirun; each launch gets its own TMPDIR (Open MPI's session directories
+    of concurrent launches race in a shared one), and a launch that mpirun itself could not
+    start is tried once more."""
     cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", exe] + args
-    try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=TIMEOUT, universal_newlines=True, env=dict(os.environ, **(env or {})))
-        return p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        return None, (e.output or b"").decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+    for attempt in range(2):
+        tmp = tempfile.mkdtemp(dir=cwd, prefix=".mpirun-")
+        try:
+            p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT,
+                               universal_newlines=True, env=dict(os.environ, TMPDIR=tmp, **(env or {})))
+            rc, out = p.returncode, p.stdout
+        except subprocess.TimeoutExpired as e:
+            rc, out = None, (e.output or b"").decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if not any(f in out for f in STARTUP_FAILURES):
+            break
+    return rc, out
 
 
 def messages(out):
