@@ -599,27 +599,32 @@ def sparse_programs(long=False):
     runs.append(Run("programs", pr("sparse_halo.dtl"), 4, {"n": 11}, grid={"gx": 2, "gy": 2}, validate=True))
     # distalc --auto: unscheduled statements scheduled by the cost model (for the rank count
     # of the run or another: the choice never changes the results)
-    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 37, "m": 29, "p": 11}, {"n": 5, "m": 9, "p": 3}],
-                        [1, 2, 3, 4, 6, 8], compile_args=["--auto", "--ranks", "4"]))
+    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 37, "m": 29, "p": 11}], [1, 2, 3, 4, 6, 8],
+                        compile_args=["--auto", "--ranks", "4"]))
+    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 5, "m": 9, "p": 3}], [2, 4],
+                        compile_args=["--auto", "--ranks", "4"]))
     runs.append(Run("programs", pr("auto_kernels.dtl"), 6, {"n": 13, "m": 7, "p": 17}, validate=True,
                     compile_args=["--auto", "--ranks", "6", "--mem-per-rank", "4000"]))
     # ... chosen for large sizes under a memory limit (SUMMA's panels, kernels), run small
     big = ["--set", "n=2048", "--set", "m=2048", "--set", "p=2048", "--mem-per-rank", "20000000"]
-    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 37, "m": 29, "p": 11}, {"n": 300, "m": 9, "p": 260}],
-                        [1, 3, 4, 8], compile_args=["--auto", "--ranks", "4"] + big))
+    runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 300, "m": 9, "p": 260}], [1, 3, 8],
+                        compile_args=["--auto", "--ranks", "4"] + big))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))
-    runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}, {"n": 3, "m": 7}], [1, 2, 3, 4, 6, 8],
+    runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}], [1, 2, 4, 6],
                         compile_args=["--auto", "--ranks", "4"]))
+    runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 3, "m": 7}], [3, 8], compile_args=["--auto", "--ranks", "4"]))
     # a sparse operand that every rank along a grid dim needs: broadcast (uneven blocks, 1 x P
     # and P x 1 grids, chunks that do not divide n)
-    runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}, {"n": 6, "chunk": 5}],
-                        [1, 2, 3, 4, 6, 8], fill_args=["--density", "0.3"]))
+    runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}], [1, 2, 3, 4, 6, 8],
+                        fill_args=["--density", "0.3"]))
+    runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 6, "chunk": 5}], [2, 4], fill_args=["--density", "0.3"]))
     runs.append(Run("programs", pr("sparse_bcast.dtl"), 4, {"n": 9, "chunk": 2}, grid={"gx": 1, "gy": 4},
                     validate=True, fill_args=["--density", "0.4"]))
     # the rewrite overlap with a compressed row level: rows without entries (position -1), and
     # rows split into the two nests; with 64-bit index arrays too
-    runs.extend(_expand("programs", pr("sparse_overlap_dcsr.dtl"), [{"n": 23}, {"n": 5}], [1, 2, 3, 4, 6]))
+    runs.extend(_expand("programs", pr("sparse_overlap_dcsr.dtl"), [{"n": 23}], [1, 2, 3, 4, 6]))
+    runs.extend(_expand("programs", pr("sparse_overlap_dcsr.dtl"), [{"n": 5}], [2, 6]))
     runs.append(Run("programs", pr("sparse_overlap_dcsr.dtl"), 3, {"n": 17}, validate=True,
                     run_env={"DISTAL_INDEX_BITS": "64"}, label="64-bit indices"))
     # repetitions: the tensors that += updates are reset before each one
