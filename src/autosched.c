@@ -259,10 +259,8 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
   if (ir->machine < 0) return "the program has no machine";
   if (p->machines[ir->machine].nlevels != 1) return "the machine is hierarchical (the owner-computes default applies)";
   if (u->cuda) return "the CUDA target (the owner-computes default applies)";
-  for (int t = 0; t < p->ntensors; t++)
-    for (int x = 0; x < p->tensors[t].order; x++)
-      if (p->tensors[t].formats && p->tensors[t].formats[x] == FE_COMPRESSED && (s->ast->lhs.tname && !strcmp(s->ast->lhs.tname, p->tensors[t].name)))
-        return "it writes a sparse tensor (the owner-computes default applies)";
+  int lhs = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
+  if (lhs >= 0 && lw_sparse(p, lhs)) return "it writes a sparse tensor (the owner-computes default applies)";
   return NULL;
 }
 
@@ -270,8 +268,7 @@ static bool reads_sparse_expr(const fe_program *p, const fe_expr *e) {
   if (!e) return false;
   if (e->kind == FE_E_ACCESS) {
     int t = fe_find_tensor(p, e->acc.tname);
-    for (int x = 0; t >= 0 && x < p->tensors[t].order; x++)
-      if (p->tensors[t].formats && p->tensors[t].formats[x] == FE_COMPRESSED) return true;
+    if (t >= 0 && lw_sparse(p, t)) return true;
   }
   return reads_sparse_expr(p, e->a) || reads_sparse_expr(p, e->b);
 }
@@ -419,9 +416,6 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     }
   }
   /* the best first; the default keeps its place among equals (a stable choice) */
-  dc_auto_cand def = S->cand[0];
-  fe_command *defc = S->cmds[0];
-  int defn = S->ncmds[0];
   int *idx = ir_alloc((size_t)S->ncand * sizeof *idx);
   for (int q = 0; q < S->ncand; q++) idx[q] = q;
   /* insertion sort by time, stable */
@@ -442,10 +436,18 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
         memmove(st->cand + 1, st->cand, (size_t)q * sizeof *st->cand);
         st->cand[0] = t;
       }
-    st->cmds = defc, st->ncmds = defn;
+    st->cmds = NULL, st->ncmds = 0;
     st->why_not = "no candidate fits the memory limit: the default";
   }
-  (void)def;
+}
+
+/* The params the costs are evaluated at, in u's arena: a param without a value (given at
+ * run time) at a nominal 1024. */
+static const int64_t *nominal(const dc_unit *u, const int64_t *params) {
+  int np = u->ast->nparams;
+  int64_t *vals = ir_alloc((size_t)(np + 1) * sizeof *vals);
+  for (int q = 0; q < np; q++) vals[q] = params[q] > 0 ? params[q] : 1024;
+  return vals;
 }
 
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
@@ -456,11 +458,7 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
     fe_error(u->src, (fe_loc){0, 0}, "out of memory");
     return DC_NOMEM;
   }
-  /* a param without a value (given at run time) is costed at a nominal 1024 */
-  int np = u->ast->nparams;
-  int64_t *vals = ir_alloc((size_t)(np + 1) * sizeof *vals);
-  for (int q = 0; q < np; q++) vals[q] = params[q] > 0 ? params[q] : 1024;
-  search S = {.u = u, .params = vals, .mem_limit = mem_limit, .m = m ? m : &dc_default_model};
+  search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : &dc_default_model};
   rep->ranks = ranks;
   rep->nstmts = u->ir->nstmts;
   rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
@@ -579,8 +577,7 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
   free(ed);
 }
 
-void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog) {
-  (void)prog;
+void dc_print_auto(FILE *f, const dc_auto_report *rep) {
   fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
              "by %s%s):\n",
           (long long)rep->ranks, rep->model ? "the machine model " : "the default machine model", rep->model ? rep->model : "");
@@ -623,10 +620,7 @@ static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit
   ir_scope sc;
   ir_scope_enter(&sc, v->arena);
   if (setjmp(sc.oom)) return false;
-  int np = v->ast->nparams;
-  int64_t *vals = ir_alloc((size_t)(np + 1) * sizeof *vals);
-  for (int q = 0; q < np; q++) vals[q] = params[q] > 0 ? params[q] : 1024;
-  search S = {.u = v, .params = vals, .mem_limit = mem_limit, .m = m};
+  search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m};
   double total = 0;
   bool ok = true;
   for (int i = 0; i < rep.nstmts && ok; i++) {
@@ -742,7 +736,6 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE), cores = sysconf(_SC_NPROCESSORS_ONLN);
     limit = pages > 0 && psize > 0 ? (int64_t)pages * psize / (cores > 0 ? cores : 1) : INT64_MAX;
   }
-  double best_total = -1;
   for (int s = 0; s < n; s++) {
     int64_t count = 1;
     for (int g = 0; g < k; g++) count *= sl[s].t->order + 1;
@@ -781,9 +774,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
     if (lf) fprintf(lf, "  tensor %s: %s (of %d layouts; the program predicted at %.3g s)\n", sl[s].t->name, best, tried, best_sec);
     free(sl[s].map);
     sl[s].map = best;
-    best_total = best_sec;
   }
-  (void)best_total;
   if (lf) fclose(lf);
   *report = log;
   char *text = layout_text(src, sl, n);

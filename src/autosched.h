@@ -86,6 +86,6 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
  * rep may be NULL (no --auto: only the distributions). */
 void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep);
 /* --emit plan with --auto: per statement, the choice and the best alternatives, costed. */
-void dc_print_auto(FILE *f, const dc_auto_report *rep, const fe_program *prog);
+void dc_print_auto(FILE *f, const dc_auto_report *rep);
 
 #endif

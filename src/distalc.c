@@ -420,15 +420,14 @@ static int calibrate(const char *out) {
     rc = 1;
   }
   if (!rc) {
+    /* the model as read back (the file --auto will read), renamed into place when written */
     outfile of = {0};
-    FILE *in = fopen(res, "r");
-    rc = !in || !out_open(&of, out);
-    char buf[4096];
-    size_t n;
-    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
-      if (fwrite(buf, 1, n, of.f) != n) rc = 1;
-    if (in) fclose(in);
-    if (of.f && (rc ? (fclose(of.f), unlink(of.tmp), false) : !out_commit(&of))) rc = 1;
+    rc = !out_open(&of, out);
+    if (!rc) {
+      fprintf(of.f, "# machine model for distalc --auto (distalc --calibrate)\nbandwidth %.6g\nlatency %.6g\npoint_time %.6g\n",
+              m.bandwidth, m.latency, m.point_time);
+      rc = !out_commit(&of);
+    }
     if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration)\n", out,
                     m.bandwidth, m.latency, m.point_time);
   }
@@ -650,7 +649,7 @@ int main(int argc, char **argv) {
     lw_print_plan(stdout, lp, vals, ranks);
     sp_program *sp = NULL;
     if (dc_spmd(u, lp, &sp) == DC_OK && sp) spmd_print_plan_notes(stdout, sp);
-    if (autos) dc_print_auto(stdout, &arep, prog);
+    if (autos) dc_print_auto(stdout, &arep);
     free(vals);
     status = 0;
     goto done;

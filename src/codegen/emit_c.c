@@ -717,7 +717,7 @@ static wmode wmode_of(const cg_st *g) {
   return g->width->nwidth == 1 ? W_64 : W_EITHER; /* several tensors: each its own width */
 }
 
-static const char *rot(void) {
+static char *rot(void) {
   static char b[8][4096];
   static int i;
   i = (i + 1) % 8;
@@ -726,7 +726,7 @@ static const char *rot(void) {
 
 /* pos[x][idx] or crd[x][idx] of tensor name tn, as an int64_t expression */
 static const char *sp_arr(const cg_st *g, const char *arr, const char *tn, int x, const char *idx) {
-  char *b = (char *)rot();
+  char *b = rot();
   switch (wmode_of(g)) {
   case W_32: snprintf(b, 4096, "dtl_%s_%s32[%d][%s]", tn, arr, x, idx); break;
   case W_64: snprintf(b, 4096, "dtl_%s_%s[%d][%s]", tn, arr, x, idx); break;
@@ -740,7 +740,7 @@ static const char *sp_arr(const cg_st *g, const char *arr, const char *tn, int x
 /* dtl_sp_lower or dtl_sp_find (fn) over crd[x] of tn in [lo, hi) */
 static const char *sp_search(const cg_st *g, const char *fn, const char *tn, int x, const char *lo, const char *hi,
                              const char *key) {
-  char *b = (char *)rot();
+  char *b = rot();
   switch (wmode_of(g)) {
   case W_32: snprintf(b, 4096, "dtl_sp_%s32(dtl_%s_crd32[%d], %s, %s, %s)", fn, tn, x, lo, hi, key); break;
   case W_64: snprintf(b, 4096, "dtl_sp_%s(dtl_%s_crd[%d], %s, %s, %s)", fn, tn, x, lo, hi, key); break;

@@ -664,55 +664,40 @@ static void plan_namer(FILE *f, const sym *a, void *vctx) {
 
 static int64_t type_size(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 4 : 8; }
 
-/* Sum over the iterations of loops [0, depth] of the box volume, for the rank at coords. */
-static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k,
-                       int64_t *vars, sym_env *env, int64_t *total, int64_t *count, int64_t *budget) {
-  if (k > c->depth) {
-    if (--*budget < 0) return;
-    int64_t v = 1, lo, hi;
-    for (int x = 0; x < c->order; x++) {
-      if (!sym_eval(c->lo[x], env, &lo) || !sym_eval(c->hi[x], env, &hi)) return;
-      v *= hi > lo ? hi - lo : 0;
-    }
-    *total += v, (*count)++;
-    return;
-  }
-  const cin_node *n = ls->loops[k];
-  int64_t ext;
-  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) return;
-  for (int64_t i = 0; i < ext && *budget >= 0; i++) {
-    vars[slot] = i;
-    sum_volume(lp, ls, c, k + 1, vars, env, total, count, budget);
-  }
-}
+/* Over the iterations of loops [0, depth], for the rank at coords: the box volumes summed
+ * (total, count steps) and their largest (max), at most `budget` steps; failed where a
+ * formula cannot be evaluated. */
+typedef struct {
+  int64_t total, count, max, budget;
+  bool failed;
+} vol_acc;
 
-/* The per-step maximum of the box volume as well (buffers), and iterations of every loop. */
-static void max_volume(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t *vmax,
-                       int64_t *budget) {
+static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env,
+                       vol_acc *a) {
   if (k > c->depth) {
-    if (--*budget < 0) return;
+    if (--a->budget < 0) return;
     int64_t v = 1, lo, hi;
     for (int x = 0; x < c->order; x++) {
       if (!sym_eval(c->lo[x], env, &lo) || !sym_eval(c->hi[x], env, &hi)) {
-        *budget = -1;
+        a->failed = true;
         return;
       }
       v *= hi > lo ? hi - lo : 0;
     }
-    if (v > *vmax) *vmax = v;
+    a->total += v, a->count++;
+    if (v > a->max) a->max = v;
     return;
   }
   const cin_node *n = ls->loops[k];
   int64_t ext;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
   if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) {
-    *budget = -1;
+    a->failed = true;
     return;
   }
-  for (int64_t i = 0; i < ext && *budget >= 0; i++) {
+  for (int64_t i = 0; i < ext && a->budget >= 0; i++) {
     vars[slot] = i;
-    max_volume(ls, c, k + 1, vars, env, vmax, budget);
+    sum_volume(lp, ls, c, k + 1, vars, env, a);
   }
 }
 
@@ -741,18 +726,14 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
     if (c->pattern == PAT_LOCAL) continue;
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
-    int64_t total = 0, count = 0, budget = 200000, vmax = 0;
+    vol_acc a = {.budget = 200000};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
-    sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
-    if (budget < 0) ok = false;
-    budget = 200000;
-    memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
-    if (ok) max_volume(ls, c, 0, vars, &env, &vmax, &budget);
-    if (budget < 0) ok = false;
-    out->bytes += total * es;
-    out->msgs += count;
-    if (count > out->steps) out->steps = count;
-    out->buffer += vmax * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
+    sum_volume(lp, ls, c, 0, vars, &env, &a);
+    if (a.budget < 0 || a.failed) ok = false;
+    out->bytes += a.total * es;
+    out->msgs += a.count;
+    if (a.count > out->steps) out->steps = a.count;
+    out->buffer += a.max * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
   }
   free(vars);
   return ok;
@@ -834,10 +815,12 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
         continue;
       }
       int nv = ls->lidx_var0 + ls->nloops;
-      int64_t *vars = calloc(nv + 1, sizeof *vars), total = 0, count = 0, budget = vars ? 2000000 : -1;
+      int64_t *vars = calloc(nv + 1, sizeof *vars);
+      vol_acc a = {.budget = vars ? 2000000 : -1};
       sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
-      if (vars) sum_volume(lp, ls, c, 0, vars, &env, &total, &count, &budget);
+      if (vars) sum_volume(lp, ls, c, 0, vars, &env, &a);
       free(vars);
+      int64_t total = a.total, count = a.count, budget = a.budget;
       int64_t es = type_size(t->type);
       if (lw_sparse(p, c->tensor)) {
         /* what moves are the stored entries: order coordinates (int64) and a value each */
