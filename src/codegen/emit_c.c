@@ -789,6 +789,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   case SL_LOCAL:
     if (!g->in_kernel && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!g->in_kernel && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
+    if (!g->in_kernel && n->simd_sum) line(g, "#pragma omp simd reduction(+: dtl__acc)");
     line(g, "for (int64_t %s = 0; %s < %s; %s++) {", v, v, S(g, n->hi), v);
     break;
   case SL_SPARSE: {

@@ -224,7 +224,7 @@ typedef struct ir_stmt {
   int ndist;           /* distributed loops */
   bool has_distribute; /* a distribute command was applied */
   /* The statement as its commands left it, before the owner-computes default distributed it
-   * (NULL: the default did not apply).  Scheduling further starts again from it; it is never
+   * or the default loop order reordered it (NULL: neither applied).  Scheduling further starts again from it; it is never
    * changed (a copy of the statement shares it). */
   const struct ir_stmt *before_owner;
   bool has_precompute;

@@ -1011,6 +1011,80 @@ static void owner_computes(sctx *c) {
   else s->before_owner = NULL;
 }
 
+/* ---- default loop order -------------------------------------------------------------------- */
+/* A statement written without schedule commands gets its loops in an order that follows the
+ * storage of its tensors (TACO's concordant iteration), chosen before the owner-computes
+ * default distributes them.  Precondition: no command (the loops are the variables' own, in
+ * the order the statement names them: its left side, then its right side), a dense result
+ * (a sparse one appends an entry per iteration, so its summed loops stay innermost), a CPU
+ * machine.  Rule: every access asks that the variables of its dimensions nest in dimension
+ * order -- a sparse operand's ask is binding (its stored coordinates are iterated only in
+ * storage order), the result's weighs 4 and each dense operand's 1 -- and the loops are
+ * taken outermost first, each time the one whose placement breaks the least weight of those
+ * asks (ties: the earlier in the written order).  GEMM runs i, k, j (unit stride in A and C),
+ * SpMM C(i,k) = A(i,j) * B(j,k) reads each row of A once, MTTKRP has l innermost.  The
+ * statement is a sum over its iteration points (reductions enclose whole subexpressions,
+ * place_reduction), so any order gives its value. */
+enum { ORDER_HARD = 1 << 20 };
+
+static bool tensor_sparse(const fe_tensor *t) {
+  for (int x = 0; t->has_format && x < t->order; x++)
+    if (t->formats[x] == FE_COMPRESSED) return true;
+  return false;
+}
+
+static void ask_order(const ir_stmt *s, const fe_access *a, int w, int *weight) {
+  for (int d = 0; d < a->nidx; d++)
+    for (int e = d + 1; e < a->nidx; e++) {
+      int u = ir_var_find(s, a->idx[d]), v = ir_var_find(s, a->idx[e]);
+      if (u >= 0 && v >= 0 && u != v) weight[u * s->nvars + v] += w;
+    }
+}
+
+static bool default_order(sctx *c, int ncmds) {
+  ir_stmt *s = c->s;
+  const fe_program *p = c->ir->ast;
+  int n = s->nvars;
+  if (n < 2 || ncmds || s->ast->ncmds || tensor_sparse(&p->tensors[s->ast->lhs.tensor])) return false;
+  if (c->ir->machine >= 0) {
+    const fe_machine *M = &p->machines[c->ir->machine];
+    for (int l = 0; l < M->nlevels; l++)
+      if (M->levels[l].kind != FE_CPU) return false;
+  }
+  cin_node **chain = ir_alloc(n * sizeof *chain);
+  int nc = 0;
+  for (cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
+  if (nc != n) return false;
+  int *weight = ir_alloc((size_t)n * n * sizeof *weight); /* weight[u*n+v]: u before v */
+  ask_order(s, &s->ast->lhs, 4, weight);
+  const fe_access *acc[64];
+  int na = 0;
+  rhs_accesses(s->ast->rhs, acc, &na, 64);
+  for (int k = 0; k < na; k++)
+    ask_order(s, acc[k], tensor_sparse(&p->tensors[acc[k]->tensor]) ? ORDER_HARD : 1, weight);
+  bool *placed = ir_alloc(n * sizeof *placed);
+  int *order = ir_alloc(n * sizeof *order);
+  for (int k = 0; k < n; k++) {
+    int best = -1;
+    long best_cost = 0;
+    for (int m = 0; m < nc; m++) {
+      int v = chain[m]->var;
+      if (placed[v]) continue;
+      long cost = 0;
+      for (int u = 0; u < n; u++)
+        if (!placed[u] && u != v) cost += weight[u * n + v];
+      if (best < 0 || cost < best_cost) best = v, best_cost = cost;
+    }
+    placed[best] = true, order[k] = best;
+  }
+  bool moved = false;
+  for (int k = 0; k < n; k++) {
+    moved |= chain[k]->var != order[k];
+    chain[k]->var = order[k]; /* fresh foralls: only their variables */
+  }
+  return moved;
+}
+
 /* ---- driver ---------------------------------------------------------------------------------- */
 static bool apply(sctx *c) {
   const char *n = c->cmd->name;
@@ -1083,6 +1157,9 @@ static bool finish(sctx *c) {
 static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int n) {
   if (s->before_owner) *s = *ir_stmt_clone(s->before_owner); /* the default is applied anew */
   sctx c = {.ir = ir, .s = s, .src = ir->ast->src};
+  /* the default order is the default's too: scheduling further starts from the written one */
+  const ir_stmt *written = ir_stmt_clone(s);
+  bool reordered = default_order(&c, n);
   bool ok = true;
   for (int k = 0; k < n && ok; k++) {
     c.cmd = &cmds[k];
@@ -1095,6 +1172,7 @@ static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, in
     owner_computes(&c);
     finish(&c);
   }
+  if (reordered) s->before_owner = written;
 }
 
 int ir_schedule(ir_program *ir, int stop_after) {

@@ -1187,6 +1187,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   sp->items = build_items(sp, p, p->items, p->nitems, &sp->nitems);
   spmd_rewrite(sp);
   spmd_fuse(sp);
+  spmd_simd(sp);
   spmd_index_width(sp);
   return sp;
 }
@@ -1274,6 +1275,56 @@ static void width_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
 void spmd_index_width(sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++)
     if (sp->funcs[i].body) width_walk(sp, &sp->funcs[i], sp->funcs[i].body);
+}
+
+/* ---- SIMD register sums (spmd.h: spmd_simd) ------------------------------------------------ */
+static bool simd_body(const sp_node *n) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: break;
+  case SN_BIND: return true;
+  case SN_GUARD: if (n->halo_guard) return false; break;
+  case SN_ASSIGN: return n->to_acc && !n->atomic;
+  default: return false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!simd_body(n->kids[q])) return false;
+  return true;
+}
+
+static sp_node *simd_loop(sp_node *acc) {
+  sp_node *l = acc;
+  do l = l->nkids == 1 ? l->kids[0] : NULL;
+  while (l && l->kind == SN_SEQ);
+  return l;
+}
+
+static const char *simd_why(sp_node *acc) {
+  const sp_node *l = simd_loop(acc);
+  if (!l || l->kind != SN_LOOP) return "the register's sum is not one loop";
+  if (l->loop == SL_SPARSE) return "the loop reads at stored coordinates (a gather, as fast in one lane)";
+  if (l->loop != SL_LOCAL) return "the loop is not over a local range";
+  if (l->par != PAR_NONE) return "the loop runs in threads or lanes already";
+  for (int q = 0; q < l->nkids; q++)
+    if (!simd_body(l->kids[q])) return "its body does more than add to the register";
+  return NULL;
+}
+
+static void simd_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ACC) {
+    const char *why = simd_why(n);
+    if (!why) simd_loop(n)->simd_sum = true;
+    int t = n->lhs && n->lhs->tensor >= 0 && n->lhs->tensor < sp->ntensors ? n->lhs->tensor : -1;
+    sp_logf(sp, "simd", why, "statement %d, the sum into %s", fn->index + 1, t >= 0 ? sp->tensors[t].name : "a workspace");
+    return;
+  }
+  for (int q = 0; q < n->nkids; q++) simd_walk(sp, fn, n->kids[q]);
+}
+
+void spmd_simd(sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (sp->funcs[i].body) simd_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
 /* ---- printing: distalc --emit spmd -------------------------------------------------------- */
@@ -1444,6 +1495,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       ps(f, c, n->hi);
       fprintf(f, ")%s", pk[n->par]);
     }
+    if (n->simd_sum) fputs(" (simd sum)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);
     return;

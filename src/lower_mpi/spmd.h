@@ -171,6 +171,8 @@ struct sp_node {
   int dim;              /* SL_COORD, SL_LOCAL_BLOCK: grid dim */
   const sym *lo, *hi, *value; /* bounds; SL_COLL_BLOCK: hi = count, value = var's value */
   ir_par_unit par;      /* SL_LOCAL: thread or vector pragma */
+  bool simd_sum;        /* SL_LOCAL: the loop of a register sum, run in SIMD lanes
+                         * (spmd_simd) */
   /* SL_SPARSE: over access `sparse` at `level`; base: the index value at local coordinate 0;
    * parent_maybe_absent: the parent position may be -1 (no stored entry: an empty loop) */
   int sparse, level;
@@ -379,6 +381,19 @@ void spmd_fuse(sp_program *sp);
  *   N  =>  width(T1..Tk) { N }   printed as   if (T1..Tk narrow) N[32-bit] else N[own widths]
  * so that the inner loops read one width with no test per entry. */
 void spmd_index_width(sp_program *sp);
+
+/* SIMD register sums (spmd_build does, before the index width).  A C compiler keeps a
+ * floating-point sum in program order, so it vectorizes none of the loops that sum into a
+ * register (dot products, TTV, inner products, matrix-vector rows).  Precondition: the only
+ * kid of an SN_ACC is a loop over a dense local range (no threads; a loop over stored
+ * coordinates gathers its operands, which lanes do not speed up), whose body only binds index values, skips
+ * iterations by ordinary guards and adds to the register (no nested loop, position search,
+ * call of the runtime or atomic).  Rule: the loop is marked simd_sum, printed as
+ *   #pragma omp simd reduction(+: register)
+ * which sums in as many partial sums as the vector has lanes: the order of summation
+ * changes, as a schedule may change it (LANGUAGE.md section 9), the sum does not.
+ * --emit spmd marks the loop "(simd sum)" and lists the rewrite. */
+void spmd_simd(sp_program *sp);
 
 /* helpers shared by spmd.c and rewrite.c */
 sp_node *sp_new(sn_kind k);

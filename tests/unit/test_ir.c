@@ -568,16 +568,37 @@ static void test_sym_product_canonical(void **state) {
 
 static void test_default_matmul(void **state) {
   (void)state;
+  /* without commands: the order that follows the storage of A, B and C (default_order) */
   expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j)", -1,
+             "forall i\n"
+             "  forall k\n"
+             "    forall j\n"
+             "      A(i,j) += B(i,k) * C(k,j)\n");
+  /* with commands: the order of first appearance, which the commands name */
+  expect_cin(HDR_R, "A(i,j) = B(i,k)*C(k,j).parallelize(i, cpu_thread)", -1,
+             "forall i [parallelize cpu_thread]\n"
+             "  forall j\n"
+             "    forall k\n"
+             "      A(i,j) += B(i,k) * C(k,j)\n"
+             "s.t. parallelize(i, cpu_thread)\n");
+  /* the result's order outweighs one operand's (a transpose keeps the written order) */
+  expect_cin(HDR_R, "A(i,j) = B(j,i) + C(j,i)", -1,
+             "forall i\n"
+             "  forall j\n"
+             "    A(i,j) = B(j,i) + C(j,i)\n");
+  /* MTTKRP: the factor matrices' column loop innermost */
+  expect_cin("param n = 8;\ntensor A(n, n);\ntensor T(n, n, n);\ntensor C(n, n);\ntensor D(n, n);\n",
+             "A(i,l) = T(i,j,k)*C(j,l)*D(k,l)", -1,
              "forall i\n"
              "  forall j\n"
              "    forall k\n"
-             "      A(i,j) += B(i,k) * C(k,j)\n");
+             "      forall l\n"
+             "        A(i,l) += T(i,j,k) * C(j,l) * D(k,l)\n");
 }
 
 static void test_default_left_side_first(void **state) {
   (void)state;
-  /* order of first appearance, reading the left side first */
+  /* order of first appearance, reading the left side first, where storage orders tie */
   expect_cin(HDR_R, "A(j,i) = B(i,k)*C(k,j)", -1,
              "forall j\n"
              "  forall i\n"
@@ -588,9 +609,9 @@ static void test_default_left_side_first(void **state) {
              "  forall j\n"
              "    A(i,j) = B(j,i)\n");
   expect_cin(HDR_R, "a(i) = R(k,j)*B(j,i)", -1,
-             "forall i\n"
-             "  forall k\n"
-             "    forall j\n"
+             "forall k\n"
+             "  forall j\n"
+             "    forall i\n"
              "      a(i) += R(k,j) * B(j,i)\n");
   expect_cin(HDR_R, "s = b(i)*c(i)", -1,
              "forall i\n"

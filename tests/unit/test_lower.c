@@ -1215,6 +1215,40 @@ static void test_spmd_overlap(void **state) {
   finish(&r);
 }
 
+/* The pass simd: a dense register sum runs in lanes; a sum over stored coordinates (a gather)
+ * and an element-wise loop (no register) are left alone, each with its reason. */
+static bool has_simd(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_LOOP && n->simd_sum) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (has_simd(n->kids[q])) return true;
+  return false;
+}
+
+static void test_spmd_simd(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor B(n, n) @ M(ij -> i);\n"
+               "tensor x(n) @ M(i -> i);\n"
+               "tensor y(n) @ M(i -> i);\n"
+               "tensor c(n);\n"
+               "y(i) = B(i, j) * c(j);\n"
+               "y(i) = A(i, j) * x(j);\n"
+               "y(i) = x(i) * 2;\n");
+  sp_program *sp = spmd_build(r.lp);
+  assert_true(has_simd(sp->funcs[0].body));
+  const sp_node *acc = find_node(sp->funcs[0].body, SN_ACC, -1);
+  assert_non_null(acc);
+  assert_null(log_of(sp, "simd", 0)->why);
+  assert_false(has_simd(sp->funcs[1].body));
+  assert_non_null(log_of(sp, "simd", 1)->why);
+  assert_false(has_simd(sp->funcs[2].body));
+  finish(&r);
+}
+
 /* Ids are program-wide: two statements' variables and buffers do not share ids, and every
  * variable a node names belongs to that node's statement. */
 static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
@@ -1507,6 +1541,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_allreduce),
       cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_overlap),
+      cmocka_unit_test(test_spmd_simd),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),
