@@ -1,9 +1,12 @@
 /* blas.c -- the leaf kernels behind `substitute`: CBLAS (OpenBLAS) for double and float,
- * plain loops for the integer types.  Everything is row-major and accumulates (C += ...). */
+ * plain loops for the integer types.  Everything is row-major and accumulates (C += ...),
+ * except the storing entry points (C = ..., named _store), which the SPMD rewrite "store"
+ * calls where one call writes the whole output block. */
 #include "distal/runtime.h"
 
 #include <cblas.h>
 #include <limits.h>
+#include <string.h>
 
 /* element (i, j) of op(X) for a row-major X with leading dimension ld */
 #define AT(X, tr, i, j, ld) ((tr) ? (X)[(j) * (ld) + (i)] : (X)[(i) * (ld) + (j)])
@@ -38,28 +41,39 @@ static bool blas_ld(int64_t rows, int64_t cols, int64_t *ld) {
   return *ld >= dtl_max(cols, 1) && *ld <= INT_MAX;
 }
 
-void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
-              int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
-  if (m <= 0 || n <= 0 || k <= 0)
+/* C (m x n, ldc) = 0 */
+static void zero_rows(dtl_type t, int64_t m, int64_t n, void *C, int64_t ldc) {
+  size_t es = dtl_type_size(t);
+  for (int64_t i = 0; i < m; i++) memset((char *)C + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+}
+
+/* C = op(A) op(B) (store) or C += op(A) op(B) */
+static void gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
+                 int64_t lda, const void *B, int64_t ldb, bool store, void *C, int64_t ldc) {
+  if (m <= 0 || n <= 0)
     return;
-  bool blas = (t == DTL_DOUBLE || t == DTL_FLOAT) && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
+  bool blas = (t == DTL_DOUBLE || t == DTL_FLOAT) && k > 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX;
   int64_t la = lda, lb = ldb, lc = ldc;
   blas = blas && blas_ld(transa ? k : m, transa ? m : k, &la) &&
          blas_ld(transb ? n : k, transb ? k : n, &lb) && blas_ld(m, n, &lc);
+  if (store && !blas)
+    zero_rows(t, m, n, C, ldc);
+  if (k <= 0)
+    return;
   enum CBLAS_TRANSPOSE ta = transa ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = transb ? CblasTrans : CblasNoTrans;
   switch (t) {
   case DTL_DOUBLE:
     if (blas)
-      cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0, A, (int)la, B, (int)lb, 1.0,
-                  C, (int)lc);
+      cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0, A, (int)la, B, (int)lb,
+                  store ? 0.0 : 1.0, C, (int)lc);
     else
       LOOP_GEMM(double);
     break;
   case DTL_FLOAT:
     if (blas)
-      cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f, A, (int)la, B, (int)lb, 1.0f,
-                  C, (int)lc);
+      cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, 1.0f, A, (int)la, B, (int)lb,
+                  store ? 0.0f : 1.0f, C, (int)lc);
     else
       LOOP_GEMM(float);
     break;
@@ -70,6 +84,16 @@ void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t 
     LOOP_GEMM(int64_t);
     break;
   }
+}
+
+void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
+              int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
+  gemm(t, transa, transb, m, n, k, A, lda, B, ldb, false, C, ldc);
+}
+
+void dtl_gemm_store(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k,
+                    const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc) {
+  gemm(t, transa, transb, m, n, k, A, lda, B, ldb, true, C, ldc);
 }
 
 #define LOOP_GEMV(T)                                                                               \

@@ -7,11 +7,12 @@
 #include <string.h>
 
 /* The forms are the paper's (DISTAL, section 5; TTV, TTM, MTTKRP and the inner product as
- * in CTF).  Every entry point accumulates into its output. */
+ * in CTF).  Every entry point accumulates into its output; the storing ones (host_store)
+ * overwrite it. */
 static const kc_info table[KERNEL_COUNT] = {
   [KERNEL_GEMM] = {.name = "gemm", .noperands = 3, .assign = "=",
                    .op = {{'A', "ij", KC_TENSOR}, {'B', "ik", KC_TRANSPOSABLE}, {'C', "kj", KC_TRANSPOSABLE}},
-                   .call = "BCA", .ld = KC_LD_LEADING, .host = "dtl_gemm", .device = "dtl_cu_gemm",
+                   .call = "BCA", .ld = KC_LD_LEADING, .host = "dtl_gemm", .host_store = "dtl_gemm_store", .device = "dtl_cu_gemm",
                    .flops = 2, .blas = true},
   [KERNEL_GEMV] = {.name = "gemv", .noperands = 3, .assign = "=",
                    .op = {{'a', "i", KC_TENSOR}, {'B', "ij", KC_TRANSPOSABLE}, {'c', "j", KC_TENSOR}},
@@ -31,14 +32,14 @@ static const kc_info table[KERNEL_COUNT] = {
                   .flops = 2},
   [KERNEL_TTM] = {.name = "ttm", .noperands = 3, .assign = "=",
                   .op = {{'A', "ijl", KC_TENSOR}, {'B', "ijk", KC_TENSOR}, {'C', "kl", KC_TENSOR}},
-                  .call = "BCA", .ld = KC_LD_EVERY, .host = "dtl_ttm", .device = "dtl_cu_ttm",
+                  .call = "BCA", .ld = KC_LD_EVERY, .host = "dtl_ttm", .host_store = "dtl_ttm_store", .device = "dtl_cu_ttm",
                   .flops = 2},
   /* the Khatri-Rao product is formed in memory, which may run out; two multiplies and an
    * add per point */
   [KERNEL_MTTKRP] = {.name = "mttkrp", .noperands = 4, .assign = "=",
                      .op = {{'A', "il", KC_TENSOR}, {'B', "ijk", KC_TENSOR}, {'C', "jl", KC_TENSOR},
                             {'D', "kl", KC_TENSOR}},
-                     .call = "BCDA", .ld = KC_LD_EVERY, .host = "dtl_mttkrp", .device = "dtl_cu_mttkrp",
+                     .call = "BCDA", .ld = KC_LD_EVERY, .host = "dtl_mttkrp", .host_store = "dtl_mttkrp_store", .device = "dtl_cu_mttkrp",
                      .host_fails = "out of memory in mttkrp", .flops = 3},
   [KERNEL_INNERPROD] = {.name = "innerprod", .noperands = 3, .assign = "=",
                         .op = {{'a', "", KC_TENSOR}, {'B', "ijk", KC_TENSOR}, {'C', "ijk", KC_TENSOR}},

@@ -54,6 +54,8 @@ typedef struct {
   const char *call;               /* operand names in the entry points' argument order */
   kc_ld_rule ld;
   const char *host;               /* libdistal's entry point */
+  const char *host_store;         /* ... storing instead of adding (the rewrite "store"); NULL:
+                                     none */
   const char *host_fails;         /* the host entry point returns nonzero on this failure;
                                      NULL: it returns nothing */
   const char *device;             /* libdistal_cuda's entry point */

@@ -1,7 +1,8 @@
 /* tensor_kernels.c -- leaf kernels of higher-order tensor algebra behind `substitute`:
  * TTV, TTM, inner product and MTTKRP on strided blocks, cast to BLAS calls (as CTF and
  * the DISTAL paper do on one node) where the block is contiguous enough, loops otherwise.
- * All accumulate into the output.  Strides are in elements. */
+ * All accumulate into the output, but for the storing entry points (_store: A = ...).
+ * Strides are in elements. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,16 +62,26 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
   }
 }
 
-/* A(i,j,l) += sum_k B(i,j,k) C(k,l): one gemm when (i,j) is contiguous in A and B, else a
- * gemm per i. */
-void dtl_ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
-             int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
-             void *A, int64_t sAi, int64_t sAj, int64_t sAl) {
-  if (ni <= 0 || nj <= 0 || nk <= 0 || nl <= 0) return;
+/* A(i,j,l) = 0 over a strided block */
+static void zero3(dtl_type t, int64_t ni, int64_t nj, int64_t nl, void *A, int64_t sAi, int64_t sAj, int64_t sAl) {
+  size_t es = dtl_type_size(t);
+  for (int64_t i = 0; i < ni; i++)
+    for (int64_t j = 0; j < nj; j++)
+      for (int64_t l = 0; l < nl; l++) memset(AT(A, t, i * sAi + j * sAj + l * sAl), 0, es);
+}
+
+/* A(i,j,l) (+)= sum_k B(i,j,k) C(k,l): one gemm when (i,j) is contiguous in A and B, else a
+ * gemm per i; store: A = ..., with the gemm's beta = 0 where there is one gemm. */
+static void ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B, int64_t sBi,
+                int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl, bool store, void *A,
+                int64_t sAi, int64_t sAj, int64_t sAl) {
+  if (ni <= 0 || nj <= 0 || nl <= 0) return;
   if (sBk == 1 && sCl == 1 && sAl == 1 && sBi == nj * sBj && sAi == nj * sAj) {
-    dtl_gemm(t, 0, 0, ni * nj, nl, nk, B, sBj, C, sCk, A, sAj);
+    (store ? dtl_gemm_store : dtl_gemm)(t, 0, 0, ni * nj, nl, nk, B, sBj, C, sCk, A, sAj);
     return;
   }
+  if (store) zero3(t, ni, nj, nl, A, sAi, sAj, sAl);
+  if (nk <= 0) return;
   for (int64_t i = 0; i < ni; i++) {
     if (sBk == 1 && sCl == 1 && sAl == 1) {
       dtl_gemm(t, 0, 0, nj, nl, nk, CAT(B, t, i * sBi), sBj, C, sCk, AT(A, t, i * sAi), sAj);
@@ -81,6 +92,18 @@ void dtl_ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const v
                   AT(A, t, i * sAi + j * sAj + l * sAl));
     }
   }
+}
+
+void dtl_ttm(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+             int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
+             void *A, int64_t sAi, int64_t sAj, int64_t sAl) {
+  ttm(t, ni, nj, nk, nl, B, sBi, sBj, sBk, C, sCk, sCl, false, A, sAi, sAj, sAl);
+}
+
+void dtl_ttm_store(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+                   int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
+                   void *A, int64_t sAi, int64_t sAj, int64_t sAl) {
+  ttm(t, ni, nj, nk, nl, B, sBi, sBj, sBk, C, sCk, sCl, true, A, sAi, sAj, sAl);
 }
 
 /* *r += sum_ijk B(i,j,k) C(i,j,k): one dot when both blocks are contiguous, else a dot per
@@ -101,10 +124,13 @@ void dtl_innerprod(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B
 /* A(i,l) += sum_jk B(i,j,k) C(j,l) D(k,l): the Khatri-Rao product K(j*nk + k, l) =
  * C(j,l) D(k,l) is formed once, then A = B(i, jk) K(jk, l) is one gemm when B's (j,k)
  * block is contiguous, and a gemm per j otherwise. */
-int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
-               int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
-               const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl) {
-  if (ni <= 0 || nj <= 0 || nk <= 0 || nl <= 0) return 0;
+static int mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B, int64_t sBi,
+                  int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl, const void *D, int64_t sDk,
+                  int64_t sDl, bool store, void *A, int64_t sAi, int64_t sAl) {
+  if (ni <= 0 || nl <= 0) return 0;
+  bool one_gemm = sBk == 1 && sBj == nk && sAl == 1;
+  if (store && (!one_gemm || nj <= 0 || nk <= 0)) zero3(t, ni, 1, nl, A, sAi, 0, sAl);
+  if (nj <= 0 || nk <= 0) return 0;
   size_t es = dtl_type_size(t);
   char *K = malloc((size_t)nj * (size_t)nk * (size_t)nl * es);
   if (!K) return 1;
@@ -123,8 +149,8 @@ int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const
   default: KR(int64_t) break;
   }
 #undef KR
-  if (sBk == 1 && sBj == nk && sAl == 1) {
-    dtl_gemm(t, 0, 0, ni, nl, nj * nk, B, sBi, K, nl, A, sAi);
+  if (one_gemm) {
+    (store ? dtl_gemm_store : dtl_gemm)(t, 0, 0, ni, nl, nj * nk, B, sBi, K, nl, A, sAi);
   } else if (sBk == 1 && sAl == 1) {
     for (int64_t j = 0; j < nj; j++)
       dtl_gemm(t, 0, 0, ni, nl, nk, CAT(B, t, j * sBj), sBi, K + (size_t)(j * nk) * (size_t)nl * es, nl, A, sAi);
@@ -138,4 +164,16 @@ int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const
   }
   free(K);
   return 0;
+}
+
+int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+               int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
+               const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl) {
+  return mttkrp(t, ni, nj, nk, nl, B, sBi, sBj, sBk, C, sCj, sCl, D, sDk, sDl, false, A, sAi, sAl);
+}
+
+int dtl_mttkrp_store(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+                     int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
+                     const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl) {
+  return mttkrp(t, ni, nj, nk, nl, B, sBi, sBj, sBk, C, sCj, sCl, D, sDk, sDl, true, A, sAi, sAl);
 }

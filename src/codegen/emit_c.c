@@ -789,7 +789,11 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   case SL_LOCAL:
     if (!g->in_kernel && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!g->in_kernel && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
-    if (!g->in_kernel && n->simd_sum) line(g, "#pragma omp simd reduction(+: dtl__acc)");
+    if (!g->in_kernel && n->simd_sum) { /* honoured with -fopenmp (as --exe compiles), else no warning */
+      line(g, "#ifdef _OPENMP");
+      line(g, "#pragma omp simd reduction(+: dtl__acc)");
+      line(g, "#endif");
+    }
     line(g, "for (int64_t %s = 0; %s < %s; %s++) {", v, v, S(g, n->hi), v);
     break;
   case SL_SPARSE: {
@@ -981,9 +985,9 @@ static void stride_of(cg_st *g, FILE *m, const sp_expr *e, int x) {
 
 /* A leaf kernel call: its host entry point (checked where it can fail), or on the device
  * its device entry point with the context first, checked. */
-static void kopen(const cg_st *g, FILE *m, const kc_info *in) {
+static void kopen(const cg_st *g, FILE *m, const kc_info *in, bool store) {
   if (g->sp->cuda) fprintf(m, "if (%s(dtl_ctx, ", in->device);
-  else fprintf(m, "%s%s(", in->host_fails ? "if (" : "", in->host);
+  else fprintf(m, "%s%s(", in->host_fails ? "if (" : "", store ? in->host_store : in->host);
 }
 static void kclose(const cg_st *g, FILE *m, const kc_info *in) {
   if (g->sp->cuda) fputs(")) return 1;", m);
@@ -1000,10 +1004,11 @@ static void emit_kernel(cg_st *g, const sp_node *n) {
   g->ind += 2;
   for (int q = 0; q < nk; q++)
     line(g, "const int64_t dtl__n%d = %s; /* extent of %s */", q, S(g, sym_sub(n->khi[q], n->klo[q])), g->sp->vars[n->korig[q]].name);
-  char cond[256] = "";
-  for (int q = 0; q < nk; q++) {
+  char cond[256] = "1"; /* a storing kernel writes its block also where a summed extent is 0 */
+  for (int q = 0; q < nk && !n->store; q++) {
     char one[32];
     snprintf(one, sizeof one, "%sdtl__n%d > 0", q ? " && " : "", q);
+    if (!q) cond[0] = 0;
     strcat(cond, one);
   }
   line(g, "if (%s) {", cond);
@@ -1021,7 +1026,7 @@ static void emit_kernel(cg_st *g, const sp_node *n) {
         cg_print_expr(m, g->sp, n->kops[call->arg[a].operand], ty, access_local, g);
         fprintf(m, ";\n%*s", g->ind, "");
       }
-    kopen(g, m, call->kernel);
+    kopen(g, m, call->kernel, n->store);
     for (int a = 0; a < call->nargs; a++) {
       const kc_arg *x = &call->arg[a];
       const sp_expr *e = x->operand >= 0 && x->operand < n->nkops ? n->kops[x->operand] : NULL;

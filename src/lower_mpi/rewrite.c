@@ -356,13 +356,56 @@ static bool has_acc_of(const sp_node *n, const void *arg) {
   return n->kind == SN_ACC && n->lhs && n->lhs->tensor == *(const int *)arg;
 }
 
+/* A leaf kernel that writes the whole block stores it (beta = 0 in its gemm):
+ *   zero T; kernel(... T)        =>   kernel_store(... T)
+ * Precondition, beside the view of T's own block: the kernel is the only node that writes T,
+ * no loop but the collective ones (one iteration per rank) and no branch encloses it, so it
+ * runs once and its loops, the statement's own, cover the rank's block; the kernel has a
+ * storing entry point (gemm, ttm, mttkrp on the host), which writes every element of its
+ * block, also where a summed extent is 0. */
+typedef struct {
+  int tensor, kernels, others;
+  bool enclosed, adds_only;
+} kstore;
+static void kstore_walk(const sp_node *n, kstore *k, bool enclosed) {
+  if (!n) return;
+  switch (n->kind) {
+  case SN_KERNEL:
+    if (n->nkops && n->kops[0] && n->kops[0]->tensor == k->tensor) {
+      k->kernels++;
+      k->enclosed |= enclosed;
+      k->adds_only |= !n->kcall || !n->kcall->kernel->host_store;
+    }
+    return;
+  case SN_ASSIGN: case SN_ACC:
+    if (n->lhs && n->lhs->tensor == k->tensor) k->others++;
+    break;
+  case SN_PRODUCER: case SN_DEVICE: k->others++; break;
+  case SN_LOOP: enclosed |= n->loop != SL_COORD; break;
+  case SN_IF: enclosed = true; break;
+  default: break;
+  }
+  for (int q = 0; q < n->nkids; q++) kstore_walk(n->kids[q], k, enclosed);
+}
+static const char *kernel_store_why(const sp_program *sp, const sp_func *fn, int t) {
+  kstore k = {.tensor = t};
+  kstore_walk(fn->body, &k, false);
+  if (k.kernels != 1 || k.others) return NULL; /* not a kernel's statement: the other reasons */
+  if (sp->cuda) return "its kernel runs on the device, whose kernels add";
+  if (k.enclosed) return "its kernel runs in a loop or a branch (each call adds a part)";
+  if (k.adds_only) return "its kernel has no storing entry point";
+  return "";
+}
+
 static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
   const sp_node *n = seq->kids[at];
   if (n->kind != SN_INIT || n->init != SI_ZERO) return not_here;
   if (sp->tensors[n->tensor].sparse) return not_here;
   if (!fn->distinct_writes) {
     const lw_stmt *ls = &sp->lp->stmts[fn->index];
-    if (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor))
+    const char *kw = ls->nwhere ? NULL : kernel_store_why(sp, fn, n->tensor);
+    if (kw && *kw) return kw;
+    if (!kw && (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor)))
       return "the statement sums, repeats an index on its left, or precomputes";
     bool view = false;
     for (int q = 0; q < fn->body->nkids; q++) {
@@ -370,7 +413,7 @@ static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_n
       view |= k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == n->tensor;
     }
     if (!view) return "the output is not written in place in the rank's own block";
-    return acc_store_walk(sp, fn, fn->body, n->tensor, false);
+    return kw ? NULL : acc_store_walk(sp, fn, fn->body, n->tensor, false);
   }
   bool view = false;
   for (int q = 0; q < fn->body->nkids; q++) {
@@ -385,6 +428,7 @@ static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_n
 static void set_store(sp_node *n) {
   if (!n) return;
   if (n->kind == SN_ASSIGN && !n->to_acc) n->store = true, n->atomic = false;
+  if (n->kind == SN_KERNEL) n->store = true; /* the kernel's storing entry point */
   if (n->kind == SN_ACC) { /* the register's total is stored; its own updates still add */
     n->store = true, n->atomic = false;
     return;

@@ -1602,12 +1602,12 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     fputs(")  ", f);
     pexpr(f, c, n->kops[0]);
-    fputs(" += ", f);
+    fputs(n->store ? " = " : " += ", f);
     for (int q = 1; q < n->nkops; q++) {
       if (q > 1) fputs(" * ", f);
       pexpr(f, c, n->kops[q]);
     }
-    if (n->kcall) fprintf(f, "  -> %s", c->sp->cuda ? n->kcall->kernel->device : n->kcall->kernel->host);
+    if (n->kcall) fprintf(f, "  -> %s", c->sp->cuda ? n->kcall->kernel->device : n->store ? n->kcall->kernel->host_store : n->kcall->kernel->host);
     fputc('\n', f);
     return;
   case SN_ASSIGN:

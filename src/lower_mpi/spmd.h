@@ -236,7 +236,8 @@ struct sp_node {
   bool atomic;          /* host: omp atomic; device: atomic add */
   bool to_acc;          /* SN_ASSIGN inside SN_ACC: adds to the register */
   bool to_entries;      /* a sparse output: a nonzero becomes an entry */
-  bool store;           /* SN_ASSIGN: stores its value (the element is written once), else adds */
+  bool store;           /* SN_ASSIGN: stores its value (the element is written once), else adds;
+                         * SN_KERNEL: calls the kernel's storing entry point */
   /* SN_DEVICE */
   const char *kname;
   int nmapped;

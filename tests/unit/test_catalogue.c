@@ -415,8 +415,9 @@ static void expect_in(const char *text, const char *want) {
  * checks on the host and the device. */
 static void test_printer_spells_the_call(void **state) {
   (void)state;
+  /* one call writes the whole of A: its storing entry point (the rewrite store) */
   char *c = emit(HDR DECLS "A(i, j) = Bt(k, i) * C(k, j)\n  .substitute({i, j, k}, gemm);\n", false);
-  expect_in(c, "dtl_gemm(DTL_DOUBLE, 1, 0, dtl__n0, dtl__n1, dtl__n2, &dtl_t3_Bt[(0 - dtl_t3_Bt_lo[0]) * "
+  expect_in(c, "dtl_gemm_store(DTL_DOUBLE, 1, 0, dtl__n0, dtl__n1, dtl__n2, &dtl_t3_Bt[(0 - dtl_t3_Bt_lo[0]) * "
                "dtl_t3_Bt_st[0] + (0 - dtl_t3_Bt_lo[1])], dtl_t3_Bt_st[0], &dtl_t4_C[(0 - dtl_t4_C_lo[0]) * "
                "dtl_t4_C_st[0] + (0 - dtl_t4_C_lo[1])], dtl_t4_C_st[0], &dtl_t0_A[(0 - dtl_t0_A_lo[0]) * "
                "dtl_t0_A_st[0] + (0 - dtl_t0_A_lo[1])], dtl_t0_A_st[0]);");
@@ -430,8 +431,12 @@ static void test_printer_spells_the_call(void **state) {
   c = emit(HDR DECLS "K(i, l) = G(k, l) * T(i, j, k) * F(j, l)\n  .reorder({j, k, l})\n"
                      "  .substitute({l, k, j, i}, mttkrp);\n",
            false);
-  expect_in(c, "if (dtl_mttkrp(DTL_DOUBLE, dtl__n0, dtl__n1, dtl__n2, dtl__n3, &dtl_t10_T[");
+  expect_in(c, "if (dtl_mttkrp_store(DTL_DOUBLE, dtl__n0, dtl__n1, dtl__n2, dtl__n3, &dtl_t10_T[");
   expect_in(c, "], dtl_t16_K_st[0], 1)) return dtl_fail(dtl_ctx, \"out of memory in mttkrp\");");
+  free(c);
+  /* += adds: the accumulating entry point */
+  c = emit(HDR DECLS "A(i, j) += Bt(k, i) * C(k, j)\n  .substitute({i, j, k}, gemm);\n", false);
+  expect_in(c, "dtl_gemm(DTL_DOUBLE, 1, 0, dtl__n0, dtl__n1, dtl__n2, ");
   free(c);
   /* the output read as an input comes from its snapshot */
   c = emit(HDR DECLS "y(i) += s * y(i)\n  .substitute({i}, axpy);\n", false);
@@ -529,6 +534,10 @@ static void test_entry_points_declared(void **state) {
     char got[64], wantx[72];
     declared(rt, in->host_fails ? "int" : "void", in->host, got, sizeof got);
     assert_string_equal(got, want);
+    if (in->host_store) { /* the storing entry point takes the same arguments */
+      declared(rt, in->host_fails ? "int" : "void", in->host_store, got, sizeof got);
+      assert_string_equal(got, want);
+    }
     declared(cu, "int", in->device, got, sizeof got);
     snprintf(wantx, sizeof wantx, "X%s", want);
     assert_string_equal(got, wantx);

@@ -1249,6 +1249,40 @@ static void test_spmd_simd(void **state) {
   finish(&r);
 }
 
+/* The rewrite store on a leaf kernel: one call per rank writing the whole block stores it
+ * (no zeroing pass); a kernel inside a loop over a summed variable adds, after a zeroing. */
+static int count_zero(const sp_node *n) {
+  if (!n) return 0;
+  int c = n->kind == SN_INIT && n->init == SI_ZERO;
+  for (int q = 0; q < n->nkids; q++) c += count_zero(n->kids[q]);
+  return c;
+}
+
+static void test_spmd_kernel_store(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) @ M(ij -> i);\n"
+               "tensor B(n, n) @ M(ij -> i);\n"
+               "tensor C(n, n);\n"
+               "A(i, j) = B(i, k) * C(k, j).distribute({i}, {io}, {ii}, M).substitute({ii, k, j}, gemm);\n"
+               "A(i, j) = B(i, k) * C(k, j).distribute({i}, {io}, {ii}, M).split(k, ko, ki, 4)"
+               ".reorder({ko, ii}).substitute({ii, ki, j}, gemm);\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *k0 = find_node(sp->funcs[0].body, SN_KERNEL, -1);
+  assert_non_null(k0);
+  assert_true(k0->store);
+  assert_int_equal(count_zero(sp->funcs[0].body), 0);
+  assert_null(log_of(sp, "store", 0)->why);
+  const sp_node *k1 = find_node(sp->funcs[1].body, SN_KERNEL, -1);
+  assert_non_null(k1);
+  assert_false(k1->store);
+  assert_int_equal(count_zero(sp->funcs[1].body), 1);
+  assert_non_null(log_of(sp, "store", 1)->why);
+  finish(&r);
+}
+
 /* Ids are program-wide: two statements' variables and buffers do not share ids, and every
  * variable a node names belongs to that node's statement. */
 static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
@@ -1542,6 +1576,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_overlap),
       cmocka_unit_test(test_spmd_simd),
+      cmocka_unit_test(test_spmd_kernel_store),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),

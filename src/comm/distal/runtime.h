@@ -354,6 +354,9 @@ double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count
  * double, loops for integers).  Row-major. transa/transb: 0 = as stored, 1 = transposed. */
 void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k,
               const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc);
+/* C = op(A) * op(B): dtl_gemm storing instead of adding (any extent may be 0: then C = 0) */
+void dtl_gemm_store(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k,
+                    const void *A, int64_t lda, const void *B, int64_t ldb, void *C, int64_t ldc);
 /* y (m) += op(A) * x, A is m x n (or n x m when trans), row-major with lda. */
 void dtl_gemv(dtl_type t, int trans, int64_t m, int64_t n, const void *A, int64_t lda,
               const void *x, int64_t incx, void *y, int64_t incy);
@@ -398,6 +401,14 @@ void dtl_innerprod(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B
 int dtl_mttkrp(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
                int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
                const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl);
+/* ttm and mttkrp storing instead of adding (A = ...; the whole block of A is written, also
+ * where the summed extents are 0) */
+void dtl_ttm_store(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+                   int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCk, int64_t sCl,
+                   void *A, int64_t sAi, int64_t sAj, int64_t sAl);
+int dtl_mttkrp_store(dtl_type t, int64_t ni, int64_t nj, int64_t nk, int64_t nl, const void *B,
+                     int64_t sBi, int64_t sBj, int64_t sBk, const void *C, int64_t sCj, int64_t sCl,
+                     const void *D, int64_t sDk, int64_t sDl, void *A, int64_t sAi, int64_t sAl);
 
 /* ---- sparse tensors (sparse.c) ----------------------------------------------------------- */
 /* Level formats, one per dimension in storage order (row-major: the first dimension is the
