@@ -1,7 +1,7 @@
 /* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
  *
  *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
- *                    [--emit c|cin|spmd|plan|schedule] [--no-fuse] [--auto] [--mem-per-rank BYTES]
+ *                    [--emit c|cin|spmd|plan|svg|schedule] [--no-fuse] [--auto] [--mem-per-rank BYTES]
  *                    [--check] [--debug] [--version] [--help]
  *
  * Outputs are written to temporary files and renamed into place only when everything
@@ -25,7 +25,7 @@
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
-    "               [--name PREFIX] [--emit c|cin|spmd|plan|schedule] [--no-fuse] [--auto]\n"
+    "               [--name PREFIX] [--emit c|cin|spmd|plan|svg|schedule] [--no-fuse] [--auto]\n"
     "               [--mem-per-rank BYTES] [--check] [--debug]\n"
     "               [--ranks P] [--ranks-per-node K] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
@@ -44,6 +44,9 @@ static const char usage[] =
     "                  hierarchical machine in nodes of K ranks with --ranks-per-node K, as\n"
     "                  DISTAL_RANKS_PER_NODE=K runs it, else of its inner levels' rank count\n"
     "                  where their dims are known, else all ranks on one node)\n"
+    "  --emit svg      draw the plan (for --ranks P and --set, as --emit plan) as an SVG picture,\n"
+    "                  to standard output or -o FILE.svg: per statement the grid, each tensor's\n"
+    "                  blocks and who sends which box to whom in the first step\n"
     "  --emit c        print the generated C to standard output\n"
     "  --emit schedule print the program with the schedules --auto chose and the distributions\n"
     "                  the compiler chose (`@ M`) written out, as .dtl\n"
@@ -483,6 +486,41 @@ static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *va
   return true;
 }
 
+/* distalc --emit svg: the plan of --emit plan for the same arguments, drawn; written to
+ * stdout, or to `out` renamed into place once complete.  Without --ranks, the count --emit
+ * plan picks, named on stderr (stdout holds the picture). */
+static int emit_svg(dc_unit *u, const lw_program *lp, const char *input, const char *out, char **sets, int nsets, int64_t ranks,
+                    int64_t per_node) {
+  int64_t *vals = param_values(u->ast, sets, nsets);
+  bool chosen = !ranks;
+  if (!vals || !solve_grid(u->ast, lp->ir, vals, &ranks, &per_node, true)) {
+    free(vals);
+    return 1;
+  }
+  if (chosen) fprintf(stderr, "distalc: --emit svg at %lld ranks, the count --emit plan picks (--ranks N to choose)\n", (long long)ranks);
+  sp_program *sp = NULL;
+  if (dc_spmd(u, lp, &sp) != DC_OK) sp = NULL;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  int rc = m ? cg_emit_svg(m, lp, sp, vals, ranks, input) : 1;
+  if (m && fclose(m)) rc = 1;
+  free(vals);
+  if (rc) {
+    fprintf(stderr, "distalc: --emit svg: out of memory\n");
+    free(buf);
+    return DC_NOMEM;
+  }
+  outfile of = {0};
+  bool ok = out ? out_open(&of, out) : true;
+  if (ok) {
+    fwrite(buf, 1, len, out ? of.f : stdout);
+    ok = out ? out_commit(&of) : fflush(stdout) == 0;
+  }
+  free(buf);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false, autos = false;
@@ -545,8 +583,9 @@ int main(int argc, char **argv) {
     return calibrate(out ? out : "distal.model");
   }
   if (!input) return fail_usage("no input file", NULL);
-  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan") && strcmp(emit, "schedule"))
-    return fail_usage("--emit takes c, cin, spmd, plan or schedule, not", emit);
+  if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan") && strcmp(emit, "svg") &&
+      strcmp(emit, "schedule"))
+    return fail_usage("--emit takes c, cin, spmd, plan, svg or schedule, not", emit);
   if (target && strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
@@ -652,6 +691,10 @@ int main(int argc, char **argv) {
     if (autos) dc_print_auto(stdout, &arep);
     free(vals);
     status = 0;
+    goto done;
+  }
+  if (emit && !strcmp(emit, "svg")) {
+    status = emit_svg(u, lp, input, out, sets, nsets, ranks, per_node);
     goto done;
   }
   if (want_main || exe) {

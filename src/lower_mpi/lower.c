@@ -739,9 +739,36 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
   return ok;
 }
 
+bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, int64_t *elements, int64_t *steps) {
+  const lw_stmt *ls = &lp->stmts[i];
+  int64_t coords[LW_MAX_DIMS] = {0};
+  int nv = ls->lidx_var0 + ls->nloops;
+  int64_t *vars = calloc(nv + 1, sizeof *vars);
+  vol_acc a = {.budget = vars ? 2000000 : -1};
+  sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
+  if (vars) sum_volume(lp, ls, &ls->comm[q], 0, vars, &env, &a);
+  free(vars);
+  *elements = a.total, *steps = a.count;
+  return a.budget >= 0 && !a.failed && a.count > 0;
+}
+
+int64_t lw_type_size(fe_type t) { return type_size(t); }
+
+void lw_print_stmt(FILE *f, const lw_program *lp, int i) {
+  const lw_stmt *ls = &lp->stmts[i];
+  const cin_node *asg = cin_assign(ls->s->root);
+  fputs(lp->ir->ast->tensors[asg->lhs_tensor].name, f);
+  if (asg->nlhs) {
+    fputc('(', f);
+    for (int k = 0; k < asg->nlhs; k++) fprintf(f, "%s%s", k ? "," : "", ls->s->vars[asg->lhs_vars[k]].name);
+    fputc(')', f);
+  }
+  fputs(ls->s->ast->subtract ? " -= " : asg->accumulate ? " += " : " = ", f);
+  fe_print_expr(f, ls->s->ast->rhs);
+}
+
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks) {
   const fe_program *p = lp->ir->ast;
-  int64_t coords[LW_MAX_DIMS] = {0};
   fprintf(f, "grid:");
   for (int g = 0; g < lp->ndims; g++) {
     int64_t v;
@@ -754,15 +781,7 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
     const lw_stmt *ls = &lp->stmts[i];
     namer_ctx nc = {lp, ls};
     fprintf(f, "statement %d: ", i + 1);
-    const cin_node *asg = cin_assign(ls->s->root);
-    fputs(p->tensors[asg->lhs_tensor].name, f);
-    if (asg->nlhs) {
-      fputc('(', f);
-      for (int k = 0; k < asg->nlhs; k++) fprintf(f, "%s%s", k ? "," : "", ls->s->vars[asg->lhs_vars[k]].name);
-      fputc(')', f);
-    }
-    fputs(ls->s->ast->subtract ? " -= " : asg->accumulate ? " += " : " = ", f);
-    fe_print_expr(f, ls->s->ast->rhs);
+    lw_print_stmt(f, lp, i);
     fputc('\n', f);
     for (int q = 0; q < ls->ncomm; q++) {
       const lw_comm *c = &ls->comm[q];
@@ -814,23 +833,18 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
         fputs("    bytes per rank: 0\n", f);
         continue;
       }
-      int nv = ls->lidx_var0 + ls->nloops;
-      int64_t *vars = calloc(nv + 1, sizeof *vars);
-      vol_acc a = {.budget = vars ? 2000000 : -1};
-      sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
-      if (vars) sum_volume(lp, ls, c, 0, vars, &env, &a);
-      free(vars);
-      int64_t total = a.total, count = a.count, budget = a.budget;
+      int64_t total, count;
+      bool known = lw_comm_volume(lp, i, q, params, &total, &count);
       int64_t es = type_size(t->type);
       if (lw_sparse(p, c->tensor)) {
         /* what moves are the stored entries: order coordinates (int64) and a value each */
         fprintf(f, "    bytes per rank: %lld per stored entry in the box (%d coordinates and the value)", (long long)(8 * c->order + es),
                 c->order);
-        if (budget >= 0 && count > 0) fprintf(f, "; the box holds %lld elements over %lld steps (rank 0)", (long long)total, (long long)count);
+        if (known) fprintf(f, "; the box holds %lld elements over %lld steps (rank 0)", (long long)total, (long long)count);
         fputc('\n', f);
         continue;
       }
-      if (budget < 0 || count == 0)
+      if (!known)
         fprintf(f, "    bytes per rank: %lld x volume of the box per step (not evaluated)\n", (long long)es);
       else
         fprintf(f, "    bytes per rank (rank 0): %lld = %lld steps, %lld elements of %lld bytes\n",

@@ -89,6 +89,14 @@ lw_program *lw_lower(ir_program *ir, bool cuda);
  * unknown; grid params are then solved from nranks). */
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);
 const char *lw_pattern_name(lw_pattern p);
+/* Statement i as written (`A(i,j) = B(i,k) * C(k,j)`), as the plan names it. */
+void lw_print_stmt(FILE *f, const lw_program *lp, int i);
+/* The bytes of one element of a tensor of type t. */
+int64_t lw_type_size(fe_type t);
+/* What communicate point q of statement i moves to the rank at grid coordinates 0, summed
+ * over its steps (the plan's "bytes per rank (rank 0)"): *elements in *steps steps.  False
+ * where a formula cannot be evaluated at the params (or there are too many steps). */
+bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, int64_t *elements, int64_t *steps);
 /* The cost of statement i for the rank at grid coordinates 0 (the plan's formulas evaluated
  * at the params, grid params included): bytes and messages it receives summed over its
  * communicate points and their steps, the largest buffer it holds (bytes), and its loop
@@ -119,5 +127,35 @@ const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *paren
 /* The grid dim a distributed loop is bound to (its level's dims are numbered after the
  * outer levels' dims). */
 int lw_gdim(const lw_program *lp, const cin_node *n);
+
+/* ---- the plan at concrete values (instance.c): what distalc --emit svg draws ---- */
+typedef struct {
+  int order;
+  int64_t lo[LW_MAX_DIMS], hi[LW_MAX_DIMS]; /* [lo, hi) per tensor dim */
+} lw_box;
+typedef struct {
+  int64_t from, to; /* ranks */
+  lw_box box;       /* the piece, in the tensor's global coordinates */
+  int64_t elements;
+} lw_msg;
+/* The grid dims at the params (grid params solved); false where one is unknown. */
+bool lw_grid_at(const lw_program *lp, const int64_t *params, int64_t *dims);
+/* Ranks and grid coordinates, row-major as MPI_Cart_create numbers them. */
+int64_t lw_rank_of(int ndims, const int64_t *dims, const int64_t *coords);
+void lw_coords_of(int ndims, const int64_t *dims, int64_t rank, int64_t *coords);
+int64_t lw_box_volume(const lw_box *b);
+/* The block of tensor t of the rank at coords: 1, or 0 where the rank holds none (a fixed
+ * grid coordinate elsewhere); -1 where a formula cannot be evaluated at the params. */
+int lw_block_at(const lw_program *lp, int t, const int64_t *params, const int64_t *coords, lw_box *b);
+/* The box of communicate point c of statement i for the rank at coords in the first step
+ * (every loop counter 0). */
+bool lw_box_at(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const int64_t *coords, lw_box *b);
+/* The pattern that runs at the params: c's alternative where its assumption holds there. */
+const lw_comm *lw_comm_at(const lw_program *lp, const lw_comm *c, const int64_t *params);
+/* The messages of the first step of c (as lw_comm_at chose it) among nranks ranks, sorted
+ * by sender then receiver, *n of them (NULL when none); *ok false where the boxes cannot be
+ * evaluated at the params (or memory runs out).  The caller frees the array. */
+lw_msg *lw_step_messages(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const int64_t *dims,
+                         int64_t nranks, int *n, bool *ok);
 
 #endif
