@@ -243,7 +243,16 @@ void cg_print_flops(FILE *f, const sp_program *sp) {
   }
 }
 
-/* params as local constants of a generated function, from the array `from` */
+static int nsplits(const sp_program *sp) { return fe_nsplits(sp->lp->ir->ast); }
+
+/* params as local constants of a generated function, from the array `from`; the boundaries of
+ * the balanced partitions (SYM_SPLIT prints dtl_split[id][...]) from the plan */
+static void declare_splits(FILE *f, const sp_program *sp, const char *plan, int ind) {
+  if (nsplits(sp))
+    fprintf(f, "%*sconst int64_t *const *dtl_split = (const int64_t *const *)%s->split;\n%*s(void)dtl_split;\n", ind, "", plan, ind,
+            "");
+}
+
 static void declare_params(FILE *f, const sp_program *sp, const char *from, int ind) {
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_float) /* its bits travel in the int64 slot */
@@ -1086,6 +1095,7 @@ static void emit_box_fns(FILE *f, const sp_program *sp, const sp_func *fn, const
             b->boxfn);
     fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", o->prefix, fn->index);
     declare_params(f, sp, "dtl_a->plan->p", 2);
+    declare_splits(f, sp, "dtl_a->plan", 2);
     cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2};
     emit_box(&g, b->order, b->lo, b->hi, "dtl_b", true);
     fputs("}\n\n", f);
@@ -1113,11 +1123,54 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
   for (int t = 0; t < sp->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_tensor(sp, t));
   fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, fn->index);
   declare_params(f, sp, "dtl_plan->p", 2);
+  declare_splits(f, sp, "dtl_plan", 2);
   cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2, .cu = cu, .decl = decl};
   cg_node(&g, fn->body);
   fputs("  return 0;\n}\n\n", f);
 }
 /* ---- the plan object, library API ------------------------------------------------------------- */
+/* Balanced partitions: PREFIX_balance holds, per balanced tensor, the boundaries of its blocks
+ * on each grid dim (NULL: equal extents), and PREFIX_plan_create_balanced takes them. */
+/* plan_create: each balanced partition's boundaries, given or of equal extents */
+static void emit_split_init(FILE *c, const sp_program *sp) {
+  const fe_program *p = sp->lp->ir->ast;
+  for (int id = 0; id < nsplits(sp); id++) {
+    int t, g, x;
+    fe_split_info(p, id, &t, &g, &x);
+    fprintf(c, "  /* balanced partition %d: %s, dimension %d over grid dim %d */\n", id, p->tensors[t].name, x, g);
+    fprintf(c, "  dtl_plan->split[%d] = malloc(sizeof(int64_t) * (size_t)(dtl_plan->ctx->dims[%d] + 1));\n", id, g);
+    fprintf(c, "  if (!dtl_plan->split[%d]) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory\");\n    return 1;\n  }\n", id);
+    fprintf(c, "  if (dtl_split_init(dtl_plan->ctx, %d, ", g);
+    cg_sym(c, sp, sym_from_size(&p->tensors[t].dims[x]), false);
+    /* the struct read as its array of pointers (a field's name may be a macro's) */
+    int k = 0;
+    for (int u = 0; u < t; u++) k += p->tensors[u].balance == u + 1;
+    fprintf(c, ", dtl_bal ? ((const int64_t *const *)dtl_bal)[%d] : NULL, \"%s\", dtl_plan->split[%d])) {\n"
+               "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n",
+            k * sp->ndims + g, p->tensors[t].name, id);
+  }
+  declare_splits(c, sp, "dtl_plan", 2);
+}
+
+static void emit_balance_api(FILE *h, const sp_program *sp, const cg_options *o) {
+  const fe_program *p = sp->lp->ir->ast;
+  if (!nsplits(sp)) return;
+  fprintf(h, "/* Balanced partitions (`balanced`): for each such tensor T, T[g] is NULL (blocks of equal\n"
+             " * extent) or the G + 1 boundaries of its blocks on grid dim g (G: that dim's size; block c is\n"
+             " * [T[g][c], T[g][c + 1])), the same on every rank, e.g. from dtl_balance_split. */\n");
+  for (int t = 0; t < p->ntensors; t++)
+    if (p->tensors[t].balance == t + 1) fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", p->tensors[t].name, p->tensors[t].name);
+  fputs("typedef struct {", h);
+  for (int t = 0; t < p->ntensors; t++)
+    if (p->tensors[t].balance == t + 1) fprintf(h, " const int64_t *%s[%d];", p->tensors[t].name, sp->ndims);
+  fprintf(h, " } %s_balance;\n", o->prefix);
+  for (int t = p->ntensors - 1; t >= 0; t--)
+    if (p->tensors[t].balance == t + 1) fprintf(h, "#pragma pop_macro(\"%s\")\n", p->tensors[t].name);
+  fprintf(h, "/* plan_create with these blocks (b NULL: plan_create) */\n");
+  fprintf(h, "int %s_plan_create_balanced(MPI_Comm comm, const %s_params *p, const %s_balance *b, %s_plan **plan);\n", o->prefix,
+          o->prefix, o->prefix, o->prefix);
+}
+
 static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   /* the guard spells the prefix as it is (upper-casing would make a.h and A.h one guard) */
   char guard[512];
@@ -1143,6 +1196,7 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   fprintf(h, "/* Collective over comm.  On failure returns nonzero and *plan still holds an object\n"
              " * for %s_error and %s_plan_destroy. */\n", o->prefix, o->prefix);
   fprintf(h, "int %s_plan_create(MPI_Comm comm, const %s_params *p, %s_plan **plan);\n", o->prefix, o->prefix, o->prefix);
+  emit_balance_api(h, sp, o);
   fprintf(h, "int %s_plan_destroy(%s_plan **plan); /* collective */\n", o->prefix, o->prefix);
   if (sp->any_sparse)
     fprintf(h, "/* The stored coordinates of a sparse tensor changed while its dtl_sparse arrays stayed where they\n"
@@ -1229,6 +1283,12 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   /* Generated code reads and writes the params struct as an array of its int64_t fields, in
    * declaration order, so that it never spells a field's name (which may be a macro's). */
   fprintf(c, "_Static_assert(sizeof(%s_params) == %d * sizeof(int64_t), \"the params struct is an array of int64_t\");\n\n", P, np1);
+  if (nsplits(sp)) {
+    int nb = 0;
+    for (int t = 0; t < sp->lp->ir->ast->ntensors; t++) nb += sp->lp->ir->ast->tensors[t].balance == t + 1;
+    fprintf(c, "_Static_assert(sizeof(%s_balance) == %d * sizeof(const int64_t *), \"the balance struct is an array of pointers\");\n\n", P,
+            nb * sp->ndims);
+  }
   fprintf(c, "struct %s_plan {\n  dtl_ctx *ctx;\n  int64_t p[%d]; /* the params, in declaration order */\n  dtl_dist dist[%d];\n  dtl_box own[%d];\n"
              "  void *buf[%d];   /* communication buffers, reused across calls */\n  size_t cap[%d];\n  char err[512];\n",
           P, np1, sp->ntensors + 1, sp->ntensors + 1, nslots, nslots);
@@ -1236,6 +1296,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n  dtl_coo co[%d]; /* entries of sparse results */\n", nslots,
             nslots);
   fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
+  if (nsplits(sp)) fprintf(c, "  int64_t *split[%d]; /* balanced partitions: boundaries, by split id */\n", nsplits(sp));
   if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
   if (halo)
     fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n"
@@ -1275,7 +1336,14 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
       fprintf(c, "  {\n    const double d = %.17g;\n    memcpy((char *)p + %d * sizeof(int64_t), &d, sizeof d);\n  }\n", sp->params[i].fvalue, i);
   fputs("}\n\n", c);
   /* plan_create */
-  fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
+  if (nsplits(sp)) {
+    fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n"
+               "  return %s_plan_create_balanced(dtl_comm, dtl_params, NULL, dtl_out);\n}\n\n", P, P, P, P);
+    fprintf(c, "int %s_plan_create_balanced(MPI_Comm dtl_comm, const %s_params *dtl_params, const %s_balance *dtl_bal, %s_plan **dtl_out) {\n",
+            P, P, P, P);
+  } else {
+    fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
+  }
   fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
   fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
@@ -1333,6 +1401,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   }
   fputs("  }\n  memcpy(dtl_plan->p, dtl_prm, sizeof dtl_prm);\n", c);
   declare_params(c, sp, "dtl_prm", 2);
+  emit_split_init(c, sp);
   for (int t = 0; t < sp->ntensors; t++) {
     const sp_tensor *ft = &sp->tensors[t];
     const lw_owner *ow = ft->owner;
@@ -1352,6 +1421,10 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
       static const char *k[] = {"DTL_DIM_PART", "DTL_DIM_FIXED", "DTL_DIM_STAR"};
       fprintf(c, "  dtl_plan->dist[%d].kind[%d] = %s, dtl_plan->dist[%d].tdim[%d] = %d, dtl_plan->dist[%d].fixed[%d] = %lld;\n", t, g2,
               k[ow->kind[g2]], t, g2, ow->kind[g2] == OWN_PART ? ow->tdim[g2] : 0, t, g2, (long long)ow->fixed[g2]);
+    }
+    for (int g2 = 0; g2 < sp->ndims && !ow->everywhere; g2++) {
+      int id = fe_split_of(sp->lp->ir->ast, t, g2);
+      if (id >= 0) fprintf(c, "  dtl_plan->dist[%d].split[%d] = dtl_plan->split[%d]; /* balanced */\n", t, g2, id);
     }
     fprintf(c, "  if (dtl_dist_validate(dtl_plan->ctx, &dtl_plan->dist[%d], \"%s\")) {\n"
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", t, ft->name);
@@ -1389,11 +1462,12 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
             P, P, nslots, sp->ntensors + 1);
   else
-  fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
+  fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n%s"
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-          P, P, nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
+          P, P, nsplits(sp) ? "  for (int i = 0; i < (int)(sizeof (*plan)->split / sizeof (*plan)->split[0]); i++) free((*plan)->split[i]);\n" : "",
+          nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
           sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "",
           halo ? "  for (int i = 0; i < (int)(sizeof (*plan)->halo / sizeof (*plan)->halo[0]); i++) dtl_halo_free(&(*plan)->halo[i]);\n" : "");
   if (sp->any_sparse) {
@@ -1558,7 +1632,7 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     if (x->sparse) fprintf(c, "  dtl_sparse *%s = &dtl_plan->tsp[%d]; /* temporary */\n", cg_tensor(sp, t), t);
     else fprintf(c, "  %s *%s = dtl_plan->tmp[%d]; /* temporary */\n", cg_ctype(x->type), cg_tensor(sp, t), t);
   }
-  if (sp->nloops) declare_params(c, sp, "dtl_plan->p", 2);
+  if (sp->nloops) declare_params(c, sp, "dtl_plan->p", 2), declare_splits(c, sp, "dtl_plan", 2);
   if (sp->any_sparse) {
     /* every sparse piece must be this rank's block, in the declared formats (collective) */
     fputs("  {\n    int dtl_bad = 0;\n", c);

@@ -93,8 +93,13 @@ static void for_each_holder(const dtl_ctx *ctx, const dtl_dist *d, const int64_t
       int64_t wl = dtl_max(want->lo[t], 0), wh = dtl_min(want->hi[t], n);
       if (wh <= wl || s == 0)
         return;
-      lo[g] = wl / s;
-      hi[g] = dtl_min(ctx->dims[g] - 1, (wh - 1) / s);
+      if (d->split[g]) { /* a balanced partition: the blocks that hold wl and wh - 1 */
+        lo[g] = dtl_split_owner(d->split[g], ctx->dims[g], wl);
+        hi[g] = dtl_split_owner(d->split[g], ctx->dims[g], wh - 1);
+      } else {
+        lo[g] = wl / s;
+        hi[g] = dtl_min(ctx->dims[g] - 1, (wh - 1) / s);
+      }
       if (aligned) {
         if (pc[g] < lo[g] || pc[g] > hi[g])
           return;

@@ -16,6 +16,11 @@ bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords
   for (int g = 0; g < d->ngrid; g++) {
     if (d->kind[g] == DTL_DIM_PART) {
       int t = d->tdim[g];
+      if (d->split[g]) { /* a balanced partition (one level): its boundaries */
+        box->lo[t] = d->split[g][coords[g]], box->hi[t] = d->split[g][coords[g] + 1];
+        nominal[t] = box->hi[t] - box->lo[t];
+        continue;
+      }
       int64_t s = dtl_ceildiv(nominal[t], ctx->dims[g]), base = box->lo[t], top = box->hi[t];
       box->lo[t] = dtl_min(top, base + coords[g] * s);
       box->hi[t] = dtl_min(top, base + (coords[g] + 1) * s);

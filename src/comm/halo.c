@@ -7,7 +7,8 @@
  * coordinates the rank's piece stores at one level are filled: the rank's own entries from its
  * block, the others from their owners along D.
  *
- * Inspector (once): the distinct coordinates, grouped by owner (the blocked formula of
+ * Inspector (once): the distinct coordinates, grouped by owner (a balanced partition's
+ * boundaries, or the blocked formula of
  * LANGUAGE.md section 3: owner = g / ceil(N / G)); the request counts go to every member of the
  * sub-communicator of D (MPI_Alltoall), then the requested coordinates (MPI_Alltoallv), so that
  * every owner knows what to send to whom.  The result is cached (struct dtl_halo) under a key:
@@ -258,7 +259,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
    * what it copies from its own block */
   int64_t nlocal = 0;
   for (int64_t k = 0; k < nwant && !err; k++) {
-    int64_t c = want[k] / blk;
+    int64_t c = d->split[dim] ? dtl_split_owner(d->split[dim], G, want[k]) : want[k] / blk;
     if (c == me)
       nlocal++;
     else
@@ -303,7 +304,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     int64_t a = 0;
     for (int64_t k = 0; k < nwant; k++) {
       int64_t g = want[k];
-      if (g / blk == me) {
+      if ((d->split[dim] ? dtl_split_owner(d->split[dim], G, g) : g / blk) == me) {
         /* a run of consecutive coordinates grows (want is sorted and distinct) */
         if (h->nlocal && h->lsrc[h->nlocal - 1] + h->llen[h->nlocal - 1] == g - own->lo[0])
           h->llen[h->nlocal - 1]++;

@@ -159,6 +159,15 @@ typedef struct {
    * for files and imports, which name the declared order.  NULL: row-major. */
   int *mode;
   fe_loc mode_loc;
+  /* `balanced` after the distribution (a sparse tensor: every dimension it partitions is split
+   * into blocks of about equal stored entries, chosen at run time) or `balanced by T` (each
+   * partitioned dimension takes the blocks of T's dimension on the same grid dimension).
+   * balance: after sema, 0 for neither, else 1 + the tensor whose splits this one uses (itself
+   * for `balanced`). */
+  bool balanced;
+  const char *balance_by;
+  fe_loc balance_loc, balance_by_loc;
+  int balance;
   bool has_dist;
   fe_dist dist;
   bool is_temp;     /* declared with `temp`: lives inside the program only */
@@ -284,6 +293,14 @@ void fe_program_free(fe_program *prog);
 int fe_find_param(const fe_program *prog, const char *name);
 int fe_find_machine(const fe_program *prog, const char *name);
 int fe_find_tensor(const fe_program *prog, const char *name);
+/* Balanced partitions (`balanced`, `balanced by T`): each pair (balanced tensor T, grid dim g of
+ * the machine's only level that T partitions) is a split, numbered in declaration order of T, then
+ * g.  fe_split_of: the split whose blocks tensor t's partitioned dimension on grid dim g takes, -1
+ * where it takes the blocks of LANGUAGE.md section 3.  fe_split_info: its tensor, grid dim and the
+ * tensor dim it splits. */
+int fe_nsplits(const fe_program *prog);
+int fe_split_of(const fe_program *prog, int t, int g);
+void fe_split_info(const fe_program *prog, int id, int *tensor, int *gdim, int *tdim);
 
 /* ---- semantic checks (sema.c) ------------------------------------------------------- */
 

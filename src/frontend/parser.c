@@ -482,6 +482,16 @@ static void tensor_decl(parser *p) {
   if (consume(p, "@")) {
     t->has_dist = true;
     dist(p, &t->dist);
+    if (is_word_text(p, "balanced")) { /* not a keyword: read only after a distribution */
+      t->balanced = true;
+      t->balance_loc = next(p)->loc;
+      if (is_word_text(p, "by")) {
+        next(p);
+        fe_token *src = expect_ident(p, "expected the name of a balanced tensor after 'balanced by'");
+        t->balance_by = text_of(p, src);
+        t->balance_by_loc = src->loc;
+      }
+    }
   }
   expect(p, ";", temp ? "expected ';' after temporary declaration" : "expected ';' after tensor declaration");
 }
@@ -1032,6 +1042,45 @@ int fe_find_machine(const fe_program *prog, const char *name) {
     if (strcmp(prog->machines[k].name, name) == 0)
       return k;
   return -1;
+}
+
+static int split_dim(const fe_tensor *t, int g) { /* the tensor dim t partitions over grid dim g, or -1 */
+  if (!t->has_dist || t->dist.nlevels < 1 || g >= t->dist.levels[0].ny) return -1;
+  const fe_ydim *y = &t->dist.levels[0].y[g];
+  return y->kind == FE_Y_NAME ? y->xindex : -1;
+}
+
+int fe_nsplits(const fe_program *prog) {
+  int n = 0;
+  for (int t = 0; t < prog->ntensors; t++)
+    for (int g = 0; prog->tensors[t].balance == t + 1 && g < FE_MAX_DIMS; g++) n += split_dim(&prog->tensors[t], g) >= 0;
+  return n;
+}
+
+int fe_split_of(const fe_program *prog, int t, int g) {
+  if (t < 0 || t >= prog->ntensors) return -1;
+  int src = prog->tensors[t].balance - 1;
+  if (src < 0 || split_dim(&prog->tensors[t], g) < 0 || split_dim(&prog->tensors[src], g) < 0) return -1;
+  int id = 0;
+  for (int u = 0; u < prog->ntensors; u++)
+    for (int h = 0; prog->tensors[u].balance == u + 1 && h < FE_MAX_DIMS; h++) {
+      if (split_dim(&prog->tensors[u], h) < 0) continue;
+      if (u == src && h == g) return id;
+      id++;
+    }
+  return -1;
+}
+
+void fe_split_info(const fe_program *prog, int id, int *tensor, int *gdim, int *tdim) {
+  *tensor = *gdim = *tdim = -1;
+  for (int u = 0; u < prog->ntensors; u++)
+    for (int h = 0; prog->tensors[u].balance == u + 1 && h < FE_MAX_DIMS; h++) {
+      int x = split_dim(&prog->tensors[u], h);
+      if (x >= 0 && id-- == 0) {
+        *tensor = u, *gdim = h, *tdim = x;
+        return;
+      }
+    }
 }
 
 int fe_find_tensor(const fe_program *prog, const char *name) {

@@ -271,6 +271,78 @@ static bool default_mapping(checker *c, const fe_tensor *t, fe_dist *d, const fe
   return true;
 }
 
+/* `balanced` / `balanced by T` (fe_split_of): a sparse tensor partitioned on a flat CPU machine
+ * balances itself; a tensor balanced by T takes T's blocks on every grid dim it partitions, where
+ * T partitions a dimension of the same size. */
+static bool sparse_format(const fe_tensor *t) {
+  for (int x = 0; t->has_format && x < t->order; x++)
+    if (t->formats[x] == FE_COMPRESSED) return true;
+  return false;
+}
+
+static void check_balance(checker *c, fe_tensor *t) {
+  if (!t->balanced) return;
+  const fe_program *p = c->prog;
+  int self = (int)(t - p->tensors);
+  const fe_dist *d = &t->dist;
+  if (d->machine < 0) return; /* reported */
+  const fe_machine *m = &p->machines[d->machine];
+  if (d->chosen) {
+    error(c, t->balance_loc, "balanced: '%s' needs a written mapping (M(X -> Y)), not the layout the compiler chooses", t->name);
+    return;
+  }
+  if (m->nlevels != 1 || d->nlevels != 1 || m->levels[0].kind != FE_CPU) {
+    error(c, t->balance_loc, "balanced: '%s' needs a distribution over a flat CPU machine (one level)", t->name);
+    return;
+  }
+  bool parts = false;
+  for (int k = 0; k < d->levels[0].ny; k++) parts |= d->levels[0].y[k].kind == FE_Y_NAME;
+  if (!parts) {
+    error(c, t->balance_loc, "balanced: the distribution of '%s' partitions no dimension", t->name);
+    return;
+  }
+  if (!t->balance_by) {
+    if (!sparse_format(t)) {
+      error(c, t->balance_loc, "balanced: '%s' is dense; only a sparse tensor balances its stored entries "
+                               "(write 'balanced by S' to take the blocks of a balanced sparse tensor S)", t->name);
+      return;
+    }
+    t->balance = self + 1;
+    return;
+  }
+  int src = fe_find_tensor(p, t->balance_by);
+  if (src < 0) {
+    error(c, t->balance_by_loc, "balanced by: unknown tensor '%s'", t->balance_by);
+    return;
+  }
+  const fe_tensor *S = &p->tensors[src];
+  if (src == self || !S->balanced || S->balance_by || !sparse_format(S)) {
+    error(c, t->balance_by_loc, "balanced by: '%s' is not declared 'balanced' itself", S->name);
+    return;
+  }
+  if (S->dist.machine != d->machine) {
+    error(c, t->balance_by_loc, "balanced by: '%s' is distributed over another machine", S->name);
+    return;
+  }
+  for (int k = 0; k < d->levels[0].ny; k++) {
+    const fe_ydim *y = &d->levels[0].y[k];
+    if (y->kind != FE_Y_NAME) continue;
+    const fe_ydim *ys = k < S->dist.levels[0].ny ? &S->dist.levels[0].y[k] : NULL;
+    if (!ys || ys->kind != FE_Y_NAME) {
+      error(c, y->loc, "balanced by: '%s' partitions no dimension over grid dimension %d, which '%s' partitions", S->name, k,
+            t->name);
+      return;
+    }
+    if (y->xindex < 0 || y->xindex >= t->order || ys->xindex < 0 || ys->xindex >= S->order) return; /* reported */
+    if (!same_size(&t->dims[y->xindex], &S->dims[ys->xindex])) {
+      error(c, y->loc, "balanced by: dimension %d of '%s' and dimension %d of '%s', both on grid dimension %d, differ in size",
+            y->xindex, t->name, ys->xindex, S->name, k);
+      return;
+    }
+  }
+  t->balance = src + 1;
+}
+
 static void check_tensor(checker *c, fe_tensor *t) {
   if (t->order > FE_MAX_DIMS) {
     error(c, t->loc, "tensor '%s' has order %d; the limit is %d", t->name, t->order, FE_MAX_DIMS);
@@ -674,6 +746,8 @@ int fe_check(fe_program *prog) {
   check_params_and_machines(&c);
   for (int k = 0; k < prog->ntensors; k++)
     check_tensor(&c, &prog->tensors[k]);
+  for (int k = 0; k < prog->ntensors; k++) /* after every distribution is resolved */
+    check_balance(&c, &prog->tensors[k]);
   for (int k = 0; k < prog->nstmts; k++)
     check_stmt(&c, &prog->stmts[k]);
   bool *written = calloc((size_t)prog->ntensors + 1, sizeof *written);

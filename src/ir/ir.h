@@ -54,14 +54,18 @@ void ir_scope_leave(ir_scope *sc);
  * variables and coordinates >= 0) and, where given, the facts of a sym_facts. */
 typedef enum {
   SYM_CONST, SYM_PARAM, SYM_COORD, SYM_VAR,
-  SYM_ADD, SYM_MUL, SYM_FLOORDIV, SYM_CEILDIV, SYM_MOD, SYM_MIN, SYM_MAX
+  SYM_ADD, SYM_MUL, SYM_FLOORDIV, SYM_CEILDIV, SYM_MOD, SYM_MIN, SYM_MAX,
+  /* split[id][a]: the first coordinate of block a of a balanced partition (fe_split_of), known
+   * only at run time; nondecreasing in a, split[id][0] = 0 and the last is the extent.  b is
+   * the value of section 3's blocks (min(E, a * ceil(E/G))), what compile-time estimates use. */
+  SYM_SPLIT
 } sym_kind;
 
 typedef struct sym sym;
 struct sym {
   sym_kind kind;
   int64_t c; /* SYM_CONST */
-  int id;    /* PARAM: param index; COORD: grid dim; VAR: variable id */
+  int id;    /* PARAM: param index; COORD: grid dim; VAR: variable id; SPLIT: split id */
   const sym *a, *b;
 };
 
@@ -90,6 +94,8 @@ const sym *sym_mod(const sym_facts *f, const sym *a, const sym *b);
 const sym *sym_min(const sym_facts *f, const sym *a, const sym *b);
 const sym *sym_max(const sym_facts *f, const sym *a, const sym *b);
 const sym *sym_from_size(const fe_size *s);
+/* split[id][a] of a balanced partition of extent E over G blocks (SYM_SPLIT) */
+const sym *sym_split(int id, const sym *a, const sym *E, const sym *G);
 
 bool sym_equal(const sym *a, const sym *b);
 int sym_compare(const sym *a, const sym *b); /* a total order, for canonical forms */
@@ -111,6 +117,8 @@ typedef struct {
   const int64_t *coords;
   const int64_t *vars;
   int nvars;
+  const int64_t *const *splits; /* SYM_SPLIT: the run time's boundaries; NULL (or a NULL entry):
+                                  * section 3's blocks */
 } sym_env;
 bool sym_eval(const sym *e, const sym_env *env, int64_t *out);
 
@@ -157,6 +165,8 @@ typedef struct {
   int in[2];  /* replaced variables (divide/split/rotate/precompute: in[0]; fuse: i, j) */
   int out[2]; /* created variables (divide/split: outer, inner; fuse/rotate/precompute: out[0]) */
   const sym *factor; /* divide/split */
+  int split;         /* divide by a grid dim: 1 + the balanced partition (fe_split_of) whose blocks
+                      * it takes, i = split[io] + ii; 0: the blocks of section 3 */
   int nrot;
   int *rot; /* rotate: the variables I */
   fe_loc loc;

@@ -1152,6 +1152,45 @@ static bool finish(sctx *c) {
   return true;
 }
 
+/* ---- balanced partitions -------------------------------------------------------------------
+ * A divide whose outer loop is distributed onto grid dim g of a flat machine by the size of
+ * that dim (distribute's and the owner-computes default's) takes the blocks of a balanced
+ * partition where its variable indexes a dimension that the statement's result (else its first
+ * operand that does) partitions over g with those blocks (`balanced`, `balanced by`): then the
+ * loop's blocks are the data's.  Its inner variable then ranges up to the whole extent (a block
+ * may hold more than E/G coordinates); the lowering bounds each block by split[io + 1]. */
+static int access_split(const ir_program *ir, const fe_access *a, const char *var, int g) {
+  const fe_tensor *t = &ir->ast->tensors[a->tensor];
+  if (!t->balance || !t->has_dist || t->dist.nlevels < 1 || g >= t->dist.levels[0].ny) return -1;
+  const fe_ydim *y = &t->dist.levels[0].y[g];
+  if (y->kind != FE_Y_NAME || y->xindex >= a->nidx || strcmp(a->idx[y->xindex], var)) return -1;
+  return fe_split_of(ir->ast, a->tensor, g);
+}
+
+static void balance_divides(sctx *c) {
+  ir_stmt *s = c->s;
+  const fe_program *p = c->ir->ast;
+  if (!fe_nsplits(p) || c->ir->machine < 0 || p->machines[c->ir->machine].nlevels != 1) return;
+  const fe_grid *G = &p->machines[c->ir->machine].levels[0];
+  for (int r = 0; r < s->nrels; r++) {
+    ir_rel *R = &s->rels[r];
+    int v = R->in[0];
+    const cin_node *n = R->kind == REL_DIVIDE ? loop_of(s, R->out[0]) : NULL;
+    if (!n || !n->distributed || n->dist_level != 0 || n->dist_dim < 0 || n->dist_dim >= G->ndims || !s->vars[v].original)
+      continue;
+    int g = n->dist_dim;
+    if (!sym_equal(R->factor, sym_from_size(&G->dims[g]))) continue;
+    int id = access_split(c->ir, &s->ast->lhs, s->vars[v].name, g);
+    const fe_access *acc[64];
+    int na = 0;
+    rhs_accesses(s->ast->rhs, acc, &na, 64);
+    for (int k = 0; k < na && id < 0; k++) id = access_split(c->ir, acc[k], s->vars[v].name, g);
+    if (id < 0) continue;
+    R->split = id + 1;
+    s->vars[R->out[1]].extent = s->vars[v].extent;
+  }
+}
+
 /* Apply commands in order until one fails, then the owner-computes default where no
  * distribute was applied, then number the distributed loops. */
 static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, int n) {
@@ -1170,7 +1209,7 @@ static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, in
   /* the commands' own checks first, on the loops they made; then the default's loops counted */
   if (ok && finish(&c)) {
     owner_computes(&c);
-    finish(&c);
+    if (finish(&c)) balance_divides(&c);
   }
   if (reordered) s->before_owner = written;
 }

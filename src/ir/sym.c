@@ -120,6 +120,13 @@ const sym *sym_param(int id) { return atom(SYM_PARAM, id); }
 const sym *sym_coord(int d) { return atom(SYM_COORD, d); }
 const sym *sym_var(int id) { return atom(SYM_VAR, id); }
 
+const sym *sym_split(int id, const sym *a, const sym *E, const sym *G) {
+  if (a->kind == SYM_CONST && a->c <= 0) return sym_const(0);
+  sym *s = mk(SYM_SPLIT, a, sym_min(NULL, E, sym_mul(a, sym_ceildiv(E, G))));
+  s->id = id;
+  return s;
+}
+
 const sym *sym_from_size(const fe_size *s) {
   return s->is_param ? sym_param(s->param) : sym_const(s->value);
 }
@@ -138,6 +145,9 @@ int sym_compare(const sym *a, const sym *b) {
   case SYM_PARAM:
   case SYM_COORD:
   case SYM_VAR: return a->id < b->id ? -1 : a->id > b->id;
+  case SYM_SPLIT:
+    if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    return sym_compare(a->a, b->a);
   default: {
     int c = sym_compare(a->a, b->a);
     return c ? c : sym_compare(a->b, b->b);
@@ -273,6 +283,7 @@ static bool lower_bound(const sym *e, int64_t *lb) {
   case SYM_PARAM: *lb = 1; return true;
   case SYM_VAR:
   case SYM_COORD:
+  case SYM_SPLIT:
   case SYM_MOD: *lb = 0; return true;
   case SYM_ADD: {
     linear l = {0};
@@ -453,9 +464,14 @@ static const sym *rebuild(const sym_facts *f, sym_kind k, const sym *a, const sy
 }
 
 const sym *sym_subst(const sym_facts *f, const sym *e, sym_kind kind, int id, const sym *by) {
-  if (e->kind == kind && e->kind != SYM_CONST && e->id == id) return by;
+  if (e->kind == kind && e->kind != SYM_CONST && e->kind != SYM_SPLIT && e->id == id) return by;
   if (e->kind <= SYM_VAR) return e;
   if (!sym_uses(e, kind, id)) return e;
+  if (e->kind == SYM_SPLIT) {
+    sym *s = mk(SYM_SPLIT, sym_subst(f, e->a, kind, id, by), sym_subst(f, e->b, kind, id, by));
+    s->id = e->id;
+    return s->a->kind == SYM_CONST && s->a->c <= 0 ? sym_const(0) : s;
+  }
   return rebuild(f, e->kind, sym_subst(f, e->a, kind, id, by), sym_subst(f, e->b, kind, id, by));
 }
 
@@ -482,6 +498,13 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
     if (!env->vars || e->id >= env->nvars) return false;
     *out = env->vars[e->id];
     return true;
+  case SYM_SPLIT:
+    if (env->splits && env->splits[e->id]) {
+      if (!sym_eval(e->a, env, &x) || x < 0) return false;
+      *out = env->splits[e->id][x];
+      return true;
+    }
+    return sym_eval(e->b, env, out);
   default: break;
   }
   if (!sym_eval(e->a, env, &x) || !sym_eval(e->b, env, &y)) return false;
@@ -560,6 +583,11 @@ static void print_prec(FILE *f, const sym *e, sym_namer nm, void *ctx, int prec)
   case SYM_PARAM:
   case SYM_COORD:
   case SYM_VAR: nm(f, e, ctx); return;
+  case SYM_SPLIT:
+    fprintf(f, "dtl_split[%d][", e->id);
+    print_prec(f, e->a, nm, ctx, 0);
+    fputc(']', f);
+    return;
   case SYM_ADD: {
     bool first = true;
     if (prec >= 2) fputc('(', f);
@@ -601,6 +629,11 @@ const sym *sym_shift_vars(const sym *e, int off) {
   case SYM_PARAM:
   case SYM_COORD: return e;
   case SYM_VAR: return atom(SYM_VAR, e->id + off);
+  case SYM_SPLIT: {
+    sym *s = mk(SYM_SPLIT, sym_shift_vars(e->a, off), sym_shift_vars(e->b, off));
+    s->id = e->id;
+    return s;
+  }
   default: return mk(e->kind, sym_shift_vars(e->a, off), sym_shift_vars(e->b, off));
   }
 }

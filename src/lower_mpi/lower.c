@@ -38,6 +38,12 @@ const sym *lw_loop_value(const lw_program *lp, const lw_stmt *ls, int k) {
 
 static const sym *one_more(const sym *a) { return sym_add(a, sym_const(1)); }
 
+const sym *lw_rel_base(const ir_stmt *s, const ir_rel *R, const sym *outer) {
+  const sym *E = s->vars[R->in[0]].extent;
+  if (R->kind == REL_DIVIDE && R->split) return sym_split(R->split - 1, outer, E, R->factor);
+  return sym_mul(outer, R->kind == REL_SPLIT ? R->factor : sym_ceildiv(E, R->factor));
+}
+
 const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent) {
   const ir_stmt *s = ls->s;
   const ir_var *iv = &s->vars[var];
@@ -48,10 +54,12 @@ const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *paren
   if ((R->kind != REL_DIVIDE && R->kind != REL_SPLIT) || R->out[1] != var) return hi;
   const sym *pext = s->vars[R->in[0]].extent;
   if (!bound[R->out[0]]) return sym_min(&ls->facts, hi, pext);
-  /* i = io * step + ii < extent(i) */
-  const sym *step = R->kind == REL_SPLIT ? R->factor : sym_ceildiv(pext, R->factor);
+  /* i = io * step + ii < extent(i); a balanced block ends where the next begins */
   *parent = R->in[0];
-  return sym_min(&ls->facts, hi, sym_sub(pext, sym_mul(sym_var(R->out[0]), step)));
+  const sym *io = sym_var(R->out[0]);
+  if (R->kind == REL_DIVIDE && R->split)
+    return sym_sub(lw_rel_base(s, R, one_more(io)), lw_rel_base(s, R, io));
+  return sym_min(&ls->facts, hi, sym_sub(pext, lw_rel_base(s, R, io)));
 }
 
 void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, const sym **lo,
@@ -82,12 +90,18 @@ void lw_interval(const lw_program *lp, const lw_stmt *ls, int var, int depth, co
   switch (r->kind) {
   case REL_DIVIDE:
   case REL_SPLIT: {
-    const sym *st = r->kind == REL_SPLIT ? r->factor : sym_ceildiv(v->extent, r->factor);
     const sym *a2, *b2;
     lw_interval(lp, ls, r->out[0], depth, &a, &b);
     lw_interval(lp, ls, r->out[1], depth, &a2, &b2);
-    *lo = sym_add(sym_mul(a, st), a2);
-    *hi = sym_min(&ls->facts, v->extent, sym_add(sym_mul(sym_sub(b, sym_const(1)), st), b2));
+    const sym *last = lw_rel_base(s, r, sym_sub(b, sym_const(1)));
+    *lo = sym_add(lw_rel_base(s, r, a), a2);
+    if (r->kind == REL_DIVIDE && r->split) { /* blocks of a balanced partition: [split[a], split[b]) */
+      bool whole = sym_is_const(a2, NULL) && a2->c == 0 && sym_equal(b2, s->vars[r->out[1]].extent);
+      const sym *end = lw_rel_base(s, r, b);
+      *hi = whole ? end : sym_min(&ls->facts, end, sym_add(last, b2));
+      return;
+    }
+    *hi = sym_min(&ls->facts, v->extent, sym_add(last, b2));
     return;
   }
   case REL_FUSE: {
@@ -153,6 +167,12 @@ static void build_owner(lw_program *lp, int t) {
       else {
         int x = y->xindex;
         o->kind[g] = OWN_PART, o->tdim[g] = x;
+        int id = fe_split_of(lp->ir->ast, t, g);
+        if (l == 0 && id >= 0) { /* a balanced partition (single-level): [split[c], split[c + 1]) */
+          o->lo[x] = sym_split(id, sym_coord(g), nominal[x], lp->dims[g]);
+          o->hi[x] = sym_split(id, one_more(sym_coord(g)), nominal[x], lp->dims[g]);
+          continue;
+        }
         const sym *st = sym_ceildiv(nominal[x], lp->dims[g]);
         const sym *base = sym_add(o->lo[x], sym_mul(sym_coord(g), st));
         o->hi[x] = sym_min(&grid, o->hi[x], sym_add(base, st));

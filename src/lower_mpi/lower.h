@@ -124,6 +124,9 @@ int lw_loop_pos(const lw_stmt *ls, int var);
  * which never reaches its parent's extent and, once the outer variable is bound, stops at the
  * parent's end.  *parent: the parent whose range the bound then enforces (-1: none). */
 const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent);
+/* The first value of the replaced variable at outer value `outer` of a divide or split:
+ * outer * step, or split[outer] where the divide takes a balanced partition's blocks. */
+const sym *lw_rel_base(const ir_stmt *s, const ir_rel *R, const sym *outer);
 /* The grid dim a distributed loop is bound to (its level's dims are numbered after the
  * outer levels' dims). */
 int lw_gdim(const lw_program *lp, const cin_node *n);

@@ -123,8 +123,7 @@ static void bind_parents(bst *g, sp_node *seq, bool collective, int tight) {
       switch (Rl->kind) {
       case REL_DIVIDE:
       case REL_SPLIT: {
-        const sym *stp = Rl->kind == REL_SPLIT ? Rl->factor : sym_ceildiv(s->vars[Rl->in[0]].extent, Rl->factor);
-        b->bind = R(g, sym_add(sym_mul(sym_var(Rl->out[0]), stp), sym_var(Rl->out[1])));
+        b->bind = R(g, sym_add(lw_rel_base(s, Rl, sym_var(Rl->out[0])), sym_var(Rl->out[1])));
         break;
       }
       case REL_FUSE: {
@@ -267,8 +266,7 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
       if (!((Rl->kind == REL_DIVIDE || Rl->kind == REL_SPLIT) && Rl->out[1] == n->var && Rl->in[0] == j &&
             g->bound[Rl->out[0]]))
         continue;
-      const sym *stp = Rl->kind == REL_SPLIT ? Rl->factor : sym_ceildiv(s->vars[Rl->in[0]].extent, Rl->factor);
-      *base = R(g, sym_mul(sym_var(Rl->out[0]), stp));
+      *base = R(g, lw_rel_base(s, Rl, sym_var(Rl->out[0])));
       if (hoist) {
         /* the loop runs once per block of j (the outer half is bound above it): the terms
          * that count once count at the first block only (j == 0 iff outer == 0 and inner == 0) */
@@ -1074,6 +1072,7 @@ static const char *dist_text(const fe_program *p, const fe_tensor *ft) {
     else fputs(L->y[y].name, m);
   }
   fputc(')', m);
+  if (ft->balanced) fprintf(m, " balanced%s%s", ft->balance_by ? " by " : "", ft->balance_by ? ft->balance_by : "");
   fclose(m);
   const char *r = ir_strdup(b);
   free(b);
@@ -1354,9 +1353,9 @@ static void ps(FILE *f, const pctx *c, const sym *e) {
   sym_print(m, e, pnamer, (void *)c);
   fclose(m);
   for (const char *x = b; *x;) {
-    static const char *const fns[] = {"dtl_floordiv(", "dtl_ceildiv(", "dtl_mod(", "dtl_min(", "dtl_max("};
+    static const char *const fns[] = {"dtl_floordiv(", "dtl_ceildiv(", "dtl_mod(", "dtl_min(", "dtl_max(", "dtl_split["};
     bool fn = false;
-    for (int q = 0; q < 5 && !(x > b && (isalnum((unsigned char)x[-1]) || x[-1] == '_')); q++) fn |= !strncmp(x, fns[q], strlen(fns[q]));
+    for (int q = 0; q < 6 && !(x > b && (isalnum((unsigned char)x[-1]) || x[-1] == '_')); q++) fn |= !strncmp(x, fns[q], strlen(fns[q]));
     if (fn) x += 4;
     else fputc(*x++, f);
   }

@@ -644,6 +644,12 @@ class _Parser:
                 t = self.next()
                 depth += {"(": 1, ")": -1}.get(t.text, 0) if t.kind == "op" else 0
                 parts.append(t.text)
+            # `balanced` / `balanced by T` after the mapping: blocks of about equal stored
+            # entries, which change where data lives, not the result
+            if len(parts) >= 3 and parts[-3] == "balanced" and parts[-2] == "by":
+                parts = parts[:-3]
+            elif parts and parts[-1] == "balanced":
+                parts = parts[:-1]
             dist = " ".join(parts)
             if not parts:
                 self.error(start, "expected a distribution")

@@ -141,6 +141,10 @@ typedef struct {
    * queries are in storage order. */
   bool moded;
   int mode[DTL_MAX_DIMS];
+  /* A balanced partition on grid dim g (DTL_DIM_PART, one level): block c of the partitioned
+   * dimension is [split[g][c], split[g][c + 1]) instead of the blocks of equal extent; NULL:
+   * those.  The array (ctx->dims[g] + 1 entries) belongs to the plan. */
+  const int64_t *split[DTL_MAX_DIMS];
 } dtl_dist;
 
 /* A tensor dim partitioned along several grid dims (the levels of a hierarchical machine,
@@ -156,6 +160,19 @@ bool dtl_dist_block(const dtl_ctx *ctx, const dtl_dist *d, const int64_t *coords
 bool dtl_dist_canonical(const dtl_dist *d, const int64_t *coords);
 /* Check at plan time that the distribution fits the grid (fixed coordinates inside). */
 int dtl_dist_validate(dtl_ctx *ctx, const dtl_dist *d, const char *tensor_name);
+
+/* ---- balanced partitions (balance.c) ------------------------------------------------------ */
+/* The block of a split (parts + 1 boundaries) that holds coordinate x. */
+int64_t dtl_split_owner(const int64_t *split, int64_t parts, int64_t x);
+/* Collective.  split (ctx->dims[g] + 1 entries) = given, checked (rising from 0 to extent, the
+ * same on every rank), or the blocks of equal extent where given is NULL. */
+int dtl_split_init(dtl_ctx *ctx, int g, int64_t extent, const int64_t *given, const char *name, int64_t *split);
+/* Collective over comm.  The boundaries of `parts` blocks of [0, extent) holding about equal
+ * numbers of the entries whose coordinates are coords[0], coords[stride], ... (n of them on
+ * this rank; every entry on one rank only).  Memory: 256 parts counters, whatever the extent.
+ * Returns nonzero (on every rank) when out of memory. */
+int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t stride, int64_t extent,
+                      int64_t parts, int64_t *split);
 
 /* ---- communication ----------------------------------------------------------------------- */
 /* A function that gives the box a processor needs (or produces) at the current step,
@@ -234,6 +251,10 @@ int dtl_any_error(dtl_ctx *ctx, int err);
 
 /* Print per-rank statistics (bytes and messages by operation) from rank 0 (collective). */
 void dtl_stats_print(dtl_ctx *ctx, FILE *out);
+/* Collective.  Rank 0 prints the spread of n (a sparse tensor's stored entries on each rank,
+ * counted once over replicas) over the ranks: "entries of NAME per rank: min A, max B, mean C,
+ * max/mean D" (--stats of the executables). */
+void dtl_entries_print(dtl_ctx *ctx, FILE *out, const char *name, int64_t n);
 
 /* ---- additions: helpers for generated code that calls MPI itself ----------------------- */
 /* Propagate a failure: `DTL_CHECK(dtl_fetch(...));` returns the nonzero code. */
@@ -461,6 +482,11 @@ int dtl_sparse_extract(const dtl_sparse *s, const dtl_box *region, int64_t *n, i
                        void **vals);
 /* The piece as a dense row-major block over s->box. */
 void dtl_sparse_densify(const dtl_sparse *s, void *dense);
+/* (balance.c) Collective.  The boundaries, over grid dim g, of blocks of about equal stored
+ * entries of the sparse tensor whose pieces (piece, own: this rank's, under distribution d) the
+ * ranks hold (a balanced partition, dtl_split_init). */
+int dtl_sparse_balance(dtl_ctx *ctx, const dtl_dist *d, const dtl_sparse *piece, const dtl_box *own, int g,
+                       int64_t *split);
 /* Collective over ctx->cart, as dtl_fetch: every processor receives the entries of its box
  * need(p) from the holders of the tensor (d, own: this rank's piece), assembled into *out
  * (released with dtl_sparse_free).  Each piece moves as a count, then its coordinates and
