@@ -12,7 +12,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
   libopenblas-dev
   libhwloc-dev hwloc
   libcmocka-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-mpi4py cmake
   clang valgrind
   libscalapack-openmpi-dev gnuplot-nox
   slurmctld slurmd slurm-client munge libpmix-dev"

@@ -1,7 +1,7 @@
 /* distalc -- the distal-mpi compiler driver (LANGUAGE.md section 6).
  *
  *   distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda] [--name PREFIX]
- *                    [--emit c|cin|spmd|plan|svg|schedule] [--no-fuse] [--auto] [--mem-per-rank BYTES]
+ *                    [--emit c|cin|spmd|plan|svg|schedule|api] [--no-fuse] [--auto] [--mem-per-rank BYTES]
  *                    [--check] [--debug] [--version] [--help]
  *
  * Outputs are written to temporary files and renamed into place only when everything
@@ -25,7 +25,7 @@
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
-    "               [--name PREFIX] [--emit c|cin|spmd|plan|svg|schedule] [--no-fuse] [--auto]\n"
+    "               [--name PREFIX] [--emit c|cin|spmd|plan|svg|schedule|api] [--no-fuse] [--auto]\n"
     "               [--mem-per-rank BYTES] [--check] [--debug]\n"
     "               [--ranks P] [--ranks-per-node K] [--set NAME=VALUE] [--version] [--help]\n"
     "\n"
@@ -50,6 +50,8 @@ static const char usage[] =
     "  --emit c        print the generated C to standard output\n"
     "  --emit schedule print the program with the schedules --auto chose and the distributions\n"
     "                  the compiler chose (`@ M`) written out, as .dtl\n"
+    "  --emit api      print the generated library's interface as JSON: params, tensors (type,\n"
+    "                  order, extents, levels), whether PREFIX_iterations exists\n"
     "  --auto          schedule every statement without schedule commands by the cost model,\n"
     "                  for --ranks P and --set (as --emit plan; --emit plan then lists the\n"
     "                  candidates and their predicted costs)\n"
@@ -584,8 +586,8 @@ int main(int argc, char **argv) {
   }
   if (!input) return fail_usage("no input file", NULL);
   if (emit && strcmp(emit, "c") && strcmp(emit, "cin") && strcmp(emit, "spmd") && strcmp(emit, "plan") && strcmp(emit, "svg") &&
-      strcmp(emit, "schedule"))
-    return fail_usage("--emit takes c, cin, spmd, plan, svg or schedule, not", emit);
+      strcmp(emit, "schedule") && strcmp(emit, "api"))
+    return fail_usage("--emit takes c, cin, spmd, plan, svg, schedule or api, not", emit);
   if (target && strcmp(target, "cpu") && strcmp(target, "cuda")) return fail_usage("--target takes cpu or cuda, not", target);
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
@@ -730,6 +732,15 @@ int main(int argc, char **argv) {
     goto done;
   }
   cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
+  if (emit && !strcmp(emit, "api")) {
+    sp_program *sp;
+    if ((rc = dc_spmd(u, lp, &sp)) != DC_OK) {
+      status = rc;
+      goto done;
+    }
+    status = cg_emit_api(stdout, sp, &o) || fflush(stdout) ? 1 : 0;
+    goto done;
+  }
   if (emit && !strcmp(emit, "c")) {
     char hname[512];
     snprintf(hname, sizeof hname, "%s.h", prefix);

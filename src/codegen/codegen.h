@@ -18,6 +18,10 @@ typedef struct {
 /* Write the header and the source; for the CUDA target (sp->cuda) also the kernels (cu:
  * PREFIX.cu, compiled by nvcc; may be NULL otherwise).  Returns 0 on success. */
 int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *o);
+/* The interface that cg_emit's header declares, as one JSON object (distalc --emit api:
+ * prefix, params, the tensors of the API, whether PREFIX_iterations exists).  Returns 0 on
+ * success. */
+int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o);
 
 /* distalc --emit svg: the plan at nranks ranks and these param values (grid params solved)
  * drawn as a standalone SVG 1.1 document, one panel per statement of lp (the grid, each
