@@ -557,6 +557,39 @@ static void test_sym_ceildiv_negative_constant(void **state) {
 /* Regression (was a bug): products are not canonical beyond two atoms: 2*(x*y) prints "2 * v0 * v1" but
  * x*(2*y) prints "v0 * 2 * v1" and the two compare unequal; (x*y)*z != x*(y*z) too.
  * ir.h promises canonical forms ("products of atoms are ordered"). */
+/* split[id][a] of a balanced partition: 0 at a = 0, the run time's boundaries where given, else
+ * the blocks of section 3; compared by id and argument; substituted through its argument. */
+static void test_sym_split(void **state) {
+  (void)state;
+  const sym *E = sym_const(10), *G = sym_const(4), *c = sym_coord(0);
+  assert_true(sym_equal(sym_split(0, sym_const(0), E, G), sym_const(0)));
+  const sym *s = sym_split(1, c, E, G), *t = sym_split(1, sym_add(c, sym_const(1)), E, G);
+  assert_true(sym_equal(s, sym_split(1, c, E, G)));
+  assert_false(sym_equal(s, sym_split(0, c, E, G)));
+  assert_false(sym_equal(s, t));
+  int64_t co[1] = {2}, v;
+  sym_env nominal = {.coords = co};
+  assert_true(sym_eval(s, &nominal, &v));
+  assert_int_equal(v, 6); /* min(10, 2 * ceil(10 / 4)) */
+  assert_true(sym_eval(t, &nominal, &v));
+  assert_int_equal(v, 9);
+  static const int64_t b[] = {0, 1, 7, 9, 10};
+  const int64_t *splits[2] = {NULL, b};
+  sym_env given = {.coords = co, .splits = splits};
+  assert_true(sym_eval(s, &given, &v));
+  assert_int_equal(v, 7);
+  assert_true(sym_eval(sym_sub(t, s), &given, &v));
+  assert_int_equal(v, 2);
+  /* substituting the coordinate reaches inside; a constant 0 folds */
+  assert_true(sym_equal(sym_subst(NULL, s, SYM_COORD, 0, sym_const(0)), sym_const(0)));
+  assert_true(sym_uses(t, SYM_COORD, 0));
+  char buf[128];
+  FILE *f = fmemopen(buf, sizeof buf, "w");
+  sym_print(f, t, NULL, NULL);
+  fclose(f);
+  assert_string_equal(buf, "dtl_split[1][dtl_c0 + 1]");
+}
+
 static void test_sym_product_canonical(void **state) {
   (void)state;
   const sym *x = sym_var(0), *y = sym_var(1), *z = sym_var(2);
@@ -1921,6 +1954,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_sym_from_size, sym_teardown),
       cmocka_unit_test_teardown(test_sym_ceildiv_negative_constant, sym_teardown),
       cmocka_unit_test_teardown(test_sym_product_canonical, sym_teardown),
+      cmocka_unit_test(test_sym_split),
       cmocka_unit_test(test_default_matmul),
       cmocka_unit_test(test_default_left_side_first),
       cmocka_unit_test(test_default_structure),

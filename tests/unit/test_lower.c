@@ -1283,6 +1283,33 @@ static void test_spmd_kernel_store(void **state) {
   finish(&r);
 }
 
+/* Balanced partitions: the blocks of A's rows are split[0][c] .. split[0][c + 1], the statement's
+ * divide takes them (owner computes and distribute alike), so A and y are the rank's own blocks
+ * and x still moves by the halo exchange; a divide by another factor keeps section 3's blocks. */
+static void test_balanced_blocks(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "machine M = grid(g);\n"
+               "tensor y(n) @ M(i -> i) balanced by A;\n"
+               "tensor A(n, n) csr @ M(ij -> i) balanced;\n"
+               "tensor x(n) @ M(j -> j) balanced by A;\n"
+               "y(i) = A(i, j) * x(j);\n"
+               "y(i) = A(i, j) * x(j).distribute({i}, {io}, {ii}, M);\n"
+               "y(i) = A(i, j) * x(j).split(i, io, ii, 3).distribute({io});\n");
+  const lw_owner *o = &r.lp->owner[1];
+  assert_int_equal(o->lo[0]->kind, SYM_SPLIT);
+  assert_int_equal(o->hi[0]->kind, SYM_SPLIT);
+  assert_int_equal(o->lo[0]->id, 0);
+  sp_program *sp = spmd_build(r.lp);
+  for (int f = 0; f < 2; f++) {
+    assert_int_equal(count_nodes(sp->funcs[f].body, SN_COMM, SC_VIEW), 2);
+    assert_non_null(find_node(sp->funcs[f].body, SN_COMM, SC_HALO));
+  }
+  assert_true(count_nodes(sp->funcs[2].body, SN_COMM, SC_VIEW) < 2); /* blocks of 3: A's rows move */
+  finish(&r);
+}
+
 /* Ids are program-wide: two statements' variables and buffers do not share ids, and every
  * variable a node names belongs to that node's statement. */
 static bool vars_in(const sp_program *sp, const sp_node *n, int func) {
@@ -1577,6 +1604,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_overlap),
       cmocka_unit_test(test_spmd_simd),
       cmocka_unit_test(test_spmd_kernel_store),
+      cmocka_unit_test(test_balanced_blocks),
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),
