@@ -209,7 +209,7 @@ static int64_t select_coords(const bc_dim *D, int64_t lo, int64_t hi, int p, int
   return n;
 }
 
-/* A piece: the rows and columns (tensor coordinates) of one message, row-major within it. */
+/* A piece: the rows and columns (tensor coordinates) that one rank moves to another. */
 typedef struct {
   int64_t n[2];
   int64_t *x[2];
@@ -221,9 +221,10 @@ static int64_t piece_count(const bc_layout *L, const dtl_box *box, int p0, int p
          select_coords(&L->dim[1], box->lo[1], box->hi[1], p1, NULL);
 }
 
-/* The piece of box held by grid process (p0, p1) along the two tensor dims; x[] are sized
- * for the box.  Returns nonzero when out of memory. */
+/* The piece of box held by grid process (p0, p1) along the two tensor dims.  Returns nonzero
+ * when out of memory. */
 static int piece_make(const bc_layout *L, const dtl_box *box, int p0, int p1, bc_piece *pc) {
+  pc->x[0] = pc->x[1] = NULL;
   for (int t = 0; t < 2; t++) {
     int64_t w = dtl_max(1, box->hi[t] - box->lo[t]);
     pc->x[t] = malloc((size_t)w * sizeof *pc->x[t]);
@@ -237,88 +238,136 @@ static void piece_free(bc_piece *pc) { free(pc->x[0]), free(pc->x[1]); }
 
 /* The process coordinate that tensor dim t is distributed along, for the process at grid
  * position (row, col). */
-static int along(const bc_layout *L, int t, int row, int col, bool trans) {
-  return (t == 0) != trans ? row : col;
+static int along(int t, int row, int col, bool trans) { return (t == 0) != trans ? row : col; }
+
+/* Where a piece's elements are on one side of a move: element (i, j) of the piece is at
+ * row[i] + col[j] of the ScaLAPACK local array (column-major), of the rank's block of the
+ * distribution (row-major over own), or of a message (row-major over the piece). */
+typedef enum { SIDE_MATRIX, SIDE_BLOCK, SIDE_MESSAGE } bc_side;
+typedef struct {
+  int64_t *row, *col;
+} bc_offsets;
+
+static int offsets_make(const bc_layout *L, const bc_piece *pc, bc_side side, const dtl_box *own,
+                        bc_offsets *o) {
+  o->row = malloc((size_t)dtl_max(1, pc->n[0]) * sizeof *o->row);
+  o->col = malloc((size_t)dtl_max(1, pc->n[1]) * sizeof *o->col);
+  if (!o->row || !o->col) return 1;
+  int64_t w = own->hi[1] - own->lo[1];
+  for (int64_t i = 0; i < pc->n[0]; i++) {
+    int64_t x = pc->x[0][i];
+    o->row[i] = side == SIDE_MATRIX ? L->dim[0].off[x] : side == SIDE_BLOCK ? (x - own->lo[0]) * w : i * pc->n[1];
+  }
+  for (int64_t j = 0; j < pc->n[1]; j++) {
+    int64_t x = pc->x[1][j];
+    o->col[j] = side == SIDE_MATRIX ? L->dim[1].off[x] : side == SIDE_BLOCK ? x - own->lo[1] : j;
+  }
+  return 0;
 }
 
-/* Tiles of TILE columns keep both the column-major matrix and the row-major message in
- * cache. */
+static void offsets_free(bc_offsets *o) { free(o->row), free(o->col); }
+
+/* dst(i, j) = src(i, j) over an n0 x n1 piece, or alpha src(i, j) + beta dst(i, j) with
+ * combine (beta = 0: dst is not read).  Tiles of TILE columns keep both a column-major and a
+ * row-major side in cache. */
 enum { TILE = 64 };
-#define DTL_BC_KERNELS_(SUFFIX, T)                                                              \
-  static void gather_##SUFFIX(const bc_layout *L, const bc_piece *pc, const T *a, T *buf) {    \
-    for (int64_t jb = 0; jb < pc->n[1]; jb += TILE) {                                           \
-      int64_t je = dtl_min(pc->n[1], jb + TILE);                                                \
-      for (int64_t i = 0; i < pc->n[0]; i++) {                                                  \
-        const T *row = a + L->dim[0].off[pc->x[0][i]];                                          \
-        T *out = buf + i * pc->n[1];                                                            \
-        for (int64_t j = jb; j < je; j++) out[j] = row[L->dim[1].off[pc->x[1][j]]];             \
-      }                                                                                         \
-    }                                                                                           \
-  }                                                                                             \
-  static void scatter_##SUFFIX(const bc_layout *L, const bc_piece *pc, const T *buf, T *a,     \
-                               T alpha, T beta) {                                               \
-    for (int64_t jb = 0; jb < pc->n[1]; jb += TILE) {                                           \
-      int64_t je = dtl_min(pc->n[1], jb + TILE);                                                \
-      for (int64_t i = 0; i < pc->n[0]; i++) {                                                  \
-        T *row = a + L->dim[0].off[pc->x[0][i]];                                                \
-        const T *in = buf + i * pc->n[1];                                                       \
-        if (beta == 0)                                                                          \
-          for (int64_t j = jb; j < je; j++) row[L->dim[1].off[pc->x[1][j]]] = alpha * in[j];    \
-        else                                                                                    \
-          for (int64_t j = jb; j < je; j++) {                                                   \
-            T *e = &row[L->dim[1].off[pc->x[1][j]]];                                            \
-            *e = alpha * in[j] + beta * *e;                                                     \
-          }                                                                                     \
-      }                                                                                         \
-    }                                                                                           \
-  }                                                                                             \
-  static void block_out_##SUFFIX(const bc_piece *pc, const dtl_box *own, const T *local, T *buf) { \
-    int64_t w = own->hi[1] - own->lo[1];                                                        \
-    for (int64_t i = 0; i < pc->n[0]; i++) {                                                    \
-      const T *row = local + (pc->x[0][i] - own->lo[0]) * w - own->lo[1];                       \
-      for (int64_t j = 0; j < pc->n[1]; j++) *buf++ = row[pc->x[1][j]];                         \
-    }                                                                                           \
-  }                                                                                             \
-  static void block_in_##SUFFIX(const bc_piece *pc, const dtl_box *own, const T *buf, T *local) { \
-    int64_t w = own->hi[1] - own->lo[1];                                                        \
-    for (int64_t i = 0; i < pc->n[0]; i++) {                                                    \
-      T *row = local + (pc->x[0][i] - own->lo[0]) * w - own->lo[1];                             \
-      for (int64_t j = 0; j < pc->n[1]; j++) row[pc->x[1][j]] = *buf++;                         \
-    }                                                                                           \
+#define DTL_BC_COPY_(SUFFIX, T)                                                                   \
+  static void copy_##SUFFIX(int64_t n0, int64_t n1, const T *src, const bc_offsets *s, T *dst,   \
+                            const bc_offsets *d, bool combine, T alpha, T beta) {                 \
+    for (int64_t jb = 0; jb < n1; jb += TILE) {                                                   \
+      int64_t je = dtl_min(n1, jb + TILE);                                                        \
+      for (int64_t i = 0; i < n0; i++) {                                                          \
+        const T *in = src + s->row[i];                                                            \
+        T *out = dst + d->row[i];                                                                 \
+        if (!combine)                                                                             \
+          for (int64_t j = jb; j < je; j++) out[d->col[j]] = in[s->col[j]];                       \
+        else if (beta == 0)                                                                       \
+          for (int64_t j = jb; j < je; j++) out[d->col[j]] = alpha * in[s->col[j]];               \
+        else                                                                                      \
+          for (int64_t j = jb; j < je; j++) {                                                     \
+            T *e = &out[d->col[j]];                                                               \
+            *e = alpha * in[s->col[j]] + beta * *e;                                               \
+          }                                                                                       \
+      }                                                                                           \
+    }                                                                                             \
   }
-DTL_BC_KERNELS_(d, double)
-DTL_BC_KERNELS_(s, float)
-#undef DTL_BC_KERNELS_
+DTL_BC_COPY_(d, double)
+DTL_BC_COPY_(s, float)
+#undef DTL_BC_COPY_
+
+/* One import or export under way: the layouts, every rank's block (only the canonical
+ * replicas' on export), and the direction. */
+typedef struct {
+  const bc_layout *L;
+  const dtl_box *boxes;
+  bool trans, to_blocks;
+  dtl_type t;
+  double alpha, beta;
+} bc_move;
+
+/* Move the piece that rank `sender` gives rank `receiver` from one side to the other (one of
+ * them is this rank; a message side is the buffer of the message).  The grid process of the
+ * pair is the sender on import and the receiver on export; the block is the other's.  The
+ * matrix side on export takes alpha and beta.  Returns nonzero when out of memory. */
+static int move_piece(const bc_move *mv, int sender, int receiver, bc_side from_side, const void *from,
+                      bc_side to_side, void *to) {
+  const bc_layout *L = mv->L;
+  int gp = mv->to_blocks ? sender : receiver, bq = mv->to_blocks ? receiver : sender;
+  int row = L->grow[gp], col = L->gcol[gp];
+  bc_piece pc;
+  bc_offsets s = {NULL, NULL}, d = {NULL, NULL};
+  int err = piece_make(L, &mv->boxes[bq], along(0, row, col, mv->trans), along(1, row, col, mv->trans), &pc) ||
+            offsets_make(L, &pc, from_side, &mv->boxes[bq], &s) || offsets_make(L, &pc, to_side, &mv->boxes[bq], &d);
+  bool combine = to_side == SIDE_MATRIX;
+  if (!err && mv->t == DTL_DOUBLE) copy_d(pc.n[0], pc.n[1], from, &s, to, &d, combine, mv->alpha, mv->beta);
+  else if (!err) copy_s(pc.n[0], pc.n[1], from, &s, to, &d, combine, (float)mv->alpha, (float)mv->beta);
+  piece_free(&pc), offsets_free(&s), offsets_free(&d);
+  return err;
+}
 
 /* The message plan: per rank, the count and displacement (elements) of what this rank sends
- * and receives. */
+ * and receives; the rank's own piece moves directly and is not counted there. */
 typedef struct {
   int *scount, *sdispl, *rcount, *rdispl;
   int64_t stotal, rtotal;
+  bool self; /* this rank moves a piece to itself */
 } bc_plan;
 
 static void plan_free(bc_plan *p) { free(p->scount), free(p->sdispl), free(p->rcount), free(p->rdispl); }
 
-static int plan_alloc(bc_plan *p, int P) {
-  p->scount = calloc((size_t)P, sizeof(int)), p->sdispl = calloc((size_t)P, sizeof(int));
-  p->rcount = calloc((size_t)P, sizeof(int)), p->rdispl = calloc((size_t)P, sizeof(int));
+/* Counts of the piece of every pair (grid process gp, block bq) with this rank on one end,
+ * and displacements; 1 when a total exceeds what one MPI_Alltoallv moves, 2 when out of
+ * memory. */
+static int plan_make(dtl_ctx *ctx, const bc_move *mv, bc_plan *p) {
+  int P = ctx->size, me = ctx->rank;
+  const bc_layout *L = mv->L;
+  size_t np = P > 0 ? (size_t)P : 1;
+  p->scount = calloc(np, sizeof(int)), p->sdispl = calloc(np, sizeof(int));
+  p->rcount = calloc(np, sizeof(int)), p->rdispl = calloc(np, sizeof(int));
   p->stotal = p->rtotal = 0;
-  return !p->scount || !p->sdispl || !p->rcount || !p->rdispl;
-}
-
-/* Displacements from counts; false when a total exceeds what one MPI_Alltoallv can move. */
-static bool plan_displace(bc_plan *p, const int64_t *sc, const int64_t *rc, int P) {
+  if (!p->scount || !p->sdispl || !p->rcount || !p->rdispl) return 2;
   for (int q = 0; q < P; q++) {
-    if (p->stotal + sc[q] > INT_MAX || p->rtotal + rc[q] > INT_MAX) return false;
-    p->scount[q] = (int)sc[q], p->sdispl[q] = (int)p->stotal, p->stotal += sc[q];
-    p->rcount[q] = (int)rc[q], p->rdispl[q] = (int)p->rtotal, p->rtotal += rc[q];
+    int64_t n[2] = {0, 0}; /* what this rank sends q, and receives from q */
+    for (int dir = 0; dir < 2; dir++) {
+      int sender = dir ? q : me, receiver = dir ? me : q;
+      int gp = mv->to_blocks ? sender : receiver, bq = mv->to_blocks ? receiver : sender;
+      if (L->grow[gp] >= 0)
+        n[dir] = piece_count(L, &mv->boxes[bq], along(0, L->grow[gp], L->gcol[gp], mv->trans),
+                             along(1, L->grow[gp], L->gcol[gp], mv->trans));
+    }
+    if (q == me) {
+      p->self = n[0] > 0;
+      continue;
+    }
+    if (p->stotal + n[0] > INT_MAX || p->rtotal + n[1] > INT_MAX) return 1;
+    p->scount[q] = (int)n[0], p->sdispl[q] = (int)p->stotal, p->stotal += n[0];
+    p->rcount[q] = (int)n[1], p->rdispl[q] = (int)p->rtotal, p->rtotal += n[1];
   }
-  return true;
+  return 0;
 }
 
 static void count_stats(dtl_ctx *ctx, const bc_plan *p, size_t es) {
   for (int q = 0; q < ctx->size; q++) {
-    if (q == ctx->rank) continue;
     if (p->scount[q]) ctx->bytes_sent[DTL_OP_EXCHANGE] += p->scount[q] * (int64_t)es, ctx->msgs_sent[DTL_OP_EXCHANGE]++;
     if (p->rcount[q]) ctx->bytes_recv[DTL_OP_EXCHANGE] += p->rcount[q] * (int64_t)es, ctx->msgs_recv[DTL_OP_EXCHANGE]++;
   }
@@ -336,103 +385,60 @@ static void all_blocks(const dtl_ctx *ctx, const dtl_dist *d, bool canonical, dt
   }
 }
 
-/* The counts of an import (to_blocks) or an export: the grid processes send pieces of the
- * matrix to the blocks' holders, or the reverse. */
-static int plan_counts(dtl_ctx *ctx, const bc_layout *L, const dtl_box *boxes, bool trans,
-                       bool to_blocks, bc_plan *p) {
-  int P = ctx->size, me = ctx->rank;
-  int64_t *sc = calloc((size_t)P, sizeof *sc), *rc = calloc((size_t)P, sizeof *rc);
-  if (!sc || !rc || plan_alloc(p, P)) {
-    free(sc), free(rc);
-    return 2;
+/* The context's kept exchange buffer `which`, grown to len bytes (NULL when out of memory). */
+static char *kept_buffer(dtl_ctx *ctx, int which, size_t len) {
+  if (ctx->xbuf_len[which] < len) {
+    free(ctx->xbuf[which]);
+    ctx->xbuf[which] = malloc(len);
+    ctx->xbuf_len[which] = ctx->xbuf[which] ? len : 0;
   }
-  for (int q = 0; q < P; q++) {
-    /* the grid process of the pair and the block of the pair */
-    int gp = to_blocks ? me : q, bq = to_blocks ? q : me;
-    if (L->grow[gp] >= 0)
-      sc[q] = piece_count(L, &boxes[bq], along(L, 0, L->grow[gp], L->gcol[gp], trans),
-                          along(L, 1, L->grow[gp], L->gcol[gp], trans));
-    gp = to_blocks ? q : me, bq = to_blocks ? me : q;
-    if (L->grow[gp] >= 0)
-      rc[q] = piece_count(L, &boxes[bq], along(L, 0, L->grow[gp], L->gcol[gp], trans),
-                          along(L, 1, L->grow[gp], L->gcol[gp], trans));
-  }
-  int err = plan_displace(p, sc, rc, P) ? 0 : 1;
-  free(sc), free(rc);
-  return err;
+  return ctx->xbuf[which];
 }
 
-/* Pack (send) or unpack (receive) every message: the pieces of the pair (grid process gp,
- * block bq) for every peer. */
-typedef struct {
-  const bc_layout *L;
-  const dtl_box *boxes;
-  bool trans, to_blocks;
-  dtl_type t;
-} bc_move;
-
-static int move_pieces(dtl_ctx *ctx, const bc_move *mv, bool sending, const bc_plan *p, void *buf,
-                       const void *src, void *dst, double alpha, double beta) {
-  const bc_layout *L = mv->L;
-  for (int q = 0; q < ctx->size; q++) {
-    int n = sending ? p->scount[q] : p->rcount[q];
-    if (!n) continue;
-    /* the sender of a pair is the grid process on import and the block's holder on export */
-    int sender = sending ? ctx->rank : q, receiver = sending ? q : ctx->rank;
-    int gp = mv->to_blocks ? sender : receiver, bq = mv->to_blocks ? receiver : sender;
-    bc_piece pc;
-    if (piece_make(L, &mv->boxes[bq], along(L, 0, L->grow[gp], L->gcol[gp], mv->trans),
-                   along(L, 1, L->grow[gp], L->gcol[gp], mv->trans), &pc)) {
-      piece_free(&pc);
+/* Pack every message; 1 when out of memory. */
+static int pack_all(dtl_ctx *ctx, const bc_move *mv, const bc_plan *p, const void *src, char *sbuf, size_t es) {
+  bc_side from = mv->to_blocks ? SIDE_MATRIX : SIDE_BLOCK;
+  for (int q = 0; q < ctx->size; q++)
+    if (p->scount[q] && move_piece(mv, ctx->rank, q, from, src, SIDE_MESSAGE, sbuf + (size_t)p->sdispl[q] * es))
       return 1;
-    }
-    size_t es = dtl_type_size(mv->t);
-    char *at = (char *)buf + (size_t)(sending ? p->sdispl[q] : p->rdispl[q]) * es;
-    const dtl_box *own = &mv->boxes[bq];
-    bool dbl = mv->t == DTL_DOUBLE;
-    if (sending && mv->to_blocks) dbl ? gather_d(L, &pc, src, (double *)at) : gather_s(L, &pc, src, (float *)at);
-    else if (sending) dbl ? block_out_d(&pc, own, src, (double *)at) : block_out_s(&pc, own, src, (float *)at);
-    else if (mv->to_blocks) dbl ? block_in_d(&pc, own, (double *)at, dst) : block_in_s(&pc, own, (float *)at, dst);
-    else if (dbl) scatter_d(L, &pc, (double *)at, dst, alpha, beta);
-    else scatter_s(L, &pc, (float *)at, dst, (float)alpha, (float)beta);
-    piece_free(&pc);
-  }
   return 0;
 }
 
-/* The exchange of one import or export, after the layout is agreed. */
-static int bc_exchange(dtl_ctx *ctx, const char *what, const dtl_dist *d, dtl_type t, const bc_layout *L,
-                       bool trans, bool to_blocks, const void *src, void *dst, double alpha, double beta) {
-  int P = ctx->size;
-  dtl_box *boxes = calloc((size_t)P, sizeof *boxes);
+/* The exchange of one import or export, after the layouts are agreed: pack, start one
+ * MPI_Ialltoallv, move the rank's own piece meanwhile, then unpack. */
+static int bc_exchange(dtl_ctx *ctx, const char *what, const dtl_dist *d, bc_move *mv, const void *src, void *dst) {
+  dtl_box *boxes = calloc((size_t)ctx->size, sizeof *boxes);
   bc_plan p = {0};
+  size_t es = dtl_type_size(mv->t);
   char *sbuf = NULL, *rbuf = NULL;
   int err = boxes ? 0 : 2;
   if (!err) {
-    all_blocks(ctx, d, !to_blocks, boxes);
-    err = plan_counts(ctx, L, boxes, trans, to_blocks, &p);
+    all_blocks(ctx, d, !mv->to_blocks, boxes);
+    mv->boxes = boxes;
+    err = plan_make(ctx, mv, &p);
   }
-  size_t es = dtl_type_size(t);
   if (!err) {
-    sbuf = malloc((size_t)dtl_max(1, p.stotal) * es), rbuf = malloc((size_t)dtl_max(1, p.rtotal) * es);
-    if (!sbuf || !rbuf) err = 2;
+    sbuf = kept_buffer(ctx, 0, (size_t)dtl_max(1, p.stotal) * es);
+    rbuf = kept_buffer(ctx, 1, (size_t)dtl_max(1, p.rtotal) * es);
+    err = !sbuf || !rbuf || pack_all(ctx, mv, &p, src, sbuf, es) ? 2 : 0;
   }
-  bc_move mv = {L, boxes, trans, to_blocks, t};
-  if (!err) err = move_pieces(ctx, &mv, true, &p, sbuf, src, NULL, alpha, beta) ? 2 : 0;
   if (err == 1) dtl_fail(ctx, "%s: more than 2^31 elements to move on one rank", what);
   else if (err) dtl_fail(ctx, "%s: out of memory", what);
   if (dtl_any_error(ctx, err)) {
-    free(boxes), free(sbuf), free(rbuf), plan_free(&p);
+    free(boxes), plan_free(&p);
     return 1;
   }
-  int rc = MPI_Alltoallv(sbuf, p.scount, p.sdispl, dtl_type_mpi(t), rbuf, p.rcount, p.rdispl,
-                         dtl_type_mpi(t), ctx->cart);
-  if (rc == MPI_SUCCESS) {
-    count_stats(ctx, &p, es);
-    err = move_pieces(ctx, &mv, false, &p, rbuf, NULL, dst, alpha, beta);
-  }
-  free(boxes), free(sbuf), free(rbuf), plan_free(&p);
-  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Alltoallv");
+  MPI_Request req;
+  int rc = MPI_Ialltoallv(sbuf, p.scount, p.sdispl, dtl_type_mpi(mv->t), rbuf, p.rcount, p.rdispl,
+                          dtl_type_mpi(mv->t), ctx->cart, &req);
+  bc_side from = mv->to_blocks ? SIDE_MATRIX : SIDE_BLOCK, to = mv->to_blocks ? SIDE_BLOCK : SIDE_MATRIX;
+  if (p.self) err = move_piece(mv, ctx->rank, ctx->rank, from, src, to, dst);
+  if (rc == MPI_SUCCESS) rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+  if (rc == MPI_SUCCESS) count_stats(ctx, &p, es);
+  for (int q = 0; q < ctx->size && rc == MPI_SUCCESS && !err; q++)
+    if (p.rcount[q]) err = move_piece(mv, q, ctx->rank, SIDE_MESSAGE, rbuf + (size_t)p.rdispl[q] * es, to, dst);
+  free(boxes), plan_free(&p);
+  if (rc != MPI_SUCCESS) return dtl_mpi_fail(ctx, rc, "MPI_Ialltoallv");
   if (err) dtl_fail(ctx, "%s: out of memory", what);
   return dtl_any_error(ctx, err);
 }
@@ -442,8 +448,9 @@ int dtl_scalapack_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_
   const char *what = "import_scalapack";
   bc_layout L;
   if (layout_create(ctx, what, d, t, bc, a, &L)) return 1;
-  (void)own; /* this rank's block is recomputed from the distribution, as every other rank's */
-  int rc = bc_exchange(ctx, what, d, t, &L, is_trans(bc->trans), true, a, local, 1, 0);
+  (void)own; /* this rank's block is computed from the distribution, as every other rank's */
+  bc_move mv = {&L, NULL, is_trans(bc->trans), true, t, 1, 0};
+  int rc = bc_exchange(ctx, what, d, &mv, a, local);
   layout_free(&L);
   return rc;
 }
@@ -455,7 +462,8 @@ int dtl_scalapack_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void
   bc_layout L;
   if (layout_create(ctx, what, d, t, bc, a, &L)) return 1;
   (void)own;
-  int rc = bc_exchange(ctx, what, d, t, &L, is_trans(bc->trans), false, local, a, alpha, beta);
+  bc_move mv = {&L, NULL, is_trans(bc->trans), false, t, alpha, beta};
+  int rc = bc_exchange(ctx, what, d, &mv, local, a);
   layout_free(&L);
   return rc;
 }

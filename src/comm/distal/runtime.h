@@ -97,6 +97,10 @@ struct dtl_ctx {
   /* device state of libdistal_cuda (distal/cuda.h), released by dtl_ctx_destroy */
   void *dev;
   void (*dev_free)(void *dev);
+  /* the send and receive buffers of the ScaLAPACK layout exchanges (scalapack.c), kept from
+   * one call to the next (fresh pages cost more than the copies); freed by dtl_ctx_destroy */
+  void *xbuf[2];
+  size_t xbuf_len[2];
 };
 
 /* Collective over comm.  Creates the grid of ndims dims (product must equal the size of
