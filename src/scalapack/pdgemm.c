@@ -208,9 +208,15 @@ void distal_pdgemm(const char *transa, const char *transb, const int *m, const i
   if (!p) return;
   p->used = ++calls;
   distal_mm_plan *plan = p->plan;
-  if (distal_mm_A_import_scalapack(plan, *transa, a, *ia, *ja, desca, g.myrow, g.mycol, p->A) ||
-      distal_mm_B_import_scalapack(plan, *transb, b, *ib, *jb, descb, g.myrow, g.mycol, p->B) ||
-      distal_mm_compute(plan, p->C, p->A, p->B) ||
-      distal_mm_C_export_scalapack(plan, 'N', *alpha, p->C, *beta, c, *ic, *jc, descc, g.myrow, g.mycol))
-    fail(&g, "%s", distal_mm_error(plan));
+  const char *stage = NULL;
+  if (distal_mm_A_import_scalapack(plan, *transa, a, *ia, *ja, desca, g.myrow, g.mycol, p->A)) stage = "A";
+  else if (distal_mm_B_import_scalapack(plan, *transb, b, *ib, *jb, descb, g.myrow, g.mycol, p->B)) stage = "B";
+  else if (distal_mm_compute(plan, p->C, p->A, p->B)) stage = "multiply";
+  else if (distal_mm_C_export_scalapack(plan, 'N', *alpha, p->C, *beta, c, *ic, *jc, descc, g.myrow, g.mycol))
+    stage = "C";
+  if (stage) {
+    char msg[sizeof last_error];
+    snprintf(msg, sizeof msg, "%s: %s", stage, distal_mm_error(plan));
+    fail(&g, "%s", msg);
+  }
 }

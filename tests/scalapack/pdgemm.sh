@@ -4,6 +4,7 @@
 # their results must be the same bits (digests); the second must have run distal_pdgemm
 # (DISTAL_PDGEMM_VERBOSE prints a line per plan).  At 1, 2, 3, 4 and 6 ranks on the grid of
 # MPI_Dims_create, and at 5 ranks on a 2x2 grid in reverse rank order (one rank outside).
+# Then distal_pdgemm's bad arguments (pdgemm_errors.c) at 1 and 3 ranks.
 set -u
 : "${top_builddir:=.}" "${MPIRUN:=mpirun}"
 ref="$top_builddir/tests/scalapack/pdgemm_app"
@@ -27,6 +28,14 @@ for run in 1 2 3 4 6 "5 2 2 X"; do
     echo "PASS pdgemm at $what: $(tail -n 1 "$dir/ours")"
   else
     echo "FAIL pdgemm at $what:"; cat "$dir/ref" "$dir/ref.err" "$dir/ours" "$dir/ours.err" | sed 's/^/    | /'; fail=1
+  fi
+done
+errs="$top_builddir/tests/scalapack/pdgemm_errors"
+for np in 1 3; do
+  if timeout 120 "$MPIRUN" --oversubscribe -np $np "$errs" > "$dir/errs" 2>&1 && grep -q ': ok$' "$dir/errs"; then
+    echo "PASS pdgemm_errors at $np ranks"
+  else
+    echo "FAIL pdgemm_errors at $np ranks:"; sed 's/^/    | /' "$dir/errs"; fail=1
   fi
 done
 exit $fail

@@ -8,8 +8,10 @@
  * sub(C) with alpha and beta (beta = 0: sub(C) is not read), each move one exchange.  The
  * processes of the BLACS grid of descc's context call it (others return at once, as with
  * PDGEMM); the three descriptors must share that context.  Kernel plans are made once per
- * communicator and shape and kept.  A bad argument prints one message on the process at
- * (0, 0) of the grid and leaves C as it was; distal_pdgemm_error tells it.
+ * context and shape and kept (call distal_pdgemm_free before a context's number is reused by
+ * another grid); DISTAL_PDGEMM_VERBOSE=1 in the environment prints a line per plan made.  A
+ * bad argument prints one message on the process at (0, 0) of the grid and leaves C as it
+ * was; distal_pdgemm_error tells it.
  *
  * libdistal_pdgemm exports pdgemm_ itself, calling distal_pdgemm: link it before ScaLAPACK
  * (-ldistal_pdgemm -lscalapack-openmpi) and an unmodified ScaLAPACK application multiplies
