@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench/quick-check.sh -- the benchmark suite end to end in a few seconds, for make check:
 # bench/run.sh --quick (small sizes, one iteration, a small volume study), then
-# bench/sparse.sh --quick (PETSc's columns where it is installed) and bench/roofline.sh
-# --quick.  Asserts no
+# bench/sparse.sh --quick (PETSc's columns where it is installed), bench/scalapack.sh --quick
+# (where libdistal_scalapack is built) and bench/roofline.sh --quick.  Asserts no
 # timing: fails only if something fails to build or run.  Skips (77) without python3 or
 # mpirun.  Results go to $top_builddir/bench-quick when make check runs it (the source
 # tree may be read-only), else bench/results/quick; extra arguments go to run.sh.
@@ -16,4 +16,5 @@ if [ -n "$top_builddir" ]; then
 fi
 "$here/run.sh" --quick --out "$out" "$@" || exit 1
 sh "$here/sparse.sh" --quick --out "$out" || exit 1
+sh "$here/scalapack.sh" --quick --out "$out" || exit 1
 exec sh "$here/roofline.sh" --quick --out "$out"

@@ -1171,6 +1171,53 @@ static void emit_balance_api(FILE *h, const sp_program *sp, const cg_options *o)
           o->prefix, o->prefix, o->prefix);
 }
 
+/* Dense float and double matrices of a CPU kernel also move to and from ScaLAPACK's
+ * block-cyclic layout (PREFIX_T_import_scalapack / _export_scalapack). */
+static bool has_scalapack_layout(const sp_program *sp, int t) {
+  const sp_tensor *x = &sp->tensors[t];
+  return !sp->cuda && !x->temp && !x->sparse && x->order == 2 && (x->type == FE_DOUBLE || x->type == FE_FLOAT);
+}
+
+static void emit_scalapack_decls(FILE *h, const sp_program *sp, const cg_options *o) {
+  bool any = false;
+  for (int t = 0; t < sp->ntensors; t++) any |= has_scalapack_layout(sp, t);
+  if (!any) return;
+  fprintf(h, "/* Collective.  Move a matrix between a ScaLAPACK application's 2-D block-cyclic layout and\n"
+             " * this rank's block: import sets T = op(sub(A)), sub(A) = A(ia:, ja:) (1-based) of the\n"
+             " * matrix with descriptor desca whose local part (column-major) is a; op per trans ('N', 'T'\n"
+             " * or 'C').  export sets sub(C) = beta * sub(C) + alpha * op(T) (as PDGEADD; beta = 0: sub(C)\n"
+             " * is not read).  myrow, mycol: this process's coordinates in the BLACS grid of the\n"
+             " * descriptor's context (Cblacs_gridinfo), -1 on a rank outside the grid; the grid's\n"
+             " * processes are ranks of the plan's communicator, in any order. */\n");
+  for (int t = 0; t < sp->ntensors; t++) {
+    if (!has_scalapack_layout(sp, t)) continue;
+    const char *ct = cg_ctype(sp->tensors[t].type), *n = sp->tensors[t].name;
+    fprintf(h, "int %s_%s_import_scalapack(%s_plan *plan, char trans, const %s *a, int ia, int ja, const int desca[9],\n"
+               "    int myrow, int mycol, %s *block);\n", o->prefix, n, o->prefix, ct, ct);
+    fprintf(h, "int %s_%s_export_scalapack(%s_plan *plan, char trans, %s alpha, const %s *block, %s beta, %s *c, int ic,\n"
+               "    int jc, const int descc[9], int myrow, int mycol);\n", o->prefix, n, o->prefix, ct, ct, ct, ct);
+  }
+}
+
+static void emit_scalapack_defs(FILE *c, const sp_program *sp, const char *P) {
+  for (int t = 0; t < sp->ntensors; t++) {
+    if (!has_scalapack_layout(sp, t)) continue;
+    const char *ct = cg_ctype(sp->tensors[t].type), *n = sp->tensors[t].name, *dt = cg_dtltype(sp->tensors[t].type);
+    fprintf(c, "int %s_%s_import_scalapack(%s_plan *plan, char trans, const %s *a, int ia, int ja, const int desca[9],\n"
+               "    int myrow, int mycol, %s *block) {\n"
+               "  if (!plan || !plan->ctx) return 1;\n"
+               "  const dtl_blockcyclic bc = {desca, ia, ja, trans, myrow, mycol};\n"
+               "  return dtl_scalapack_import(plan->ctx, &plan->dist[%d], %s, &bc, a, block, &plan->own[%d]);\n}\n\n",
+            P, n, P, ct, ct, t, dt, t);
+    fprintf(c, "int %s_%s_export_scalapack(%s_plan *plan, char trans, %s alpha, const %s *block, %s beta, %s *c, int ic,\n"
+               "    int jc, const int descc[9], int myrow, int mycol) {\n"
+               "  if (!plan || !plan->ctx) return 1;\n"
+               "  const dtl_blockcyclic bc = {descc, ic, jc, trans, myrow, mycol};\n"
+               "  return dtl_scalapack_export(plan->ctx, &plan->dist[%d], %s, block, &plan->own[%d], alpha, beta, &bc, c);\n}\n\n",
+            P, n, P, ct, ct, ct, ct, t, dt, t);
+  }
+}
+
 static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   /* the guard spells the prefix as it is (upper-casing would make a.h and A.h one guard) */
   char guard[512];
@@ -1230,6 +1277,7 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
     fprintf(h, "int %s_%s_export(%s_plan *plan, const %s *block, const int64_t lo[], const int64_t hi[], %s *data);\n",
             o->prefix, n, o->prefix, ct, ct);
   }
+  emit_scalapack_decls(h, sp, o);
   if (sp->cuda)
     fprintf(h, "/* Collective.  Tensors in declaration order, as this rank's blocks in the memory of the\n"
                " * current GPU (device pointers; so are the data and blocks of import and export).\n"
@@ -1508,6 +1556,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                "  return %s(plan->ctx, &plan->dist[%d], %s, block, &plan->own[%d], lo, hi, data);\n}\n\n",
             P, n, P, ct, ct, sp->cuda ? "dtl_cu_export" : "dtl_export", t, dt, t);
   }
+  emit_scalapack_defs(c, sp, P);
   fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
              "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);
 }

@@ -322,6 +322,7 @@ void dtl_ctx_destroy(dtl_ctx **pctx) {
   if (ctx->dev && ctx->dev_free)
     ctx->dev_free(ctx->dev); /* device state first: its NCCL communicators sit on cart */
   ctx->dev = NULL;
+  free(ctx->xbuf[0]), free(ctx->xbuf[1]);
   for (unsigned m = 0; m < (1u << DTL_MAX_DIMS); m++)
     if (ctx->sub[m] != MPI_COMM_NULL)
       MPI_Comm_free(&ctx->sub[m]);

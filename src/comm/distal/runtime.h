@@ -97,6 +97,10 @@ struct dtl_ctx {
   /* device state of libdistal_cuda (distal/cuda.h), released by dtl_ctx_destroy */
   void *dev;
   void (*dev_free)(void *dev);
+  /* the send and receive buffers of the ScaLAPACK layout exchanges (scalapack.c), kept from
+   * one call to the next (fresh pages cost more than the copies); freed by dtl_ctx_destroy */
+  void *xbuf[2];
+  size_t xbuf_len[2];
 };
 
 /* Collective over comm.  Creates the grid of ndims dims (product must equal the size of
@@ -402,6 +406,34 @@ int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, c
                const void *data, void *local, const dtl_box *own);
 int dtl_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
                const int64_t *lo, const int64_t *hi, void *data);
+
+/* ---- ScaLAPACK block-cyclic layouts (scalapack.c) ---------------------------------------- */
+/* A matrix of a ScaLAPACK application: the 9-int descriptor desc (DTYPE = 1, CTXT, M, N, MB,
+ * NB, RSRC, CSRC, LLD) of the matrix that the process's local array (column-major, leading
+ * dimension LLD) belongs to, the submatrix sub = M(ia:, ja:) (1-based) that stands for the
+ * tensor, op(sub) per trans ('N'; 'T' or 'C': the tensor is the transpose of sub), and the
+ * calling process's coordinates in the BLACS grid of desc's context (Cblacs_gridinfo's myrow
+ * and mycol; -1 for a rank outside the grid, whose desc is not read).  libdistal calls no
+ * BLACS: the grid's shape and its map to ranks come from one all-gather of the coordinates
+ * over the context's communicator, which must hold every process of the grid. */
+typedef struct {
+  const int *desc;
+  int ia, ja;
+  char trans;
+  int myrow, mycol;
+} dtl_blockcyclic;
+
+/* Collective.  Float or double matrices (d->order == 2, t DTL_FLOAT or DTL_DOUBLE).  import:
+ * this rank's block of the distribution (local, over own) = op(sub) (a: the process's local
+ * array).  export: sub = beta * sub + alpha * op(T) from the canonical replicas (as PDGEADD;
+ * beta == 0: sub is not read).  Each is one MPI_Alltoallv whose messages are the
+ * intersections of the block-cyclic pieces with the distribution's blocks, with no gather on
+ * any rank.  A bad descriptor, grid or submatrix fails on every rank with one message. */
+int dtl_scalapack_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_blockcyclic *bc,
+                         const void *a, void *local, const dtl_box *own);
+int dtl_scalapack_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local,
+                         const dtl_box *own, double alpha, double beta, const dtl_blockcyclic *bc,
+                         void *a);
 
 /* Higher-order kernels (kernels/tensor_kernels.c), accumulating into the output; every
  * operand is a strided block (strides in elements, one per dimension, in the order of the
