@@ -27,17 +27,22 @@ DISTALC = os.environ.get("DISTALC", "distalc")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
 
 
-def power_law(n, path, seed=7):
+def power_law(n, path, near=False, seed=7):
+    """Row i holds about n / (i + 1)^0.8 / 4 entries: at random columns, or (near) at columns
+    within 2 k of the diagonal, k the row's count (a matrix whose halo is small)."""
     rnd = random.Random(seed)
     rows = []
     nnz = 0
     for i in range(n):
         k = max(1, int(n / (i + 1) ** 0.8 / 4))
-        cols = sorted(set(rnd.randrange(n) for _ in range(k)))
+        if near:
+            cols = sorted(set((i + rnd.randrange(-2 * k, 2 * k + 1)) % n for _ in range(k)))
+        else:
+            cols = sorted(set(rnd.randrange(n) for _ in range(k)))
         rows.append(cols)
         nnz += len(cols)
     with open(path, "w") as f:
-        f.write("%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (n, n, nnz))
+        f.write("%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (n, n, nnz))
         for i, cols in enumerate(rows):
             f.write("".join("%d %d %.6f\n" % (i + 1, j + 1, 1.0 + (i * 7 + j) % 13 / 8.0) for j in cols))
     return nnz
@@ -52,7 +57,7 @@ def run(cmd, cwd):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("-n", type=int, default=1000000)
+    ap.add_argument("-n", type=int, default=200000)
     ap.add_argument("--ranks", default="2 4 8")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--out", default=None)
@@ -62,39 +67,42 @@ def main():
         a.n, a.iters = 3000, 3
     cores = os.cpu_count() or 1
     env_np = ["--oversubscribe"]
-    with tempfile.TemporaryDirectory(prefix="distal-balance-") as work:
-        nnz = power_law(a.n, os.path.join(work, "a.mtx"))
-        plain = open(os.path.join(TOP, "examples", "app", "spmv.dtl")).read().replace("tensor x(m)", "tensor x(n)").replace(
-            "tensor A(n, m)", "tensor A(n, n)")
-        bal = plain.replace("@ M(i -> i);", "@ M(i -> i) balanced by A;").replace("csr @ M(ij -> i);", "csr @ M(ij -> i) balanced;").replace(
-            "@ M(j -> j);", "@ M(j -> j) balanced by A;")
-        for stem, text in (("plain", plain), ("balanced", bal)):
-            with open(os.path.join(work, stem + ".dtl"), "w") as f:
-                f.write(text)
-            run([DISTALC, stem + ".dtl", "--exe", "-o", stem], work)
-        rows = []
-        for p in [int(r) for r in a.ranks.split()]:
-            row = {"ranks": p}
-            for stem in ("plain", "balanced"):
-                args = [MPIRUN, "-np", str(p)] + env_np + ["./" + stem, "-n", str(a.n), "--load", "A=a.mtx", "--stats", "--json",
-                                                           "--iters", str(a.iters), "--warmup", "1"]
-                if a.quick:
-                    args.append("--validate")
-                out = run(args, work)
-                m = re.search(r"entries of A per rank: min (\d+), max (\d+), mean ([0-9.]+), max/mean ([0-9.]+)", out)
-                js = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-                row[stem] = (float(m.group(4)) if m else float("nan"), js[0]["min_s"] if js and p <= cores else None)
-            rows.append(row)
-    lines = ["", "Load balance on a power-law matrix (bench/balance.py): n = %d, %d entries, row i holding about" % (a.n, nnz),
-             "n / (i + 1)^0.8 / 4 of them; the SpMV of examples/app/spmv.dtl with blocks of equal extent and with A `balanced`",
-             "(y, x `balanced by A`).  max/mean: the stored entries of A on the busiest rank over their mean (--stats); times",
-             "(best of %d products) where the machine has a core per rank." % a.iters, "",
-             "| ranks | max/mean, equal extents | max/mean, balanced | SpMV s, equal extents | SpMV s, balanced | speed balanced / equal |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        (sp, tp), (sb, tb) = r["plain"], r["balanced"]
-        ratio = "%.2f" % (tp / tb) if tp and tb else "-"
-        lines.append("| %d | %.3f | %.3f | %s | %s | %s |" % (r["ranks"], sp, sb, "%.4f" % tp if tp else "-", "%.4f" % tb if tb else "-", ratio))
+    lines = ["", "Load balance on power-law matrices (bench/balance.py): n = %d, row i holding about n / (i + 1)^0.8 / 4 entries" % a.n,
+             "at random columns, or at columns near the diagonal; the SpMV of examples/app/spmv.dtl with blocks of equal extent",
+             "and with A `balanced` (y, x `balanced by A`).  max/mean: the stored entries of A on the busiest rank over their",
+             "mean (--stats); times (best of %d products) where the machine has a core per rank; bytes: the most a rank" % a.iters,
+             "receives per product (the halo).", "",
+             "| matrix | ranks | max/mean, equal extents | max/mean, balanced | SpMV s, equal | SpMV s, balanced | speed balanced / equal | bytes, equal | bytes, balanced |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for near in (False, True):
+        with tempfile.TemporaryDirectory(prefix="distal-balance-") as work:
+            nnz = power_law(a.n, os.path.join(work, "a.mtx"), near)
+            plain = open(os.path.join(TOP, "examples", "app", "spmv.dtl")).read().replace("tensor x(m)", "tensor x(n)").replace(
+                "tensor A(n, m)", "tensor A(n, n)")
+            bal = plain.replace("@ M(i -> i);", "@ M(i -> i) balanced by A;").replace("csr @ M(ij -> i);", "csr @ M(ij -> i) balanced;").replace(
+                "@ M(j -> j);", "@ M(j -> j) balanced by A;")
+            for stem, text in (("plain", plain), ("balanced", bal)):
+                with open(os.path.join(work, stem + ".dtl"), "w") as f:
+                    f.write(text)
+                run([DISTALC, stem + ".dtl", "--exe", "-o", stem], work)
+            for p in [int(r) for r in a.ranks.split()]:
+                row = {}
+                for stem in ("plain", "balanced"):
+                    args = [MPIRUN, "-np", str(p)] + env_np + ["./" + stem, "-n", str(a.n), "--load", "A=a.mtx", "--stats", "--json",
+                                                               "--iters", str(a.iters), "--warmup", "1"]
+                    if a.quick:
+                        args.append("--validate")
+                    out = run(args, work)
+                    m = re.search(r"entries of A per rank: min (\d+), max (\d+), mean ([0-9.]+), max/mean ([0-9.]+)", out)
+                    js = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+                    recv = [int(l.split()[5]) for l in out.splitlines() if re.match(r"^\d+\s+\(", l) and len(l.split()) >= 7]
+                    row[stem] = (float(m.group(4)) if m else float("nan"), js[0]["min_s"] if js and p <= cores else None,
+                                 max(recv) if recv else 0)
+                (sp, tp, bp), (sb, tb, bb) = row["plain"], row["balanced"]
+                ratio = "%.2f" % (tp / tb) if tp and tb else "-"
+                lines.append("| %s (%d entries) | %d | %.3f | %.3f | %s | %s | %s | %d | %d |" % (
+                    "near the diagonal" if near else "random columns", nnz, p, sp, sb, "%.4f" % tp if tp else "-",
+                    "%.4f" % tb if tb else "-", ratio, bp, bb))
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

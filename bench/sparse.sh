@@ -9,7 +9,8 @@
 # --stats (ours) and PETSc's log counters.  Also: the time to load the Poisson .mtx file at
 # each rank count (load_s of the generated executable's --json).  Every result is checked by
 # the sums of y: ours and PETSc's against the serial loop's (random), PETSc's against ours
-# (Poisson); our y is read with a python3 that has numpy (skipped without one).
+# (Poisson); our y is read with a python3 that has numpy (skipped without one).  Then the load
+# balance on power-law matrices, with and without `balanced` (balance.py).
 # No timing is asserted.  Writes bench/results/sparse.md (or --out DIR).
 #
 #   bench/sparse.sh [--poisson M] [-n N] [--density D] [--ranks "1 2"] [--iters K]
@@ -21,7 +22,7 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
-pm=1000 n=1000000 density=0.00001 ranks="1 2" iters=20 rounds=3 out="$here/results"
+pm=1000 n=1000000 density=0.00001 ranks="1 2" iters=20 rounds=3 out="$here/results" quick=
 while [ $# -gt 0 ]; do
   case $1 in
     --poisson) pm=$2; shift 2 ;;
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    --quick) pm=60 n=5000 density=0.002 iters=3 rounds=1; shift ;;
+    --quick) pm=60 n=5000 density=0.002 iters=3 rounds=1 quick=--quick; shift ;;
     *) echo "sparse.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -163,4 +164,8 @@ fi
     echo "| $p ranks | $l | $(awk "BEGIN {printf \"%.2f\", $l / $l1}") |"
   done
 } | tee "$out/sparse.md"
+# the load balance on power-law matrices, appended to sparse.md (balance.py)
+branks="1 2 4 8 16"
+[ -z "$quick" ] || branks="2 4"
+"${PYTHON:-python3}" "$here/balance.py" --out "$out" --ranks "$branks" $quick || fail=1
 exit $fail

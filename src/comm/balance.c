@@ -44,40 +44,72 @@ int dtl_split_init(dtl_ctx *ctx, int g, int64_t extent, const int64_t *given, co
   return 0;
 }
 
-/* Boundaries from a histogram: the coordinates are counted in bins of b (at most 256 G bins,
- * so that memory is independent of the extent); block c ends at the first bin boundary where the
- * running count reaches (c + 1) / G of the total.  A block is therefore balanced to within one
- * bin's entries, and a single coordinate holding more than a block's share is a block alone. */
+/* Boundaries from histograms, in memory independent of the extent: the coordinates are first
+ * counted in bins of b (at most 256 G bins); the bin where block c's share (c / G of the total)
+ * is reached is then counted coordinate by coordinate (at most G - 1 such bins), and block c
+ * ends at the coordinate boundary nearest that share.  Blocks are therefore balanced to within
+ * one coordinate's entries (a coordinate holding more than a block's share is a block alone). */
+static int64_t bin_of(int64_t x, int64_t b) { return x / b; }
+
 int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t stride, int64_t extent,
                       int64_t parts, int64_t *split) {
   if (parts < 1 || extent < 0) return 1;
   int64_t nb = dtl_min(extent, 256 * parts), b = nb > 0 ? dtl_ceildiv(extent, nb) : 1;
   nb = nb > 0 ? dtl_ceildiv(extent, b) : 0;
-  int64_t *h = calloc((size_t)nb + 1, sizeof *h);
-  int oom = !h, any = 0;
+  int64_t *h = calloc((size_t)nb + 1, sizeof *h), *at = calloc((size_t)parts + 1, sizeof *at),
+          *slot = malloc(sizeof *slot * (size_t)(nb + 1)), *fine = calloc((size_t)parts * (size_t)b + 1, sizeof *fine);
+  int oom = !h || !at || !slot || !fine, any = 0;
   MPI_Allreduce(&oom, &any, 1, MPI_INT, MPI_MAX, comm);
   if (any) {
-    free(h);
+    free(h), free(at), free(slot), free(fine);
     return 1;
   }
   for (int64_t e = 0; e < n; e++) {
     int64_t x = coords[e * stride];
-    if (x >= 0 && x < extent) h[x / b]++;
+    if (x >= 0 && x < extent) h[bin_of(x, b)]++;
   }
   if (nb > 0) MPI_Allreduce(MPI_IN_PLACE, h, (int)nb, MPI_INT64_T, MPI_SUM, comm);
   int64_t total = 0;
   for (int64_t k = 0; k < nb; k++) total += h[k];
-  split[0] = 0;
-  int64_t run = 0, k = 0;
-  for (int64_t c = 1; c < parts; c++) {
-    /* the smallest prefix of bins whose count reaches c / parts of the total */
+  /* the bin of each boundary: the first whose running count passes c / parts of the total */
+  int64_t nfine = 0, run = 0, k = 0;
+  for (int64_t k2 = 0; k2 < nb; k2++) slot[k2] = -1;
+  for (int64_t c = 1; c < parts && total > 0; c++) {
     while (k < nb && (run + h[k]) * parts <= c * total) run += h[k++];
-    if (k < nb && run * parts < c * total && (run + h[k]) * parts - c * total < c * total - run * parts) run += h[k++];
-    split[c] = total ? dtl_min(extent, k * b) : dtl_min(extent, c * dtl_ceildiv(extent, parts));
-    if (split[c] < split[c - 1]) split[c] = split[c - 1];
+    at[c] = k;
+    if (k < nb && slot[k] < 0) slot[k] = nfine++;
+  }
+  /* those bins coordinate by coordinate */
+  for (int64_t e = 0; e < n && nfine; e++) {
+    int64_t x = coords[e * stride];
+    if (x >= 0 && x < extent && slot[bin_of(x, b)] >= 0) fine[slot[bin_of(x, b)] * b + x % b]++;
+  }
+  if (nfine) MPI_Allreduce(MPI_IN_PLACE, fine, (int)(nfine * b), MPI_INT64_T, MPI_SUM, comm);
+  split[0] = 0;
+  run = 0, k = 0;
+  for (int64_t c = 1; c < parts; c++) {
+    if (!total) {
+      split[c] = dtl_min(extent, c * dtl_ceildiv(extent, parts));
+      continue;
+    }
+    while (k < at[c]) run += h[k++];
+    int64_t x = dtl_min(extent, at[c] * b); /* the boundary: at the bin's start, or inside it */
+    if (at[c] < nb) {
+      const int64_t *f = fine + slot[at[c]] * b;
+      int64_t r = run, best = x, gap = c * total - r * parts; /* (target - count before x) * parts */
+      for (int64_t q = 0; q < b && at[c] * b + q < extent; q++) {
+        r += f[q];
+        int64_t g = r * parts - c * total;
+        if ((g < 0 ? -g : g) < (gap < 0 ? -gap : gap)) best = at[c] * b + q + 1, gap = g;
+        if (g >= 0) break;
+      }
+      x = best;
+    }
+    split[c] = dtl_max(x, split[c - 1]);
   }
   split[parts] = extent;
-  free(h);
+  for (int64_t c = parts - 1; c > 0; c--) split[c] = dtl_min(split[c], split[c + 1]);
+  free(h), free(at), free(slot), free(fine);
   return 0;
 }
 

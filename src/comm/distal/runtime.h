@@ -173,7 +173,8 @@ int64_t dtl_split_owner(const int64_t *split, int64_t parts, int64_t x);
 int dtl_split_init(dtl_ctx *ctx, int g, int64_t extent, const int64_t *given, const char *name, int64_t *split);
 /* Collective over comm.  The boundaries of `parts` blocks of [0, extent) holding about equal
  * numbers of the entries whose coordinates are coords[0], coords[stride], ... (n of them on
- * this rank; every entry on one rank only).  Memory: 256 parts counters, whatever the extent.
+ * this rank; every entry on one rank only).  Memory: about 256 parts counters, and one per
+ * coordinate of the (at most parts - 1) bins where boundaries fall: extent / 256 at most.
  * Returns nonzero (on every rank) when out of memory. */
 int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t stride, int64_t extent,
                       int64_t parts, int64_t *split);
