@@ -985,6 +985,7 @@ void fe_program_free(fe_program *prog) {
   for (int k = 0; k < prog->ntensors; k++) {
     fe_tensor *t = &prog->tensors[k];
     free(t->name);
+    free((char *)t->balance_by);
     free(t->dims);
     free(t->formats);
     free(t->mode);

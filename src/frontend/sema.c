@@ -302,6 +302,11 @@ static void check_balance(checker *c, fe_tensor *t) {
     return;
   }
   if (!t->balance_by) {
+    if (t->is_temp) {
+      error(c, t->balance_loc, "balanced: the temporary '%s' has no entries before the program runs to balance by "
+                               "(write 'balanced by S' to take the blocks of a balanced tensor S)", t->name);
+      return;
+    }
     if (!sparse_format(t)) {
       error(c, t->balance_loc, "balanced: '%s' is dense; only a sparse tensor balances its stored entries "
                                "(write 'balanced by S' to take the blocks of a balanced sparse tensor S)", t->name);

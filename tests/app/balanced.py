@@ -178,6 +178,7 @@ ERRORS = [
     ("tensor A(n, n) csr @ M(ij -> i) balanced;\ntensor B(n, n) @ M(ij -> *) balanced by A;\n", "partitions no dimension"),
     ("tensor A(n, n) csr @ M balanced;\n", "needs a written mapping"),
     ("tensor A(n, n) csr @ M(ij -> i) balanced by;\n", "expected the name of a balanced tensor"),
+    ("temp T(n, n) csr @ M(ij -> i) balanced;\n", "has no entries before the program runs"),
 ]
 
 
