@@ -505,7 +505,7 @@ static int emit_svg(dc_unit *u, const lw_program *lp, const char *input, const c
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
-  int rc = m ? cg_emit_svg(m, lp, sp, vals, ranks, input) : 1;
+  int rc = m ? lw_print_svg(m, lp, sp, vals, ranks, input) : 1;
   if (m && fclose(m)) rc = 1;
   free(vals);
   if (rc) {

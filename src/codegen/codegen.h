@@ -23,11 +23,5 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
  * success. */
 int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o);
 
-/* distalc --emit svg: the plan at nranks ranks and these param values (grid params solved)
- * drawn as a standalone SVG 1.1 document, one panel per statement of lp (the grid, each
- * tensor's blocks, each communicate point's bytes and the messages of its first step); sp,
- * where not NULL, adds what the SPMD rewrites changed.  Returns 0 on success. */
-int cg_emit_svg(FILE *f, const lw_program *lp, const sp_program *sp, const int64_t *params, int64_t nranks,
-                const char *source_name);
 
 #endif

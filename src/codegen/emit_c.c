@@ -243,7 +243,7 @@ void cg_print_flops(FILE *f, const sp_program *sp) {
   }
 }
 
-static int nsplits(const sp_program *sp) { return fe_nsplits(sp->lp->ir->ast); }
+static int nsplits(const sp_program *sp) { return sp->nsplits; }
 
 /* params as local constants of a generated function, from the array `from`; the boundaries of
  * the balanced partitions (SYM_SPLIT prints dtl_split[id][...]) from the plan */
@@ -1133,39 +1133,36 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
  * on each grid dim (NULL: equal extents), and PREFIX_plan_create_balanced takes them. */
 /* plan_create: each balanced partition's boundaries, given or of equal extents */
 static void emit_split_init(FILE *c, const sp_program *sp) {
-  const fe_program *p = sp->lp->ir->ast;
   for (int id = 0; id < nsplits(sp); id++) {
-    int t, g, x;
-    fe_split_info(p, id, &t, &g, &x);
-    fprintf(c, "  /* balanced partition %d: %s, dimension %d over grid dim %d */\n", id, p->tensors[t].name, x, g);
+    int t = sp->splits[id].tensor, g = sp->splits[id].gdim, x = sp->splits[id].tdim;
+    fprintf(c, "  /* balanced partition %d: %s, dimension %d over grid dim %d */\n", id, sp->tensors[t].name, x, g);
     fprintf(c, "  dtl_plan->split[%d] = malloc(sizeof(int64_t) * (size_t)(dtl_plan->ctx->dims[%d] + 1));\n", id, g);
     fprintf(c, "  if (!dtl_plan->split[%d]) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory\");\n    return 1;\n  }\n", id);
     fprintf(c, "  if (dtl_split_init(dtl_plan->ctx, %d, ", g);
-    cg_sym(c, sp, sym_from_size(&p->tensors[t].dims[x]), false);
+    cg_sym(c, sp, sp->splits[id].extent, false);
     /* the struct read as its array of pointers (a field's name may be a macro's) */
     int k = 0;
-    for (int u = 0; u < t; u++) k += p->tensors[u].balance == u + 1;
+    for (int u = 0; u < t; u++) k += sp->tensors[u].balanced;
     fprintf(c, ", dtl_bal ? ((const int64_t *const *)dtl_bal)[%d] : NULL, \"%s\", dtl_plan->split[%d])) {\n"
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n",
-            k * sp->ndims + g, p->tensors[t].name, id);
+            k * sp->ndims + g, sp->tensors[t].name, id);
   }
   declare_splits(c, sp, "dtl_plan", 2);
 }
 
 static void emit_balance_api(FILE *h, const sp_program *sp, const cg_options *o) {
-  const fe_program *p = sp->lp->ir->ast;
   if (!nsplits(sp)) return;
   fprintf(h, "/* Balanced partitions (`balanced`): for each such tensor T, T[g] is NULL (blocks of equal\n"
              " * extent) or the G + 1 boundaries of its blocks on grid dim g (G: that dim's size; block c is\n"
              " * [T[g][c], T[g][c + 1])), the same on every rank, e.g. from dtl_balance_split. */\n");
-  for (int t = 0; t < p->ntensors; t++)
-    if (p->tensors[t].balance == t + 1) fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", p->tensors[t].name, p->tensors[t].name);
+  for (int t = 0; t < sp->ntensors; t++)
+    if (sp->tensors[t].balanced) fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", sp->tensors[t].name, sp->tensors[t].name);
   fputs("typedef struct {", h);
-  for (int t = 0; t < p->ntensors; t++)
-    if (p->tensors[t].balance == t + 1) fprintf(h, " const int64_t *%s[%d];", p->tensors[t].name, sp->ndims);
+  for (int t = 0; t < sp->ntensors; t++)
+    if (sp->tensors[t].balanced) fprintf(h, " const int64_t *%s[%d];", sp->tensors[t].name, sp->ndims);
   fprintf(h, " } %s_balance;\n", o->prefix);
-  for (int t = p->ntensors - 1; t >= 0; t--)
-    if (p->tensors[t].balance == t + 1) fprintf(h, "#pragma pop_macro(\"%s\")\n", p->tensors[t].name);
+  for (int t = sp->ntensors - 1; t >= 0; t--)
+    if (sp->tensors[t].balanced) fprintf(h, "#pragma pop_macro(\"%s\")\n", sp->tensors[t].name);
   fprintf(h, "/* plan_create with these blocks (b NULL: plan_create) */\n");
   fprintf(h, "int %s_plan_create_balanced(MPI_Comm comm, const %s_params *p, const %s_balance *b, %s_plan **plan);\n", o->prefix,
           o->prefix, o->prefix, o->prefix);
@@ -1333,7 +1330,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "_Static_assert(sizeof(%s_params) == %d * sizeof(int64_t), \"the params struct is an array of int64_t\");\n\n", P, np1);
   if (nsplits(sp)) {
     int nb = 0;
-    for (int t = 0; t < sp->lp->ir->ast->ntensors; t++) nb += sp->lp->ir->ast->tensors[t].balance == t + 1;
+    for (int t = 0; t < sp->ntensors; t++) nb += sp->tensors[t].balanced;
     fprintf(c, "_Static_assert(sizeof(%s_balance) == %d * sizeof(const int64_t *), \"the balance struct is an array of pointers\");\n\n", P,
             nb * sp->ndims);
   }
@@ -1471,7 +1468,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
               k[ow->kind[g2]], t, g2, ow->kind[g2] == OWN_PART ? ow->tdim[g2] : 0, t, g2, (long long)ow->fixed[g2]);
     }
     for (int g2 = 0; g2 < sp->ndims && !ow->everywhere; g2++) {
-      int id = fe_split_of(sp->lp->ir->ast, t, g2);
+      int id = g2 < LW_MAX_DIMS ? sp->tensors[t].split[g2] : -1;
       if (id >= 0) fprintf(c, "  dtl_plan->dist[%d].split[%d] = dtl_plan->split[%d]; /* balanced */\n", t, g2, id);
     }
     fprintf(c, "  if (dtl_dist_validate(dtl_plan->ctx, &dtl_plan->dist[%d], \"%s\")) {\n"

@@ -121,8 +121,7 @@ static void emit_param_aliases(FILE *c, const sp_program *sp) {
  * equal extent (a plan without splits) and its entries give the boundaries of the real plan's
  * blocks (dtl_sparse_balance); dtl_bal holds them for plan_create_balanced. */
 static void emit_balance_prepass(FILE *c, const sp_program *sp, const char *P) {
-  const fe_program *p = sp->lp->ir->ast;
-  int ns = fe_nsplits(p);
+  int ns = sp->nsplits;
   if (!ns) return;
   fprintf(c, "  /* balanced partitions: the boundaries from the entries, read first into blocks of equal extent */\n");
   fprintf(c, "  %s_balance dtl_bal;\n  memset(&dtl_bal, 0, sizeof dtl_bal);\n  static int64_t *dtl_bounds[%d];\n", P, ns);
@@ -130,17 +129,17 @@ static void emit_balance_prepass(FILE *c, const sp_program *sp, const char *P) {
   fprintf(c, "    if (e0) {\n      if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(p0));\n"
              "      %s_plan_destroy(&p0);\n      MPI_Finalize();\n      return 1;\n    }\n    dtl_ctx *c0 = p0->ctx;\n", P, P);
   int k = 0;
-  for (int t = 0; t < p->ntensors; t++) {
-    if (p->tensors[t].balance != t + 1) continue;
+  for (int t = 0; t < sp->ntensors; t++) {
+    if (!sp->tensors[t].balanced) continue;
     const char *n = cg_tensor(sp, t);
     fprintf(c, "    if (!e0) { /* %s */\n      dtl_sparse s0;\n      memset(&s0, 0, sizeof s0);\n      const char *path = NULL;\n"
-               "      for (int k = 0; k < opt.nload; k++)\n        if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", p->tensors[t].name, t);
+               "      for (int k = 0; k < opt.nload; k++)\n        if (opt.load_tensor[k] == %d) path = opt.load_path[k];\n", sp->tensors[t].name, t);
     fprintf(c, "      if (path) {\n        e0 = dtl_sparse_read(c0, path, &p0->dist[%d], %s, lv_%s, &p0->own[%d], &s0);\n      } else {\n"
                "        char fe[256];\n        int e = dtl_sparse_fill(&s0, %s, opt.fill, opt.seed, %d, opt.density, %d, lv_%s, p0->dist[%d].extent, &p0->own[%d], fe, sizeof fe);\n"
                "        if (e) dtl_fail(c0, \"tensor %s: %%s\", fe);\n        e0 = dtl_any_error(c0, e);\n      }\n",
-            t, cg_dtltype(sp->tensors[t].type), n, t, cg_dtltype(sp->tensors[t].type), t, sp->tensors[t].order, n, t, t, p->tensors[t].name);
+            t, cg_dtltype(sp->tensors[t].type), n, t, cg_dtltype(sp->tensors[t].type), t, sp->tensors[t].order, n, t, t, sp->tensors[t].name);
     for (int g = 0; g < sp->ndims; g++) {
-      int id = fe_split_of(p, t, g);
+      int id = g < LW_MAX_DIMS ? sp->tensors[t].split[g] : -1;
       if (id < 0) continue;
       fprintf(c, "      dtl_bounds[%d] = malloc(sizeof(int64_t) * (size_t)(c0->dims[%d] + 1));\n"
                  "      if (!e0) e0 = dtl_any_error(c0, dtl_bounds[%d] ? 0 : dtl_fail(c0, \"out of memory\"));\n"
@@ -251,7 +250,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
           "      MPI_Finalize();\n      return 1;\n    }\n  }\n", c);
   }
   emit_balance_prepass(c, sp, P);
-  if (fe_nsplits(sp->lp->ir->ast))
+  if (sp->nsplits)
     fprintf(c, "  if (%s_plan_create_balanced(MPI_COMM_WORLD, &prm, &dtl_bal, &plan)) {\n"
                "    if (rank == 0) fprintf(stderr, \"%%s: %%s\\n\", argv[0], %s_error(plan));\n"
                "    %s_plan_destroy(&plan);\n    MPI_Finalize();\n    return 1;\n  }\n", P, P, P);
@@ -475,7 +474,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     if (sp->tensors[t].sparse) fprintf(c, "  dtl_sparse_free(&s_%s);\n  dtl_sparse_free(&si_%s);\n", n, n);
     if (sp->cuda) fprintf(c, "  dtl_cu_free(d_%s);\n", n);
   }
-  if (fe_nsplits(sp->lp->ir->ast))
-    fprintf(c, "  for (int i = 0; i < %d; i++) free(dtl_bounds[i]);\n", fe_nsplits(sp->lp->ir->ast));
+  if (sp->nsplits)
+    fprintf(c, "  for (int i = 0; i < %d; i++) free(dtl_bounds[i]);\n", sp->nsplits);
   fprintf(c, "  %s_plan_destroy(&plan);\n  MPI_Finalize();\n  return status;\n}\n", P);
 }

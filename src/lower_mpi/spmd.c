@@ -1175,6 +1175,15 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
     x->dist_text = dist_text(p, ft);
     x->temp = ft->is_temp;
     x->mode = ft->mode;
+    x->balanced = ft->balance == t + 1;
+    for (int g = 0; g < LW_MAX_DIMS; g++) x->split[g] = g < lp->ndims ? fe_split_of(p, t, g) : -1;
+  }
+  sp->nsplits = fe_nsplits(p);
+  sp->splits = ir_alloc((sp->nsplits + 1) * sizeof *sp->splits);
+  for (int k = 0; k < sp->nsplits; k++) {
+    sp_split *x = &sp->splits[k];
+    fe_split_info(p, k, &x->tensor, &x->gdim, &x->tdim);
+    x->extent = sym_from_size(&p->tensors[x->tensor].dims[x->tdim]);
   }
   sp->nfuncs = lp->nstmts;
   sp->funcs = ir_alloc((lp->nstmts + 1) * sizeof *sp->funcs);

@@ -27,7 +27,18 @@ typedef struct {
   bool temp;          /* a temporary: the plan holds it; not an argument of compute */
   const int *mode;    /* a mode order (the front end stored the tensor in it): level k is the
                        * declared dimension mode[k]; NULL: row-major */
+  /* balanced partitions (fe_split_of): balanced: the tensor balances itself (`balanced`);
+   * split[g]: the split whose blocks its partitioned dimension on grid dim g takes, -1 none */
+  bool balanced;
+  int split[LW_MAX_DIMS];
 } sp_tensor;
+
+/* A balanced partition: the boundaries of the blocks of dimension tdim of the balanced
+ * tensor over grid dim gdim (extent: that dimension's), chosen at run time. */
+typedef struct {
+  int tensor, gdim, tdim;
+  const sym *extent;
+} sp_split;
 
 typedef struct {
   const char *name;
@@ -345,6 +356,8 @@ typedef struct {
   sp_item *items;
   int nloops;
   bool fuse;            /* the program-level rewrites run (distalc --no-fuse turns them off) */
+  int nsplits;          /* the balanced partitions */
+  sp_split *splits;
 } sp_program;
 
 /* Build the SPMD program of a lowered program (every statement) and apply the rewrites;
@@ -395,6 +408,13 @@ void spmd_index_width(sp_program *sp);
  * changes, as a schedule may change it (LANGUAGE.md section 9), the sum does not.
  * --emit spmd marks the loop "(simd sum)" and lists the rewrite. */
 void spmd_simd(sp_program *sp);
+
+/* distalc --emit svg (plan_svg.c): the plan at nranks ranks and these param values (grid params solved)
+ * drawn as a standalone SVG 1.1 document, one panel per statement of lp (the grid, each
+ * tensor's blocks, each communicate point's bytes and the messages of its first step); sp,
+ * where not NULL, adds what the SPMD rewrites changed.  Returns 0 on success. */
+int lw_print_svg(FILE *f, const lw_program *lp, const sp_program *sp, const int64_t *params, int64_t nranks,
+                 const char *source_name);
 
 /* helpers shared by spmd.c and rewrite.c */
 sp_node *sp_new(sn_kind k);

@@ -1,11 +1,12 @@
-/* emit_svg.c -- distalc --emit svg: the plan as a picture, one panel per statement: the
+/* plan_svg.c -- distalc --emit svg: the plan as a picture (a printer of the plan, as
+ * lw_print_plan is, beside the lowering that decides it), one panel per statement: the
  * processor grid (a 3-D or deeper grid as its 2-D layers side by side), each tensor's global
  * index space cut into the blocks the ranks hold, and each communicate point with the bytes
  * the plan gives and the messages of its first step, as arrows on a small copy of the grid
  * and as a table.  It draws what the lowering decided (lower.h: the plan and its values at
  * the params, instance.c) and what the SPMD rewrites changed (spmd.h: halo exchanges); it
  * decides nothing.  The document is SVG 1.1, self-contained and deterministic. */
-#include "codegen/codegen.h"
+#include "lower_mpi/spmd.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -537,7 +538,7 @@ static void draw_stmt(svg *s, int i, bool grid_known) {
   s->y = y + 14;
 }
 
-int cg_emit_svg(FILE *out, const lw_program *lp, const sp_program *sp, const int64_t *params, int64_t nranks, const char *source_name) {
+int lw_print_svg(FILE *out, const lw_program *lp, const sp_program *sp, const int64_t *params, int64_t nranks, const char *source_name) {
   char *body = NULL;
   size_t blen = 0;
   svg s = {.lp = lp, .sp = sp, .params = params, .nranks = nranks, .nd = lp->ndims, .y = 44};
