@@ -93,6 +93,16 @@ class Library:
         self._error = self._fn("error", ctypes.c_char_p, _VP)
         self._compute = self._fn("compute", c_int, _VP, *[_VP] * len(self.tensors))
         self._iterations = self._fn("iterations", ctypes.c_int64, _VP) if self.api["iterations"] else None
+        # balanced partitions: plan_create_balanced takes an array of boundary pointers, one per
+        # balanced tensor and grid dim (PREFIX_balance); dtl_balance_split computes them
+        self.balanced = tuple(t["name"] for t in self.api["tensors"] if t.get("balanced"))
+        self._create_balanced = None
+        if self.balanced:
+            self._create_balanced = self._fn("plan_create_balanced", c_int, self._comm_type, pp, _VP, ctypes.POINTER(_VP))
+            split = self._dll.dtl_balance_split
+            split.restype = c_int
+            split.argtypes = [self._comm_type, ctypes.c_int64, _I64P, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, _I64P]
+            self._balance_split = split
         self._block, self._import, self._export = {}, {}, {}
         for t in self.api["tensors"]:
             n = t["name"]
@@ -138,6 +148,30 @@ class Library:
         given as keywords, the others at their defaults.  Collective."""
         return Plan(self, comm, **params)
 
+    def balance_split(self, comm, coords, extent, parts):
+        """The parts + 1 boundaries of blocks of [0, extent) holding about equal numbers of
+        the entries whose coordinates (along the balanced dimension) are coords on this rank;
+        every entry on one rank only.  Collective (dtl_balance_split); an int64 array, the
+        same on every rank."""
+        from mpi4py import MPI
+        if not self.balanced:
+            raise TypeError(f"{self.prefix} has no balanced tensor")
+        c = np.ascontiguousarray(coords, dtype=np.int64)
+        if c.ndim != 1:
+            raise ValueError("balance_split: coords must be one-dimensional")
+        out = np.zeros(operator.index(parts) + 1, np.int64)
+        rc = self._balance_split(self._comm_type(MPI._handleof(comm)), c.size, c.ctypes.data_as(_I64P), 1,
+                                 operator.index(extent), operator.index(parts), out.ctypes.data_as(_I64P))
+        if rc:
+            raise MemoryError("dtl_balance_split: out of memory")
+        return out
+
+    def balanced_plan(self, comm, boundaries, /, **params):
+        """A Plan whose balanced tensors' blocks are given: boundaries maps a balanced tensor's
+        name to a sequence, one entry per grid dim, of G + 1 boundaries (or None: blocks of
+        equal extent), the same on every rank (PREFIX_plan_create_balanced).  Collective."""
+        return Plan(self, comm, boundaries, **params)
+
     def __repr__(self):
         return f"<distal.Library {self.prefix}: params {self.params}, tensors {self.tensors}>"
 
@@ -178,6 +212,40 @@ class SparseBlock:
             self._lib._dll.dtl_py_sparse_delete(ptr)
 
 
+def _boundaries(lib, boundaries, size):
+    """The PREFIX_balance struct: per balanced tensor and grid dim, a pointer to int64
+    boundaries or NULL; the arrays it points to are returned too, to keep them alive.  C reads
+    G + 1 of them, G <= size (a grid dim never has more processors than there are ranks): each
+    array is padded to size + 1 with its last value, so that C never reads past it, and
+    plan_create refuses boundaries that do not end at the extent."""
+    if not lib.balanced:
+        raise TypeError(f"{lib.prefix} has no balanced tensor")
+    for name in boundaries:
+        if name not in lib.balanced:
+            raise KeyError(f"{lib.prefix}: {name!r} is not a balanced tensor (balanced: {', '.join(lib.balanced)})")
+    nd = lib.api["grid_dims"]
+    ptrs = (_VP * (len(lib.balanced) * nd))()
+    keep = []
+    for k, name in enumerate(lib.balanced):
+        per_dim = boundaries.get(name)
+        if per_dim is None:
+            continue
+        per_dim = list(per_dim)
+        if len(per_dim) != nd:
+            raise ValueError(f"{lib.prefix}: boundaries of {name}: one entry per grid dim ({nd}) needed, not {len(per_dim)}")
+        for g, b in enumerate(per_dim):
+            if b is None:
+                continue
+            a = np.ascontiguousarray(b, dtype=np.int64)
+            if a.ndim != 1 or a.size < 2 or a.size > size + 1 or (nd == 1 and a.size != size + 1):
+                want = f"{size + 1}" if nd == 1 else f"2 to {size + 1}"
+                raise ValueError(f"{lib.prefix}: boundaries of {name} on grid dim {g}: {want} values needed, not {a.size}")
+            a = np.concatenate([a, np.full(size + 1 - a.size, a[-1], np.int64)])
+            keep.append(a)
+            ptrs[k * nd + g] = a.ctypes.data
+    return keep, ptrs
+
+
 def _int64s(values, n, what):
     values = tuple(operator.index(v) for v in values)
     if len(values) != n:
@@ -188,7 +256,7 @@ def _int64s(values, n, what):
 class Plan:
     """PREFIX_plan: the kernel's distribution of every tensor over a communicator."""
 
-    def __init__(self, lib, comm=None, /, **params):
+    def __init__(self, lib, comm=None, boundaries=None, /, **params):
         from mpi4py import MPI
         if comm is None:
             comm = MPI.COMM_WORLD
@@ -211,7 +279,13 @@ class Plan:
         self.params = {d["name"]: None if d["type"] == "int64" and getattr(p, d["name"]) == -1 else getattr(p, d["name"])
                        for d in lib.api["params"]}
         handle = _VP()
-        rc = lib._create(lib._comm_type(MPI._handleof(comm)), ctypes.byref(p), ctypes.byref(handle))
+        if boundaries is None:
+            rc = lib._create(lib._comm_type(MPI._handleof(comm)), ctypes.byref(p), ctypes.byref(handle))
+        else:
+            keep, ptrs = _boundaries(lib, boundaries, comm.Get_size())
+            rc = lib._create_balanced(lib._comm_type(MPI._handleof(comm)), ctypes.byref(p), ctypes.cast(ptrs, _VP),
+                                      ctypes.byref(handle))
+            del keep
         self._handle = handle
         if rc:
             msg = self.error()

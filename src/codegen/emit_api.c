@@ -51,7 +51,8 @@ static void json_tensor(FILE *f, const sp_program *sp, const sp_tensor *t) {
   }
   fputs("], \"levels\": [", f);
   for (int x = 0; x < t->order; x++) fprintf(f, "%s\"%s\"", x ? ", " : "", t->compressed[x] ? "compressed" : "dense");
-  fprintf(f, "], \"sparse\": %s, \"written\": %s}", t->sparse ? "true" : "false", t->written ? "true" : "false");
+  fprintf(f, "], \"sparse\": %s, \"written\": %s, \"balanced\": %s}", t->sparse ? "true" : "false", t->written ? "true" : "false",
+          t->balanced ? "true" : "false");
 }
 
 int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o) {
@@ -71,7 +72,8 @@ int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o) {
     fputs(n++ ? ",\n  " : "\n  ", f);
     json_tensor(f, sp, &sp->tensors[t]);
   }
-  fprintf(f, "],\n \"sparse\": %s, \"iterations\": %s}\n", sp->any_sparse ? "true" : "false",
-          sp->nloops ? "true" : "false");
+  /* grid_dims: the length of each array of PREFIX_balance (PREFIX_plan_create_balanced) */
+  fprintf(f, "],\n \"sparse\": %s, \"iterations\": %s, \"grid_dims\": %d}\n", sp->any_sparse ? "true" : "false",
+          sp->nloops ? "true" : "false", sp->ndims);
   return ferror(f) ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 """distalc --emit api against the header distalc writes, for every program given: the same
 params (names, types, order), the same tensors (a block query each, import/export or the
-sparse import, compute's arguments in order with their types and const-ness), and
-PREFIX_iterations exactly where the description says.
+sparse import, compute's arguments in order with their types and const-ness),
+PREFIX_iterations exactly where the description says, and PREFIX_plan_create_balanced with
+its struct where a tensor is balanced.
 
 usage: python3 api.py DISTALC WORKDIR FILE.dtl ...
 """
@@ -46,6 +47,13 @@ def check_one(distalc, workdir, path):
         bad.append(f"compute takes {got}, the description says {args}")
     if (f"int64_t {name}_iterations(" in header) != api["iterations"]:
         bad.append("iterations")
+    balanced = [t["name"] for t in api["tensors"] if t.get("balanced")]
+    if (f"int {name}_plan_create_balanced(" in header) != bool(balanced):
+        bad.append("plan_create_balanced")
+    if balanced:
+        fields = re.search(r"typedef struct \{([^}]*)\} %s_balance;" % name, header).group(1)
+        if fields != "".join(f" const int64_t *{n}[{api['grid_dims']}];" for n in balanced) + " ":
+            bad.append(f"balance struct {fields!r}")
     return bad
 
 

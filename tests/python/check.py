@@ -162,6 +162,58 @@ def test_spmv(lib):
             check(e is None or (e.message and e.call == "spmv_compute"), f"compute's message: {e}")
 
 
+BALANCED = """param n = 10;
+machine M = grid(p);
+tensor y(n) @ M(i -> i) balanced by A;
+tensor A(n, n) csr @ M(ij -> i) balanced;
+tensor x(n) @ M(j -> j) balanced by A;
+y(i) = A(i, j) * x(j);
+"""
+
+
+def test_balanced(lib):
+    """Balanced partitions: boundaries from the entries (balance_split), a plan with them whose
+    blocks follow them, y = A x against NumPy; bad boundaries refused."""
+    n = 53
+    rng = np.random.default_rng(8)
+    dense = np.zeros((n, n))
+    for i in range(n):  # skewed: row i holds about n / (i + 1) entries
+        k = max(1, n // (i + 1))
+        dense[i, rng.integers(0, n, size=k)] = rng.integers(1, 9, size=k) / 4.0
+    r, c = np.nonzero(dense)
+    coords, vals = np.stack([r, c], 1).astype(np.int64), dense[r, c]
+    xg = rng.standard_normal(n)
+    mine = np.arange(len(vals)) % size == rank
+    check(lib.balanced == ("A",), f"balanced tensors {lib.balanced}")
+    split = lib.balance_split(comm, coords[mine][:, 0], n, size)
+    check(split[0] == 0 and split[-1] == n and np.all(np.diff(split) >= 0), f"boundaries {split}")
+    counts = [np.count_nonzero(dense[split[q]:split[q + 1]]) for q in range(size)]
+    most_in_a_row = max(np.count_nonzero(dense, axis=1))
+    check(max(counts) <= len(vals) / size + most_in_a_row, f"entries per block {counts}")
+    with lib.balanced_plan(comm, {"A": [split]}, n=n) as plan:
+        (r0,), (nr,) = plan.block("y")
+        (x0,), (nx,) = plan.block("x")
+        check((r0, nr) == (split[rank], split[rank + 1] - split[rank]) and (x0, nx) == (r0, nr),
+              "balanced: the vectors' blocks are the boundaries passed")
+        Ab = plan.import_sparse("A", coords[mine], vals[mine])
+        check(Ab.nnz == counts[rank], f"balanced: A's piece has {Ab.nnz} values, not {counts[rank]}")
+        y = plan.zeros("y")
+        plan.compute(y, Ab, plan.block_of("x", xg))
+        got, covered = gather_global(plan, "y", y, (n,))
+        if rank == 0:
+            check(covered and close(got, dense @ xg), "balanced: y = A x")
+    with lib.balanced_plan(comm, {"A": [None]}, n=n) as plan:  # None: blocks of equal extent
+        (r0,), (nr,) = plan.block("y")
+        s = -(-n // size)
+        check(r0 == min(n, rank * s) and nr == min(n, (rank + 1) * s) - r0, "balanced: None gives equal extents")
+    expect(ValueError, lambda: lib.balanced_plan(comm, {"A": [split[:-1]]}, n=n), "short boundaries", "values needed")
+    expect(KeyError, lambda: lib.balanced_plan(comm, {"y": [split]}, n=n), "boundaries of y", "not a balanced tensor")
+    bad = split.copy()
+    bad[-1] = n + 1
+    expect(distal.DistalError, lambda: lib.balanced_plan(comm, {"A": [bad]}, n=n), "boundaries past the extent",
+           "must rise from 0 to")
+
+
 def test_cg(lib):
     n = 30
     # a symmetric positive definite tridiagonal matrix
@@ -203,12 +255,19 @@ def main():
     matvec = distal.compile(os.path.join(ex, "app", "matvec.dtl"))
     spmv = distal.compile(os.path.join(ex, "app", "spmv.dtl"))
     cg = distal.compile(os.path.join(ex, "cg.dtl"))
+    path = os.path.join(workdir, "balanced.dtl")
+    if rank == 0:
+        with open(path, "w") as f:
+            f.write(BALANCED)
+    comm.Barrier()
+    balanced = distal.compile(path)
     check(summa.tensors == ("A", "B", "C") and summa.dtype("A") == np.float64, f"{summa}")
     check(summa.defaults() == {"n": 4096, "chunk": 256, "gx": None, "gy": None}, f"defaults {summa.defaults()}")
     test_summa(summa)
     test_matvec(matvec)
     test_spmv(spmv)
     test_cg(cg)
+    test_balanced(balanced)
     test_compile_errors()
     total = comm.allreduce(failures)
     if rank == 0:
