@@ -12,8 +12,6 @@ program balanced_lib.c, through the library API).
 """
 import os
 import re
-import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -25,7 +23,6 @@ MPIRUN = os.environ.get("MPIRUN", "mpirun")
 MPICC = os.environ.get("MPICC", "mpicc")
 TIMEOUT = 120
 N = 601
-STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
 
 PROGRAMS = {
     # the owner-computes default: every statement distributed like its data
@@ -70,40 +67,15 @@ y(i) = A(i, j) * x(j);
 # the programs whose balance is checked, and the tensor whose blocks it is
 BALANCE = {"owner": "A", "scheduled": "A"}
 
-checks = 0
-fails = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (PASS/FAIL lines, mpirun with its own TMPDIR)
 
-
-def ok(msg):
-    global checks
-    checks += 1
-    print("PASS " + msg)
-
-
-def bad(msg, out=""):
-    global checks, fails
-    checks += 1
-    fails += 1
-    print("FAIL " + msg)
-    for line in out.strip().splitlines()[-15:]:
-        print("    | " + line)
+T = harness.Tally()
+ok, bad = T.ok, T.bad
 
 
 def run(cmd, cwd):
-    """Run a command (an mpirun: once more where mpirun itself could not start the job)."""
-    for attempt in range(2):
-        tmp = tempfile.mkdtemp(dir=cwd, prefix=".mpirun-")
-        try:
-            p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT,
-                               universal_newlines=True, env=dict(os.environ, TMPDIR=tmp))
-            rc, out = p.returncode, p.stdout
-        except subprocess.TimeoutExpired as e:
-            rc, out = None, "timeout: %s" % e
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if not any(f in out for f in STARTUP_FAILURES):
-            break
-    return rc, out
+    return harness.run_cmd(cmd, cwd, TIMEOUT)
 
 
 def power_law(rng, n):
@@ -237,8 +209,8 @@ def main():
         check_programs(work, a, x)
         check_errors(work)
         check_library(work)
-    print("balanced: %d checks, %d failed" % (checks, fails))
-    return 1 if fails else 0
+    print("balanced: %d checks, %d failed" % (T.checks, T.fails))
+    return 1 if T.fails else 0
 
 
 if __name__ == "__main__":

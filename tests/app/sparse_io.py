@@ -14,7 +14,6 @@ at 1, 3 and 4 ranks.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,47 +51,16 @@ N, M_, P_ = 13, 11, 5
 # runs wait mostly for mpirun to start: a few at a time
 POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("SPARSE_IO_JOBS", "4")))
 
-checks = 0
-fails = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (PASS/FAIL lines, mpirun with its own TMPDIR)
 
-
-def ok(msg):
-    global checks
-    checks += 1
-    print("PASS " + msg)
-
-
-def bad(msg, out=""):
-    global checks, fails
-    checks += 1
-    fails += 1
-    print("FAIL " + msg)
-    for line in out.strip().splitlines()[-15:]:
-        print("    | " + line)
-
-
-# Output of an mpirun that could not start the job at all (not the program's doing).
-STARTUP_FAILURES = ("orte_init failed", "ORTE_ERROR_LOG", "unable to create the desired directory")
+T = harness.Tally()
+ok, bad = T.ok, T.bad
 
 
 def run(np_, args, cwd, exe="./save", env=None):
-    """Run exe under mpirun; each launch gets its own TMPDIR (Open MPI's session directories
-    of concurrent launches race in a shared one), and a launch that mpirun itself could not
-    start is tried once more."""
-    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", exe] + args
-    for attempt in range(2):
-        tmp = tempfile.mkdtemp(dir=cwd, prefix=".mpirun-")
-        try:
-            p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT,
-                               universal_newlines=True, env=dict(os.environ, TMPDIR=tmp, **(env or {})))
-            rc, out = p.returncode, p.stdout
-        except subprocess.TimeoutExpired as e:
-            rc, out = None, (e.output or b"").decode(errors="replace") if isinstance(e.output, bytes) else (e.output or "")
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if not any(f in out for f in STARTUP_FAILURES):
-            break
-    return rc, out
+    """Run exe under mpirun (harness.run_cmd)."""
+    return harness.run_cmd([MPIRUN, "-np", str(np_), "--oversubscribe", exe] + args, cwd, TIMEOUT, env)
 
 
 def messages(out):
@@ -568,8 +536,8 @@ def main():
             bad("temporary files left: %s" % leftovers)
         else:
             ok("no temporary file left")
-    print("%d checks, %d failed" % (checks, fails))
-    return 1 if fails else 0
+    print("%d checks, %d failed" % (T.checks, T.fails))
+    return 1 if T.fails else 0
 
 
 if __name__ == "__main__":
