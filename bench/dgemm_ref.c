@@ -13,25 +13,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
+
 int openblas_get_num_threads(void);
 
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void fill(double *x, size_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
-  }
 }
 
 int main(int argc, char **argv) {

@@ -19,28 +19,7 @@
 
 #include "distal/scalapack.h"
 
-void Cblacs_get(int icontxt, int what, int *val);
-void Cblacs_gridinit(int *icontxt, const char *order, int nprow, int npcol);
-void Cblacs_gridinfo(int icontxt, int *nprow, int *npcol, int *myrow, int *mycol);
-void Cblacs_gridexit(int icontxt);
-int numroc_(const int *n, const int *nb, const int *iproc, const int *isrcproc, const int *nprocs);
-void pdgemm_(const char *transa, const char *transb, const int *m, const int *n, const int *k,
-             const double *alpha, const double *a, const int *ia, const int *ja, const int *desca,
-             const double *b, const int *ib, const int *jb, const int *descb, const double *beta,
-             double *c, const int *ic, const int *jc, const int *descc);
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static void fill(double *x, size_t n, uint64_t seed) {
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = (double)(s >> 11) / 9007199254740992.0 - 0.5;
-  }
-}
+#include "bench_util.h"
 
 typedef void (*gemm_fn)(const char *, const char *, const int *, const int *, const int *, const double *,
                         const double *, const int *, const int *, const int *, const double *, const int *,
