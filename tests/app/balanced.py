@@ -8,7 +8,7 @@ program of three statements (fused, with a sum), one with distribute and communi
 NumPy's, and --stats shows the stored entries per rank within 1.25 of their mean where the same
 program without `balanced` is far from it (the blocks of equal extent).  Declaration errors are
 located, and boundaries an application passes to plan_create_balanced are checked (the C
-program balanced_lib.c, through the library API).
+program balanced_lib.c, through the library API, also under AddressSanitizer and UBSan).
 """
 import os
 import re
@@ -197,6 +197,28 @@ def check_library(work):
             ok("library API at %d ranks: %s" % (np_, out.strip().splitlines()[-1]))
         else:
             bad("library API at %d ranks" % np_, out)
+    # the same under AddressSanitizer and UBSan, the runtime compiled in (as tests/app/sparse.sh)
+    comm = os.path.join(TOP, "src", "comm")
+    san = ["-std=c11", "-g", "-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-D_POSIX_C_SOURCE=200809L"]
+    srcs = sorted(os.path.join(comm, f) for f in os.listdir(comm) if f.endswith(".c"))
+    srcs += [os.path.join(TOP, "kernels", "blas.c"), os.path.join(TOP, "kernels", "tensor_kernels.c")]
+    rc, out = run([MPICC] + san + ["-I.", "-I" + comm, os.path.join(TOP, "tests", "app", "balanced_lib.c"), "spmv_bal.c"] + srcs +
+                  [f for f in cflags if f.startswith("-I")] + ["-o", "balanced_san", "-lopenblas", "-lhwloc", "-lm"], work)
+    if rc != 0:
+        bad("balanced_lib.c does not build with the sanitizers", out)
+        return
+    env = ["-x", "ASAN_OPTIONS=detect_leaks=1:exitcode=0", "-x", "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"]
+    rc, out = run([MPIRUN, "-np", "3", "--oversubscribe"] + env + ["./balanced_san", str(N)], work)
+    ours = re.compile(r"src/comm|kernels/|spmv_bal\.c|balanced_lib\.c")
+    leaks = [b for b in out.split("\n\n") if "leak of" in b and ours.search(b)]
+    if "balanced_lib: ok" not in out:
+        bad("library API under AddressSanitizer and UBSan", out)
+    elif "ERROR: AddressSanitizer" in out or "runtime error" in out:
+        bad("a sanitizer error", out)
+    elif leaks:
+        bad("leaks in our code", "\n\n".join(leaks))
+    else:
+        ok("library API under AddressSanitizer and UBSan at 3 ranks, no leak in our code")
 
 
 def main():
