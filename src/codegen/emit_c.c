@@ -243,12 +243,10 @@ void cg_print_flops(FILE *f, const sp_program *sp) {
   }
 }
 
-static int nsplits(const sp_program *sp) { return sp->nsplits; }
-
 /* params as local constants of a generated function, from the array `from`; the boundaries of
  * the balanced partitions (SYM_SPLIT prints dtl_split[id][...]) from the plan */
 static void declare_splits(FILE *f, const sp_program *sp, const char *plan, int ind) {
-  if (nsplits(sp))
+  if (sp->nsplits)
     fprintf(f, "%*sconst int64_t *const *dtl_split = (const int64_t *const *)%s->split;\n%*s(void)dtl_split;\n", ind, "", plan, ind,
             "");
 }
@@ -1133,7 +1131,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
  * on each grid dim (NULL: equal extents), and PREFIX_plan_create_balanced takes them. */
 /* plan_create: each balanced partition's boundaries, given or of equal extents */
 static void emit_split_init(FILE *c, const sp_program *sp) {
-  for (int id = 0; id < nsplits(sp); id++) {
+  for (int id = 0; id < sp->nsplits; id++) {
     int t = sp->splits[id].tensor, g = sp->splits[id].gdim, x = sp->splits[id].tdim;
     fprintf(c, "  /* balanced partition %d: %s, dimension %d over grid dim %d */\n", id, sp->tensors[t].name, x, g);
     fprintf(c, "  dtl_plan->split[%d] = malloc(sizeof(int64_t) * (size_t)(dtl_plan->ctx->dims[%d] + 1));\n", id, g);
@@ -1151,7 +1149,7 @@ static void emit_split_init(FILE *c, const sp_program *sp) {
 }
 
 static void emit_balance_api(FILE *h, const sp_program *sp, const cg_options *o) {
-  if (!nsplits(sp)) return;
+  if (!sp->nsplits) return;
   fprintf(h, "/* Balanced partitions (`balanced`): for each such tensor T, T[g] is NULL (blocks of equal\n"
              " * extent) or the G + 1 boundaries of its blocks on grid dim g (G: that dim's size; block c is\n"
              " * [T[g][c], T[g][c + 1])), the same on every rank, e.g. from dtl_balance_split. */\n");
@@ -1328,7 +1326,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   /* Generated code reads and writes the params struct as an array of its int64_t fields, in
    * declaration order, so that it never spells a field's name (which may be a macro's). */
   fprintf(c, "_Static_assert(sizeof(%s_params) == %d * sizeof(int64_t), \"the params struct is an array of int64_t\");\n\n", P, np1);
-  if (nsplits(sp)) {
+  if (sp->nsplits) {
     int nb = 0;
     for (int t = 0; t < sp->ntensors; t++) nb += sp->tensors[t].balanced;
     fprintf(c, "_Static_assert(sizeof(%s_balance) == %d * sizeof(const int64_t *), \"the balance struct is an array of pointers\");\n\n", P,
@@ -1341,7 +1339,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  dtl_sparse sp[%d]; /* fetched sparse boxes, by buffer slot */\n  dtl_coo co[%d]; /* entries of sparse results */\n", nslots,
             nslots);
   fprintf(c, "  void *tmp[%d]; /* temporaries: this rank's block, by tensor */\n", sp->ntensors + 1);
-  if (nsplits(sp)) fprintf(c, "  int64_t *split[%d]; /* balanced partitions: boundaries, by split id */\n", nsplits(sp));
+  if (sp->nsplits) fprintf(c, "  int64_t *split[%d]; /* balanced partitions: boundaries, by split id */\n", sp->nsplits);
   if (sp->any_sparse) fprintf(c, "  dtl_sparse tsp[%d]; /* sparse temporaries */\n", sp->ntensors + 1);
   if (halo)
     fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n"
@@ -1381,7 +1379,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
       fprintf(c, "  {\n    const double d = %.17g;\n    memcpy((char *)p + %d * sizeof(int64_t), &d, sizeof d);\n  }\n", sp->params[i].fvalue, i);
   fputs("}\n\n", c);
   /* plan_create */
-  if (nsplits(sp)) {
+  if (sp->nsplits) {
     fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n"
                "  return %s_plan_create_balanced(dtl_comm, dtl_params, NULL, dtl_out);\n}\n\n", P, P, P, P);
     fprintf(c, "int %s_plan_create_balanced(MPI_Comm dtl_comm, const %s_params *dtl_params, const %s_balance *dtl_bal, %s_plan **dtl_out) {\n",
@@ -1511,7 +1509,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
              "  for (int i = 0; i < %d; i++) free((*plan)->buf[i]);\n"
              "  for (int i = 0; i < %d; i++) free((*plan)->tmp[i]);\n%s%s%s"
              "  if ((*plan)->ctx) dtl_ctx_destroy(&(*plan)->ctx);\n  free(*plan);\n  *plan = NULL;\n  return 0;\n}\n\n",
-          P, P, nsplits(sp) ? "  for (int i = 0; i < (int)(sizeof (*plan)->split / sizeof (*plan)->split[0]); i++) free((*plan)->split[i]);\n" : "",
+          P, P, sp->nsplits ? "  for (int i = 0; i < (int)(sizeof (*plan)->split / sizeof (*plan)->split[0]); i++) free((*plan)->split[i]);\n" : "",
           nslots, sp->ntensors + 1, sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->sp / sizeof (*plan)->sp[0]); i++) dtl_sparse_free(&(*plan)->sp[i]), dtl_coo_free(&(*plan)->co[i]);\n" : "",
           sp->any_sparse ? "  for (int i = 0; i < (int)(sizeof (*plan)->tsp / sizeof (*plan)->tsp[0]); i++) dtl_sparse_free(&(*plan)->tsp[i]);\n" : "",
           halo ? "  for (int i = 0; i < (int)(sizeof (*plan)->halo / sizeof (*plan)->halo[0]); i++) dtl_halo_free(&(*plan)->halo[i]);\n" : "");

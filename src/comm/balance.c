@@ -49,8 +49,6 @@ int dtl_split_init(dtl_ctx *ctx, int g, int64_t extent, const int64_t *given, co
  * is reached is then counted coordinate by coordinate (at most G - 1 such bins), and block c
  * ends at the coordinate boundary nearest that share.  Blocks are therefore balanced to within
  * one coordinate's entries (a coordinate holding more than a block's share is a block alone). */
-static int64_t bin_of(int64_t x, int64_t b) { return x / b; }
-
 int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t stride, int64_t extent,
                       int64_t parts, int64_t *split) {
   if (parts < 1 || extent < 0) return 1;
@@ -66,7 +64,7 @@ int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t s
   }
   for (int64_t e = 0; e < n; e++) {
     int64_t x = coords[e * stride];
-    if (x >= 0 && x < extent) h[bin_of(x, b)]++;
+    if (x >= 0 && x < extent) h[x / b]++;
   }
   if (nb > 0) MPI_Allreduce(MPI_IN_PLACE, h, (int)nb, MPI_INT64_T, MPI_SUM, comm);
   int64_t total = 0;
@@ -82,7 +80,7 @@ int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t s
   /* those bins coordinate by coordinate */
   for (int64_t e = 0; e < n && nfine; e++) {
     int64_t x = coords[e * stride];
-    if (x >= 0 && x < extent && slot[bin_of(x, b)] >= 0) fine[slot[bin_of(x, b)] * b + x % b]++;
+    if (x >= 0 && x < extent && slot[x / b] >= 0) fine[slot[x / b] * b + x % b]++;
   }
   if (nfine) MPI_Allreduce(MPI_IN_PLACE, fine, (int)(nfine * b), MPI_INT64_T, MPI_SUM, comm);
   split[0] = 0;

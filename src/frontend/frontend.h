@@ -293,6 +293,8 @@ void fe_program_free(fe_program *prog);
 int fe_find_param(const fe_program *prog, const char *name);
 int fe_find_machine(const fe_program *prog, const char *name);
 int fe_find_tensor(const fe_program *prog, const char *name);
+/* Does the tensor have a compressed level (a sparse tensor)? */
+bool fe_tensor_sparse(const fe_tensor *t);
 /* Balanced partitions (`balanced`, `balanced by T`): each pair (balanced tensor T, grid dim g of
  * the machine's only level that T partitions) is a split, numbered in declaration order of T, then
  * g.  fe_split_of: the split whose blocks tensor t's partitioned dimension on grid dim g takes, -1

@@ -1045,6 +1045,12 @@ int fe_find_machine(const fe_program *prog, const char *name) {
   return -1;
 }
 
+bool fe_tensor_sparse(const fe_tensor *t) {
+  for (int x = 0; t->formats && x < t->order; x++)
+    if (t->formats[x] == FE_COMPRESSED) return true;
+  return false;
+}
+
 static int split_dim(const fe_tensor *t, int g) { /* the tensor dim t partitions over grid dim g, or -1 */
   if (!t->has_dist || t->dist.nlevels < 1 || g >= t->dist.levels[0].ny) return -1;
   const fe_ydim *y = &t->dist.levels[0].y[g];

@@ -274,12 +274,6 @@ static bool default_mapping(checker *c, const fe_tensor *t, fe_dist *d, const fe
 /* `balanced` / `balanced by T` (fe_split_of): a sparse tensor partitioned on a flat CPU machine
  * balances itself; a tensor balanced by T takes T's blocks on every grid dim it partitions, where
  * T partitions a dimension of the same size. */
-static bool sparse_format(const fe_tensor *t) {
-  for (int x = 0; t->has_format && x < t->order; x++)
-    if (t->formats[x] == FE_COMPRESSED) return true;
-  return false;
-}
-
 static void check_balance(checker *c, fe_tensor *t) {
   if (!t->balanced) return;
   const fe_program *p = c->prog;
@@ -307,7 +301,7 @@ static void check_balance(checker *c, fe_tensor *t) {
                                "(write 'balanced by S' to take the blocks of a balanced tensor S)", t->name);
       return;
     }
-    if (!sparse_format(t)) {
+    if (!fe_tensor_sparse(t)) {
       error(c, t->balance_loc, "balanced: '%s' is dense; only a sparse tensor balances its stored entries "
                                "(write 'balanced by S' to take the blocks of a balanced sparse tensor S)", t->name);
       return;
@@ -321,7 +315,7 @@ static void check_balance(checker *c, fe_tensor *t) {
     return;
   }
   const fe_tensor *S = &p->tensors[src];
-  if (src == self || !S->balanced || S->balance_by || !sparse_format(S)) {
+  if (src == self || !S->balanced || S->balance_by || !fe_tensor_sparse(S)) {
     error(c, t->balance_by_loc, "balanced by: '%s' is not declared 'balanced' itself", S->name);
     return;
   }

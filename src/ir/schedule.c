@@ -1027,12 +1027,6 @@ static void owner_computes(sctx *c) {
  * place_reduction), so any order gives its value. */
 enum { ORDER_HARD = 1 << 20 };
 
-static bool tensor_sparse(const fe_tensor *t) {
-  for (int x = 0; t->has_format && x < t->order; x++)
-    if (t->formats[x] == FE_COMPRESSED) return true;
-  return false;
-}
-
 static void ask_order(const ir_stmt *s, const fe_access *a, int w, int *weight) {
   for (int d = 0; d < a->nidx; d++)
     for (int e = d + 1; e < a->nidx; e++) {
@@ -1041,27 +1035,29 @@ static void ask_order(const ir_stmt *s, const fe_access *a, int w, int *weight) 
     }
 }
 
-static bool default_order(sctx *c, int ncmds) {
+/* Returns the statement as written where the order moved (the restore point of scheduling
+ * further), NULL where it did not apply or changed nothing. */
+static const ir_stmt *default_order(sctx *c, int ncmds) {
   ir_stmt *s = c->s;
   const fe_program *p = c->ir->ast;
   int n = s->nvars;
-  if (n < 2 || ncmds || s->ast->ncmds || tensor_sparse(&p->tensors[s->ast->lhs.tensor])) return false;
+  if (n < 2 || ncmds || s->ast->ncmds || fe_tensor_sparse(&p->tensors[s->ast->lhs.tensor])) return NULL;
   if (c->ir->machine >= 0) {
     const fe_machine *M = &p->machines[c->ir->machine];
     for (int l = 0; l < M->nlevels; l++)
-      if (M->levels[l].kind != FE_CPU) return false;
+      if (M->levels[l].kind != FE_CPU) return NULL;
   }
   cin_node **chain = ir_alloc(n * sizeof *chain);
   int nc = 0;
   for (cin_node *x = s->root; x && x->kind == CIN_FORALL; x = x->body) chain[nc++] = x;
-  if (nc != n) return false;
+  if (nc != n) return NULL;
   int *weight = ir_alloc((size_t)n * n * sizeof *weight); /* weight[u*n+v]: u before v */
   ask_order(s, &s->ast->lhs, 4, weight);
   const fe_access *acc[64];
   int na = 0;
   rhs_accesses(s->ast->rhs, acc, &na, 64);
   for (int k = 0; k < na; k++)
-    ask_order(s, acc[k], tensor_sparse(&p->tensors[acc[k]->tensor]) ? ORDER_HARD : 1, weight);
+    ask_order(s, acc[k], fe_tensor_sparse(&p->tensors[acc[k]->tensor]) ? ORDER_HARD : 1, weight);
   bool *placed = ir_alloc(n * sizeof *placed);
   int *order = ir_alloc(n * sizeof *order);
   for (int k = 0; k < n; k++) {
@@ -1078,11 +1074,11 @@ static bool default_order(sctx *c, int ncmds) {
     placed[best] = true, order[k] = best;
   }
   bool moved = false;
-  for (int k = 0; k < n; k++) {
-    moved |= chain[k]->var != order[k];
-    chain[k]->var = order[k]; /* fresh foralls: only their variables */
-  }
-  return moved;
+  for (int k = 0; k < n; k++) moved |= chain[k]->var != order[k];
+  if (!moved) return NULL;
+  const ir_stmt *written = ir_stmt_clone(s);
+  for (int k = 0; k < n; k++) chain[k]->var = order[k]; /* fresh foralls: only their variables */
+  return written;
 }
 
 /* ---- driver ---------------------------------------------------------------------------------- */
@@ -1172,6 +1168,9 @@ static void balance_divides(sctx *c) {
   const fe_program *p = c->ir->ast;
   if (!fe_nsplits(p) || c->ir->machine < 0 || p->machines[c->ir->machine].nlevels != 1) return;
   const fe_grid *G = &p->machines[c->ir->machine].levels[0];
+  const fe_access *acc[64];
+  int na = 0;
+  rhs_accesses(s->ast->rhs, acc, &na, 64);
   for (int r = 0; r < s->nrels; r++) {
     ir_rel *R = &s->rels[r];
     int v = R->in[0];
@@ -1181,9 +1180,6 @@ static void balance_divides(sctx *c) {
     int g = n->dist_dim;
     if (!sym_equal(R->factor, sym_from_size(&G->dims[g]))) continue;
     int id = access_split(c->ir, &s->ast->lhs, s->vars[v].name, g);
-    const fe_access *acc[64];
-    int na = 0;
-    rhs_accesses(s->ast->rhs, acc, &na, 64);
     for (int k = 0; k < na && id < 0; k++) id = access_split(c->ir, acc[k], s->vars[v].name, g);
     if (id < 0) continue;
     R->split = id + 1;
@@ -1197,8 +1193,7 @@ static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, in
   if (s->before_owner) *s = *ir_stmt_clone(s->before_owner); /* the default is applied anew */
   sctx c = {.ir = ir, .s = s, .src = ir->ast->src};
   /* the default order is the default's too: scheduling further starts from the written one */
-  const ir_stmt *written = ir_stmt_clone(s);
-  bool reordered = default_order(&c, n);
+  const ir_stmt *written = default_order(&c, n);
   bool ok = true;
   for (int k = 0; k < n && ok; k++) {
     c.cmd = &cmds[k];
@@ -1211,7 +1206,7 @@ static void schedule_stmt(ir_program *ir, ir_stmt *s, const fe_command *cmds, in
     owner_computes(&c);
     if (finish(&c)) balance_divides(&c);
   }
-  if (reordered) s->before_owner = written;
+  if (written) s->before_owner = written;
 }
 
 int ir_schedule(ir_program *ir, int stop_after) {

@@ -508,10 +508,7 @@ static bool check_where(lw_program *lp, const ir_stmt *s, lw_stmt *ls) {
 
 bool lw_sparse(const fe_program *p, int t) {
   if (t < 0 || t >= p->ntensors) return false; /* a precompute workspace: dense */
-  const fe_tensor *ft = &p->tensors[t];
-  for (int x = 0; x < ft->order; x++)
-    if (ft->formats && ft->formats[x] == FE_COMPRESSED) return true;
-  return false;
+  return fe_tensor_sparse(&p->tensors[t]);
 }
 
 static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
