@@ -387,42 +387,44 @@ static void kstore_walk(const sp_node *n, kstore *k, bool enclosed) {
   }
   for (int q = 0; q < n->nkids; q++) kstore_walk(n->kids[q], k, enclosed);
 }
-static const char *kernel_store_why(const sp_program *sp, const sp_func *fn, int t) {
-  kstore k = {.tensor = t};
-  kstore_walk(fn->body, &k, false);
-  if (k.kernels != 1 || k.others) return NULL; /* not a kernel's statement: the other reasons */
+/* the reason a statement whose only writer of T is one kernel cannot store (NULL: it can) */
+static const char *kernel_store_why(const sp_program *sp, const kstore *k) {
   if (sp->cuda) return "its kernel runs on the device, whose kernels add";
-  if (k.enclosed) return "its kernel runs in a loop or a branch (each call adds a part)";
-  if (k.adds_only) return "its kernel has no storing entry point";
-  return "";
+  if (k->enclosed) return "its kernel runs in a loop or a branch (each call adds a part)";
+  if (k->adds_only) return "its kernel has no storing entry point";
+  return NULL;
+}
+
+/* T is a view of the rank's own block in the statement */
+static bool own_view(const sp_program *sp, const sp_func *fn, int t) {
+  for (int q = 0; q < fn->body->nkids; q++) {
+    const sp_node *k = fn->body->kids[q];
+    if (k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == t) return true;
+  }
+  return false;
 }
 
 static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_node *seq, int at) {
   const sp_node *n = seq->kids[at];
   if (n->kind != SN_INIT || n->init != SI_ZERO) return not_here;
   if (sp->tensors[n->tensor].sparse) return not_here;
-  if (!fn->distinct_writes) {
-    const lw_stmt *ls = &sp->lp->stmts[fn->index];
-    const char *kw = ls->nwhere ? NULL : kernel_store_why(sp, fn, n->tensor);
-    if (kw && *kw) return kw;
-    if (!kw && (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor)))
-      return "the statement sums, repeats an index on its left, or precomputes";
-    bool view = false;
-    for (int q = 0; q < fn->body->nkids; q++) {
-      const sp_node *k = fn->body->kids[q];
-      view |= k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == n->tensor;
-    }
-    if (!view) return "the output is not written in place in the rank's own block";
-    return kw ? NULL : acc_store_walk(sp, fn, fn->body, n->tensor, false);
+  const char *not_in_place = "the output is not written in place in the rank's own block";
+  if (fn->distinct_writes) {
+    if (!own_view(sp, fn, n->tensor)) return not_in_place;
+    if (find(fn->body, adds_or_skips, NULL)) return "a kernel, a register sum or a sparse co-iteration writes the output";
+    return NULL;
   }
-  bool view = false;
-  for (int q = 0; q < fn->body->nkids; q++) {
-    const sp_node *k = fn->body->kids[q];
-    view |= k->kind == SN_COMM && k->op == SC_VIEW && sp->bufs[k->buf].output && sp->bufs[k->buf].tensor == n->tensor;
+  const lw_stmt *ls = &sp->lp->stmts[fn->index];
+  kstore k = {.tensor = n->tensor};
+  kstore_walk(fn->body, &k, false);
+  if (!ls->nwhere && k.kernels == 1 && !k.others) { /* one kernel writes T */
+    const char *why = kernel_store_why(sp, &k);
+    return why ? why : own_view(sp, fn, n->tensor) ? NULL : not_in_place;
   }
-  if (!view) return "the output is not written in place in the rank's own block";
-  if (find(fn->body, adds_or_skips, NULL)) return "a kernel, a register sum or a sparse co-iteration writes the output";
-  return NULL;
+  if (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor))
+    return "the statement sums, repeats an index on its left, or precomputes";
+  if (!own_view(sp, fn, n->tensor)) return not_in_place;
+  return acc_store_walk(sp, fn, fn->body, n->tensor, false);
 }
 
 static void set_store(sp_node *n) {
