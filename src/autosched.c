@@ -212,6 +212,7 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   double work = (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
   out->seconds = (double)out->cost.msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   out->text = ir_strdup(c->text);
+  out->speedup = c->speedup > 0 ? c->speedup : 1;
   return true;
 }
 
@@ -439,6 +440,161 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     st->cmds = NULL, st->ncmds = 0;
     st->why_not = "no candidate fits the memory limit: the default";
   }
+}
+
+/* ---- the run-time variants ---------------------------------------------------------------- */
+/* what a report chose, per statement: the commands' text ("": the default or as written) */
+static const char *chosen_text(const dc_auto_stmt *st) { return st->chosen == 0 && st->ncmds ? st->cand[0].text : ""; }
+static double chosen_speedup(const dc_auto_stmt *st) { return st->chosen == 0 && st->ncmds ? st->cand[0].speedup : 1; }
+
+typedef struct {
+  char *key;           /* the chosen texts, one line per statement */
+  ir_program *ir;
+  double *speedup;
+  const char **schedule;
+  char label[256];
+  int wins;
+} variant_acc;
+
+static char *report_key(const dc_auto_report *r) {
+  size_t n = 1;
+  for (int i = 0; i < r->nstmts; i++) n += strlen(chosen_text(&r->stmts[i])) + 1;
+  char *k = ir_alloc(n);
+  for (int i = 0; i < r->nstmts; i++) strcat(strcat(k, chosen_text(&r->stmts[i])), "\n");
+  return k;
+}
+
+static void variant_from(variant_acc *a, const dc_auto_report *r, ir_program *ir) {
+  a->key = report_key(r);
+  a->ir = ir;
+  a->speedup = ir_alloc((size_t)(r->nstmts + 1) * sizeof *a->speedup);
+  a->schedule = ir_alloc((size_t)(r->nstmts + 1) * sizeof *a->schedule);
+  for (int i = 0; i < r->nstmts; i++) a->speedup[i] = chosen_speedup(&r->stmts[i]), a->schedule[i] = chosen_text(&r->stmts[i]);
+}
+
+static void scenario_label(char *b, size_t n, const fe_program *p, int64_t ranks, const int64_t *vals) {
+  int w = snprintf(b, n, "%lld rank%s", (long long)ranks, ranks == 1 ? "" : "s");
+  for (int q = 0; q < p->nparams && w > 0 && (size_t)w < n; q++)
+    if (!p->params[q].is_grid && !p->params[q].is_float)
+      w += snprintf(b + w, n - (size_t)w, "%s%s=%lld", q ? " " : ", ", p->params[q].name, (long long)vals[q]);
+}
+
+typedef struct {
+  dc_unit *u;
+  lw_program *lp;
+  const dc_auto_report *rep;
+  const int64_t *params;
+  int64_t ranks, mem_limit;
+  const dc_machine_model *m;
+  dc_grid_fn grid;
+  void *grid_ctx;
+  int maxv;
+} variants_args;
+
+/* dc_auto_variants inside its scope */
+static int variants_in(const variants_args *A) {
+  dc_unit *u = A->u;
+  const fe_program *p = u->ast;
+  const dc_machine_model *mm = A->m;
+  const int64_t *params = A->params;
+  int np = p->nparams;
+  int cap = 64, nacc = 1;
+  variant_acc *acc = ir_alloc((size_t)cap * sizeof *acc);
+  variant_from(&acc[0], A->rep, A->lp->ir);
+  {
+    int64_t *v0 = ir_alloc((size_t)(np + 1) * sizeof *v0);
+    for (int q = 0; q < np; q++) v0[q] = params[q] > 0 || p->params[q].is_grid ? params[q] : 1024;
+    if (A->grid(A->grid_ctx, v0, A->ranks)) scenario_label(acc[0].label, sizeof acc[0].label, p, A->ranks, v0);
+  }
+  /* the shapes: as compiled, all sizes x16, each size alone x16 and /16 */
+  int nsize = 0;
+  for (int q = 0; q < np; q++) nsize += !p->params[q].is_grid && !p->params[q].is_float;
+  int nshapes = 2 + 2 * nsize;
+  static const int64_t rank_counts[] = {64, 16, 8, 4, 2};
+  for (int rc = 0; rc < (int)(sizeof rank_counts / sizeof *rank_counts); rc++) {
+    for (int sh = 0; sh < nshapes; sh++) {
+      int64_t *v = ir_alloc((size_t)(np + 1) * sizeof *v);
+      int which = sh >= 2 ? (sh - 2) / 2 : -1, seen = 0;
+      for (int q = 0; q < np; q++) {
+        v[q] = params[q] > 0 || p->params[q].is_grid ? params[q] : 1024; /* grid params: solved, unless given */
+        if (p->params[q].is_grid || p->params[q].is_float) continue;
+        if (sh == 1 || seen == which) v[q] = (sh >= 2 && sh % 2) ? (v[q] / 16 > 0 ? v[q] / 16 : 1) : v[q] * 16;
+        seen++;
+      }
+      if (!A->grid(A->grid_ctx, v, rank_counts[rc])) continue;
+      dc_auto_report r = {0};
+      ir_program *ir = NULL;
+      fe_sink saved = u->src->sink;
+      int nerr = u->src->nerrors;
+      u->src->sink = (fe_sink){quiet, NULL};
+      int st = dc_auto(u, v, rank_counts[rc], A->mem_limit, mm, &ir, &r);
+      u->src->sink = saved;
+      u->src->nerrors = nerr;
+      if (st != DC_OK || !ir) continue;
+      char *key = report_key(&r);
+      int at = -1;
+      for (int k = 0; k < nacc && at < 0; k++)
+        if (!strcmp(acc[k].key, key)) at = k;
+      if (at < 0 && nacc < cap) {
+        at = nacc++;
+        variant_from(&acc[at], &r, ir);
+        scenario_label(acc[at].label, sizeof acc[at].label, p, rank_counts[rc], v);
+      }
+      if (at >= 0) acc[at].wins++;
+    }
+  }
+  /* the compile's choice, then the most often chosen (the first found among equals) */
+  int *pick = ir_alloc((size_t)(nacc + 1) * sizeof *pick), npick = 1;
+  pick[0] = 0;
+  while (npick < A->maxv && npick < nacc) {
+    int best = -1;
+    for (int k = 1; k < nacc; k++) {
+      bool taken = false;
+      for (int q = 0; q < npick; q++) taken |= pick[q] == k;
+      if (!taken && (best < 0 || acc[k].wins > acc[best].wins)) best = k;
+    }
+    pick[npick++] = best;
+  }
+  if (npick < 2) return DC_OK;
+  u->variants = ir_alloc((size_t)(npick + 1) * sizeof *u->variants);
+  for (int q = 0; q < npick; q++) {
+    variant_acc *a = &acc[pick[q]];
+    lw_program *vl = A->lp;
+    int rc;
+    if (q && ((rc = dc_lower(u, a->ir, &vl)) != DC_OK || !vl)) return rc == DC_NOMEM ? DC_NOMEM : DC_OK; /* (it lowered before) */
+    u->variants[q] = (dc_variant){vl, a->speedup, ir_strdup(a->label[0] ? a->label : "the compile's params"), a->schedule};
+    u->nvariants = q + 1;
+  }
+  return DC_OK;
+}
+
+static int variants_scoped(const variants_args *A) {
+  dc_unit *u = A->u;
+  ir_scope sc;
+  ir_scope_enter(&sc, u->arena);
+  if (setjmp(sc.oom)) {
+    fe_error(u->src, (fe_loc){0, 0}, "out of memory");
+    u->nvariants = 0;
+    return DC_NOMEM;
+  }
+  int rc = variants_in(A);
+  if (u->nvariants < 2) u->nvariants = 0;
+  ir_scope_leave(&sc);
+  return rc;
+}
+
+int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
+                     int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv) {
+  const variants_args A = {u, lp, rep, params, ranks, mem_limit, m ? m : &dc_default_model, grid, grid_ctx, maxv};
+  bool searched = false;
+  for (int i = 0; i < rep->nstmts; i++) searched |= rep->stmts[i].chosen == 0;
+  u->model[0] = A.m->bandwidth, u->model[1] = A.m->latency, u->model[2] = A.m->point_time;
+  u->mem_limit = mem_limit;
+  u->nvariants = 0;
+  bool sparse = false; /* sparse pieces and halo caches are per buffer slot: no variants */
+  for (int t = 0; t < u->ast->ntensors; t++) sparse |= lw_sparse(u->ast, t);
+  if (!searched || maxv < 2 || u->cuda || sparse) return DC_OK;
+  return variants_scoped(&A);
 }
 
 /* The params the costs are evaluated at, in u's arena: a param without a value (given at

@@ -17,9 +17,10 @@
  * steps overlaps the previous step's computation, as the pipeline rewrite makes it.  A
  * candidate that the compiler rejects is dropped; the choice is the fastest candidate whose
  * buffers fit the memory limit, else the default.  The default is always a candidate, so the
- * choice never costs more than it unless the default does not fit.  The choice is made for
- * one rank count and the param values of the compile (the defaults, --set, --ranks): the
- * program runs correctly at any other. */
+ * choice never costs more than it unless the default does not fit.  dc_auto chooses for one
+ * rank count and the param values of the compile (the defaults, --set, --ranks);
+ * dc_auto_variants keeps the choices at others for the generated plan_create to choose
+ * among at run time. */
 #ifndef DISTAL_AUTOSCHED_H
 #define DISTAL_AUTOSCHED_H
 
@@ -43,6 +44,7 @@ typedef struct {
   const char *text;    /* the schedule commands as .dtl (".distribute(...)\n  .split(...)"), "" for the default */
   double seconds;      /* predicted */
   bool fits;           /* its buffers fit the memory limit */
+  double speedup;      /* its leaf kernel's speedup in the model (1: none) */
   lw_cost cost;
 } dc_auto_cand;
 
@@ -70,6 +72,22 @@ typedef struct {
  * buffers per rank (0: none). */
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
             ir_program **out, dc_auto_report *rep);
+
+/* Solve the grid params of vals (a copy of the params) for `ranks` ranks; false where they do
+ * not form the machine's grid. */
+typedef bool (*dc_grid_fn)(void *ctx, int64_t *vals, int64_t ranks);
+
+/* The run-time choice (the rank count and params are known only when the program runs).
+ * The search runs again at other rank counts (2, 4, 8, 16, 64: those that form the grid) and
+ * shapes (every size param 16 times larger, and each alone 16 times larger and smaller); the
+ * distinct programs it chooses, lp (the choice at the params and ranks of the compile) first
+ * and then the most often chosen, at most `maxv`, become u->variants, each lowered, for the
+ * generated plan_create to choose among by the same model at the real rank count and params
+ * (spmd_variants).  Not for sparse tensors, GPU or when nothing was searched.  params: as for
+ * dc_auto before the grid is solved; rep: dc_auto's report for lp.  Returns DC_OK (with
+ * u->nvariants 0 where one variant is all there is). */
+int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
+                     int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv);
 
 /* --auto's layouts (LANGUAGE.md section 3, `@ M` with no mapping): each such tensor of a
  * flat CPU machine gets, one after another in declaration order (the others as chosen so

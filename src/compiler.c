@@ -107,12 +107,31 @@ int dc_lower(dc_unit *u, ir_program *ir, lw_program **out) {
   return *out ? DC_OK : DC_ERRORS;
 }
 
+/* the SPMD program of lp, with the unit's run-time variants where lp is the first (in the
+ * unit's arena, inside a scope) */
+static sp_program *build_sp(dc_unit *u, const lw_program *lp) {
+  sp_program *sp = spmd_build_ex(lp, !u->no_fuse);
+  if (u->nvariants < 2 || lp != u->variants[0].lp || sp->any_sparse || sp->cuda) return sp;
+  int n = u->nvariants;
+  const sp_program **alts = ir_alloc((size_t)n * sizeof *alts);
+  const double **speed = ir_alloc((size_t)n * sizeof *speed);
+  const char **labels = ir_alloc((size_t)n * sizeof *labels);
+  const char *const **sched = ir_alloc((size_t)n * sizeof *sched);
+  for (int v = 0; v < n; v++) {
+    alts[v] = v ? spmd_build_ex(u->variants[v].lp, !u->no_fuse) : sp;
+    speed[v] = u->variants[v].speedup, labels[v] = u->variants[v].label;
+    sched[v] = (const char *const *)u->variants[v].schedule;
+  }
+  spmd_variants(sp, alts, n, speed, labels, sched, u->model, u->mem_limit);
+  return sp;
+}
+
 int dc_spmd(dc_unit *u, const lw_program *lp, sp_program **out) {
   *out = NULL;
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) return out_of_memory(u);
-  *out = spmd_build_ex(lp, !u->no_fuse);
+  *out = build_sp(u, lp);
   ir_scope_leave(&sc);
   return DC_OK;
 }
@@ -121,7 +140,7 @@ int dc_emit(dc_unit *u, const lw_program *lp, FILE *h, FILE *c, FILE *cu, const 
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) return out_of_memory(u);
-  int bad = cg_emit(h, c, cu, spmd_build_ex(lp, !u->no_fuse), o);
+  int bad = cg_emit(h, c, cu, build_sp(u, lp), o);
   ir_scope_leave(&sc);
   return bad ? DC_ERRORS : DC_OK;
 }

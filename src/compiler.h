@@ -36,6 +36,15 @@ typedef struct {
   size_t arena_limit; /* a test hook: the unit's IR may take this many bytes (0: no limit) */
 } dc_options;
 
+/* A candidate program for the run-time choice (distalc --auto; spmd_variants): the unit's
+ * program with other schedules for the statements the search chose. */
+typedef struct {
+  lw_program *lp;          /* the program with these schedules, lowered */
+  const double *speedup;   /* per statement: its leaf kernel's speedup in the model (1: none) */
+  const char *label;       /* where the search chose it */
+  const char **schedule;   /* per statement: the commands chosen, as .dtl ("": its default) */
+} dc_variant;
+
 typedef struct {
   fe_source *src;   /* the text, its name, its sink and its error count */
   fe_program *ast;
@@ -43,6 +52,13 @@ typedef struct {
   lw_program *lp;   /* the lowered program (NULL with no_lower) */
   bool cuda;        /* the target: CUDA, else C + MPI */
   bool no_fuse;     /* dc_spmd, dc_emit: no program-level rewrites (distalc --no-fuse) */
+  /* dc_spmd, dc_emit of variants[0].lp: plan_create chooses among these programs at run time
+   * (nvariants > 1), by the machine model {bandwidth, latency, point_time} and the memory
+   * limit (bytes of buffers per rank, 0: none) */
+  int nvariants;
+  dc_variant *variants;
+  double model[3];
+  int64_t mem_limit;
   ir_arena *arena;  /* holds ir, lp and every copy and lowering made through the unit */
 } dc_unit;
 

@@ -488,6 +488,19 @@ static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *va
   return true;
 }
 
+/* dc_auto_variants' grid: the grid params of vals at `ranks` ranks (a flat machine) */
+typedef struct {
+  const fe_program *prog;
+  const ir_program *ir;
+} grid_ctx;
+static bool grid_for(void *ctx, int64_t *vals, int64_t ranks) {
+  const grid_ctx *g = ctx;
+  char err[1024];
+  const fe_machine *M = g->ir->machine >= 0 ? &g->prog->machines[g->ir->machine] : NULL;
+  /* a rank count that does not form the grid is skipped, not reported */
+  return ranks > 0 && (!M || (M->nlevels == 1 && solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err)));
+}
+
 /* distalc --emit svg: the plan of --emit plan for the same arguments, drawn; written to
  * stdout, or to `out` renamed into place once complete.  Without --ranks, the count --emit
  * plan picks, named on stderr (stdout holds the picture). */
@@ -608,6 +621,7 @@ int main(int argc, char **argv) {
   char *prefix = NULL;
   int rc;
   dc_auto_report arep = {0};
+  dc_machine_model amodel = dc_default_model; /* --auto's machine model */
   char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
@@ -619,12 +633,13 @@ int main(int argc, char **argv) {
     ir_program *chosen = NULL;
     dc_machine_model mm = dc_default_model;
     char merr[1024];
-    if (model && *model && !dc_read_model(model, &mm, merr, sizeof merr)) {
+    if (model && *model && !dc_read_model(model, &amodel, merr, sizeof merr)) {
       fprintf(stderr, "%s\n", merr);
       free(vals);
       goto done;
     }
     /* the layouts of `@ M` tensors first: the program is compiled again with them written */
+    mm = amodel;
     char *text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
     if (text2) {
       dc_unit *u2 = NULL;
@@ -667,6 +682,16 @@ int main(int argc, char **argv) {
     status = rc;
     goto done;
   }
+  if (autos) { /* the variants plan_create chooses among at run time */
+    int64_t *vals = param_values(prog, sets, nsets);
+    grid_ctx gc = {prog, ir};
+    rc = vals ? dc_auto_variants(u, lp, &arep, vals, arep.ranks, mem_per_rank, &amodel, grid_for, &gc, 4) : DC_NOMEM;
+    free(vals);
+    if (rc != DC_OK) {
+      status = rc;
+      goto done;
+    }
+  }
   if (check) { /* everything the code generator would reject is reported by now */
     status = 0;
     goto done;
@@ -691,6 +716,7 @@ int main(int argc, char **argv) {
     sp_program *sp = NULL;
     if (dc_spmd(u, lp, &sp) == DC_OK && sp) spmd_print_plan_notes(stdout, sp);
     if (autos) dc_print_auto(stdout, &arep);
+    if (sp) spmd_print_variants(stdout, sp, vals);
     free(vals);
     status = 0;
     goto done;

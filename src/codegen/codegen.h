@@ -13,6 +13,8 @@ typedef struct {
   const char *source_name; /* the .dtl file, for comments */
   bool main;               /* also emit main() */
   bool debug;              /* verify every received box at run time */
+  const char *fn_prefix;   /* the statement functions' names (NULL: prefix; a run-time
+                            * variant's: PREFIX_vN) */
 } cg_options;
 
 /* Write the header and the source; for the CUDA target (sp->cuda) also the kernels (cu:

@@ -31,6 +31,9 @@
  * names start with dtl_ (or are locals of functions that see no user name).  The one place a user
  * name is spelled as it is written is the API: the params struct's fields (LANGUAGE.md section 7),
  * shielded from macros by the header (emit_header), and PREFIX_T_block / _import / _export. */
+/* the prefix of the statement functions' names */
+static const char *fnp(const cg_options *o) { return o->fn_prefix ? o->fn_prefix : o->prefix; }
+
 static const char *prefixed(const char *prefix, const char *name) {
   size_t n = strlen(prefix) + strlen(name) + 1;
   char *r = ir_alloc(n);
@@ -397,7 +400,7 @@ static const char *boxfn(const cg_st *g, int buf) {
   static char b[2][300];
   static int i;
   i ^= 1;
-  snprintf(b[i], sizeof b[i], "%s_s%d_box%d", g->o->prefix, g->fn->index, B(g, buf)->boxfn);
+  snprintf(b[i], sizeof b[i], "%s_s%d_box%d", fnp(g->o), g->fn->index, B(g, buf)->boxfn);
   return b[i];
 }
 
@@ -1089,9 +1092,9 @@ static void emit_box_fns(FILE *f, const sp_program *sp, const sp_func *fn, const
     if (b->boxfn < 0) continue;
     fprintf(f, "/* box of %s %s at statement %d for the rank at dtl_coords */\n", b->output ? "produced" : "needed",
             sp->tensors[b->tensor].name, fn->index + 1);
-    fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n", o->prefix, fn->index,
+    fprintf(f, "static void %s_s%d_box%d(const void *dtl_arg, const int64_t *dtl_coords, dtl_box *dtl_b) {\n", fnp(o), fn->index,
             b->boxfn);
-    fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", o->prefix, fn->index);
+    fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", fnp(o), fn->index);
     declare_params(f, sp, "dtl_a->plan->p", 2);
     declare_splits(f, sp, "dtl_a->plan", 2);
     cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2};
@@ -1102,7 +1105,7 @@ static void emit_box_fns(FILE *f, const sp_program *sp, const sp_func *fn, const
 
 static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const sp_func *fn, const cg_options *o) {
   fprintf(f, "/* loop values a box function needs */\ntypedef struct {\n  const %s_plan *plan;\n  int64_t v[%d];\n} %s_s%d_args;\n\n",
-          o->prefix, fn->nargs, o->prefix, fn->index);
+          o->prefix, fn->nargs, fnp(o), fn->index);
   emit_box_fns(f, sp, fn, o);
   fprintf(f, "/* statement %d (%s:%d): %s\n", fn->index + 1, o->source_name, fn->src_line, fn->text);
   fputs(" * concrete index notation:\n", f);
@@ -1114,12 +1117,12 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
   }
   free(cin);
   fputs(" */\n", f);
-  fprintf(f, "static int %s_s%d(%s_plan *dtl_plan", o->prefix, fn->index, o->prefix);
+  fprintf(f, "static int %s_s%d(%s_plan *dtl_plan", fnp(o), fn->index, o->prefix);
   for (int t = 0; t < sp->ntensors; t++) cg_tensor_param(f, sp, t);
   fputs(") {\n", f);
   fprintf(f, "  dtl_ctx *dtl_ctx = dtl_plan->ctx;\n  const int64_t *dtl_coords = dtl_ctx->coords;\n  (void)dtl_coords;\n");
   for (int t = 0; t < sp->ntensors; t++) fprintf(f, "  (void)%s;\n", cg_tensor(sp, t));
-  fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", o->prefix, fn->index);
+  fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", fnp(o), fn->index);
   declare_params(f, sp, "dtl_plan->p", 2);
   declare_splits(f, sp, "dtl_plan", 2);
   cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2, .cu = cu, .decl = decl};
@@ -1289,6 +1292,11 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
     fprintf(h, "/* The iterations of the program's top-level loops that the last compute ran, summed. */\n"
                "int64_t %s_iterations(const %s_plan *plan);\n", o->prefix, o->prefix);
   fprintf(h, "const char *%s_error(const %s_plan *plan); /* message of the last failure */\n", o->prefix, o->prefix);
+  if (sp->nvariants > 1)
+    fprintf(h, "/* distalc --auto: the schedules plan_create chose from the %d variants the search kept, by\n"
+               " * their predicted time at the plan's params and rank count (as text), and in *predicted\n"
+               " * (unless NULL) its predicted seconds per compute.  NULL without a plan. */\n"
+               "const char *%s_schedule(const %s_plan *plan, double *predicted);\n", sp->nvariants, o->prefix, o->prefix);
   fputs("\n#ifdef __cplusplus\n}\n#endif\n#endif\n", h);
 }
 
@@ -1318,10 +1326,119 @@ static bool has_halo(const sp_program *sp) {
   return false;
 }
 
+/* ---- the run-time choice among schedules (sp->variants; spmd.h) -------------------------- */
+/* A C string literal's body: quotes, backslashes and line ends escaped. */
+static void cstr(FILE *c, const char *s) {
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', c), fputc(*s, c);
+    else if (*s == '\n') fputs("\\n", c);
+    else fputc(*s, c);
+  }
+}
+
+/* PREFIX_vN_cost: variant N's predicted seconds and buffer bytes at the plan's params, as
+ * spmd_variant_cost evaluates them at compile time (for the rank at grid coordinates 0) */
+static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *P) {
+  const sp_variant *x = &sp->variants[v];
+  const sp_program *vs = x->sp;
+  fprintf(c, "/* variant %d (%s): its predicted seconds and buffer bytes per rank */\n", v, x->label);
+  fprintf(c, "static void %s_v%d_cost(const int64_t *dtl_p, double *dtl_sec, double *dtl_buf) {\n", P, v);
+  declare_params(c, sp, "dtl_p", 2);
+  fprintf(c, "  const int64_t dtl_coords[%d] = {0};\n  (void)dtl_coords;\n  double dtl_s = 0, dtl_b = 0;\n", sp->ndims > 0 ? sp->ndims : 1);
+  for (int i = 0; i < x->nstmts; i++) {
+    const sp_cost_stmt *st = &x->stmts[i];
+    const sp_func *fn = &vs->funcs[st->func];
+    fprintf(c, "  { /* statement %d */\n", i + 1);
+    for (int q = 0; q < fn->nvars; q++)
+      fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
+    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1;\n", c);
+    for (int k = 0; k < st->ntrips; k++) {
+      fputs("    { const int64_t t = ", c);
+      cg_sym(c, vs, st->trip[k], false);
+      fputs("; dtl_pts *= t > 0 ? (double)t : 0; }\n", c);
+    }
+    for (int q = 0; q < st->ncomm; q++) {
+      const sp_cost_comm *m = &st->comm[q];
+      fputs("    {\n      double dtl_tot = 0, dtl_max = 0, dtl_cnt = 0;\n", c);
+      int in = 6;
+      for (int k = 0; k < m->nloops; k++, in += 2) {
+        const char *vn = cg_vname(vs, m->var[k]);
+        fprintf(c, "%*sfor (%s = 0; %s < ", in, "", vn, vn);
+        cg_sym(c, vs, m->ext[k], false);
+        fprintf(c, "; %s++) {\n", vn);
+      }
+      fprintf(c, "%*sdouble dtl_v = 1;\n", in, "");
+      for (int d = 0; d < m->order; d++) {
+        fprintf(c, "%*s{ const int64_t lo = ", in, "");
+        cg_sym(c, vs, m->lo[d], false);
+        fputs(", hi = ", c);
+        cg_sym(c, vs, m->hi[d], false);
+        fputs("; dtl_v *= hi > lo ? (double)(hi - lo) : 0; }\n", c);
+      }
+      fprintf(c, "%*sdtl_tot += dtl_v, dtl_cnt++;\n%*sif (dtl_v > dtl_max) dtl_max = dtl_v;\n", in, "", in, "");
+      for (int k = m->nloops - 1; k >= 0; k--) {
+        in -= 2;
+        fprintf(c, "%*s}\n", in, "");
+        fprintf(c, "%*s%s = 0;\n", in, "", cg_vname(vs, m->var[k]));
+      }
+      fprintf(c, "      dtl_bytes += dtl_tot * %lld, dtl_msgs += dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
+                 "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
+    }
+    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / %.17g;\n", sp->bandwidth, sp->point_time,
+            st->speedup);
+    fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
+            sp->latency);
+  }
+  fputs("  *dtl_sec = dtl_s, *dtl_buf = dtl_b;\n}\n\n", c);
+}
+
+/* plan_create's choice: the least predicted time among the variants whose buffers fit the
+ * memory limit (else the least buffers), ties to the lower index; the same on every rank */
+static void emit_variant_choice(FILE *c, const sp_program *sp, const char *P) {
+  fprintf(c, "  { /* the schedule: of the %d variants --auto kept, the one predicted fastest at these params and this rank count */\n"
+             "    static void (*const dtl_cost[%d])(const int64_t *, double *, double *) = {", sp->nvariants, sp->nvariants);
+  for (int v = 0; v < sp->nvariants; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
+  fputs("};\n    int dtl_best = -1, dtl_least = 0;\n    double dtl_bs = 0, dtl_lb = 0;\n", c);
+  fprintf(c, "    for (int v = 0; v < %d; v++) {\n      double s, b;\n      dtl_cost[v](dtl_plan->p, &s, &b);\n"
+             "      dtl_plan->predicted[v] = s, dtl_plan->buffers[v] = b;\n", sp->nvariants);
+  if (sp->mem_limit > 0) fprintf(c, "      const int fits = b <= %lld.0;\n", (long long)sp->mem_limit);
+  else fputs("      const int fits = 1;\n", c);
+  fputs("      if (fits && (dtl_best < 0 || s < dtl_bs)) dtl_best = v, dtl_bs = s;\n"
+        "      if (v == 0 || b < dtl_lb) dtl_least = v, dtl_lb = b;\n    }\n"
+        "    dtl_plan->variant = dtl_best >= 0 ? dtl_best : dtl_least;\n", c);
+  /* DISTAL_VARIANT=N runs variant N whatever the prediction (to measure or test each one) */
+  fprintf(c, "    const char *dtl_force = getenv(\"DISTAL_VARIANT\");\n"
+             "    if (dtl_force && *dtl_force) {\n      char *end = NULL;\n      long f = strtol(dtl_force, &end, 10);\n"
+             "      if (*end || f < 0 || f >= %d) {\n"
+             "        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"DISTAL_VARIANT=%%s: not a variant of this program (0 to %d)\", dtl_force);\n"
+             "        return 1;\n      }\n      dtl_plan->variant = (int)f;\n    }\n  }\n", sp->nvariants, sp->nvariants - 1);
+}
+
+/* PREFIX_schedule: the chosen variant, as text */
+static void emit_variant_query(FILE *c, const sp_program *sp, const char *P) {
+  fprintf(c, "const char *%s_schedule(const %s_plan *plan, double *predicted) {\n"
+             "  static const char *const dtl_text[%d] = {\n", P, P, sp->nvariants);
+  for (int v = 0; v < sp->nvariants; v++) {
+    const sp_variant *x = &sp->variants[v];
+    fprintf(c, "    \"variant %d (chosen by the search at ", v);
+    cstr(c, x->label);
+    fputc(')', c);
+    for (int i = 0; i < x->nstmts; i++) {
+      fprintf(c, "\\nstatement %d: ", i + 1);
+      cstr(c, x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default");
+    }
+    fprintf(c, "\"%s\n", v + 1 < sp->nvariants ? "," : "");
+  }
+  fputs("  };\n  if (!plan || !plan->ctx) return NULL;\n  if (predicted) *predicted = plan->predicted[plan->variant];\n"
+        "  return dtl_text[plan->variant];\n}\n\n", c);
+}
+
 static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   const char *P = o->prefix;
   bool halo = has_halo(sp);
   int nslots = sp->nslots;
+  for (int v = 1; v < sp->nvariants; v++)
+    if (sp->variants[v].sp->nslots > nslots) nslots = sp->variants[v].sp->nslots; /* one variant runs at a time */
   int np1 = sp->nparams ? sp->nparams : 1;
   /* Generated code reads and writes the params struct as an array of its int64_t fields, in
    * declaration order, so that it never spells a field's name (which may be a macro's). */
@@ -1346,7 +1463,11 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                "  int64_t epoch; /* compute calls so far: the members of a halo exchange agree once per call */\n", nslots);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
+  if (sp->nvariants > 1)
+    fprintf(c, "  int variant; /* the schedule compute runs: chosen in plan_create */\n  double predicted[%d], buffers[%d]; /* each variant's predicted seconds and buffer bytes */\n",
+            sp->nvariants, sp->nvariants);
   fputs("};\n\n", c);
+  for (int v = 0; v < sp->nvariants && sp->nvariants > 1; v++) emit_variant_cost(c, sp, v, P);
   if (sp->cuda)
     fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
                "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
@@ -1496,7 +1617,9 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  if (dtl_cu_attach(dtl_plan->ctx, %d, dtl_masks)) {\n"
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", nmasks);
   }
+  if (sp->nvariants > 1) emit_variant_choice(c, sp, P);
   fputs("  return 0;\n}\n\n", c);
+  if (sp->nvariants > 1) emit_variant_query(c, sp, P);
   if (sp->cuda)
     fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
                "  if ((*plan)->ctx && (*plan)->ctx->dev) dtl_cu_sync((*plan)->ctx);\n"
@@ -1575,7 +1698,7 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
       continue;
     }
     if (it->kind == SP_CALL) {
-      fprintf(c, "%*sif (%s_s%d(dtl_plan", ind, "", o->prefix, sp->funcs[it->func].index);
+      fprintf(c, "%*sif (%s_s%d(dtl_plan", ind, "", fnp(o), sp->funcs[it->func].index);
       for (int t = 0; t < sp->ntensors; t++) fprintf(c, ", %s", cg_tensor(sp, t));
       fputs(")) return 1;\n", c);
       continue;
@@ -1627,6 +1750,25 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
   }
 }
 
+/* the statement functions of sp, each after the declarations its kernels need */
+static int emit_funcs(FILE *c, FILE *cu, const sp_program *sp, const cg_options *o) {
+  for (int i = 0; i < sp->nfuncs; i++) {
+    if (sp->funcs[i].fused_into >= 0 || sp->funcs[i].removed) continue; /* it runs inside another statement's function, or not at all */
+    char *body = NULL, *decl = NULL;
+    size_t bl = 0, dl = 0;
+    FILE *fb = open_memstream(&body, &bl), *fd = open_memstream(&decl, &dl);
+    if (!fb || !fd) return 1;
+    emit_stmt(fb, fd, cu, sp, &sp->funcs[i], o);
+    fclose(fb);
+    fclose(fd);
+    fputs(decl, c);
+    fputs(body, c);
+    free(body);
+    free(decl);
+  }
+  return 0;
+}
+
 int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *o) {
   FILE *nul = NULL;
   if (!cu) cu = nul = fopen("/dev/null", "w");
@@ -1650,20 +1792,17 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
                 "#include <distal/kernel.cuh>\n\n",
             o->prefix, o->source_name, o->prefix);
   emit_plan(c, sp, o);
-  for (int i = 0; i < sp->nfuncs; i++) {
-    if (sp->funcs[i].fused_into >= 0 || sp->funcs[i].removed) continue; /* it runs inside another statement's function, or not at all */
-    /* the statement function goes after the declarations its kernels need */
-    char *body = NULL, *decl = NULL;
-    size_t bl = 0, dl = 0;
-    FILE *fb = open_memstream(&body, &bl), *fd = open_memstream(&decl, &dl);
-    if (!fb || !fd) return 1;
-    emit_stmt(fb, fd, cu, sp, &sp->funcs[i], o);
-    fclose(fb);
-    fclose(fd);
-    fputs(decl, c);
-    fputs(body, c);
-    free(body);
-    free(decl);
+  if (emit_funcs(c, cu, sp, o)) return 1;
+  /* the run-time choice: each other variant's statement functions, named PREFIX_vN_sK */
+  cg_options *vo = calloc((size_t)sp->nvariants + 1, sizeof *vo);
+  char (*vn)[600] = calloc((size_t)sp->nvariants + 1, sizeof *vn);
+  if (!vo || !vn) return free(vo), free(vn), 1;
+  for (int v = 1; v < sp->nvariants; v++) {
+    vo[v] = *o;
+    snprintf(vn[v], sizeof vn[v], "%s_v%d", o->prefix, v);
+    vo[v].fn_prefix = vn[v];
+    fprintf(c, "/* ---- variant %d of the schedules (%s) ---- */\n\n", v, sp->variants[v].label);
+    if (emit_funcs(c, cu, sp->variants[v].sp, &vo[v])) return free(vo), free(vn), 1;
   }
   fprintf(c, "int %s_compute(%s_plan *dtl_plan", o->prefix, o->prefix);
   for (int t = 0; t < sp->ntensors; t++)
@@ -1701,7 +1840,18 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
     }
     fputs("    if (dtl_any_error(dtl_plan->ctx, dtl_bad)) return 1;\n  }\n", c);
   }
-  emit_items(c, sp, o, sp->items, sp->nitems, 2, true);
+  if (sp->nvariants > 1) {
+    for (int v = 1; v < sp->nvariants; v++) {
+      fprintf(c, "  %sif (dtl_plan->variant == %d) {\n", v > 1 ? "} else " : "", v);
+      emit_items(c, sp->variants[v].sp, &vo[v], sp->variants[v].sp->items, sp->variants[v].sp->nitems, 4, true);
+    }
+    fputs("  } else {\n", c);
+    emit_items(c, sp, o, sp->items, sp->nitems, 4, true);
+    fputs("  }\n", c);
+  } else
+    emit_items(c, sp, o, sp->items, sp->nitems, 2, true);
+  free(vo);
+  free(vn);
   if (sp->cuda) fputs("  /* the blocks are final when compute returns */\n  if (dtl_cu_sync(dtl_plan->ctx)) return 1;\n", c);
   fputs("  return 0;\n}\n", c);
   if (sp->nloops)

@@ -263,6 +263,13 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
           "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
   if (np) fputs("  memcpy(values, plan->p, sizeof plan->p);\n", c);
+  if (sp->nvariants > 1) /* --auto: the schedule plan_create chose for this rank count and these params */
+    fprintf(c, "  if ((opt.stats || opt.verbose) && rank == 0) {\n    double pred = 0;\n    const char *sched = %s_schedule(plan, &pred);\n"
+               "    printf(\"schedule: %%s\\nschedule: predicted %%.3g s per compute\\n\", sched, pred);\n"
+               "    for (int v = 0; v < %d && opt.verbose; v++)\n"
+               "      printf(\"schedule: variant %%d predicted %%.6g s, buffers %%.0f bytes%%s\\n\", v, plan->predicted[v], plan->buffers[v],\n"
+               "             v == plan->variant ? \" (chosen)\" : \"\");\n  }\n",
+            P, sp->nvariants);
   /* tensors */
   for (int t = 0; t < nt; t++) {
     if (sp->tensors[t].temp) continue;

@@ -1718,6 +1718,25 @@ void spmd_print(FILE *f, const sp_program *sp) {
     if (sp->log[q].why) fprintf(f, "  %s not applied at %s: %s\n", sp->log[q].rewrite, sp->log[q].where, sp->log[q].why);
     else fprintf(f, "  %s at %s\n", sp->log[q].rewrite, sp->log[q].where);
   }
+  if (sp->nvariants < 2) return;
+  /* the run-time choice (variants.c): the other programs, each as above */
+  fprintf(f, "\nrun-time choice: plan_create runs the cost formulas of %d variants (the machine model: %.6g bytes/s, %.6g s per "
+             "message, %.6g s per iteration%s) and compute runs the one predicted fastest; the program above is variant 0\n",
+          sp->nvariants, sp->bandwidth, sp->latency, sp->point_time, sp->mem_limit > 0 ? "; buffers within the memory limit" : "");
+  for (int v = 0; v < sp->nvariants; v++) {
+    const sp_variant *x = &sp->variants[v];
+    fprintf(f, "  variant %d: the search's choice at %s\n", v, x->label);
+    for (int i = 0; i < x->nstmts; i++) {
+      fprintf(f, "    statement %d: ", i + 1);
+      for (const char *t = x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default"; *t; t++)
+        if (*t != '\n') fputc(*t, f);
+      fputc('\n', f);
+    }
+  }
+  for (int v = 1; v < sp->nvariants; v++) {
+    fprintf(f, "\n==== variant %d ====\n", v);
+    spmd_print(f, sp->variants[v].sp);
+  }
 }
 
 /* ---- --emit plan: what the SPMD rewrites changed in the plan (the halo exchanges that replace broadcasts, the

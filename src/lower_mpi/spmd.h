@@ -328,7 +328,38 @@ typedef struct {
   const char *why;      /* NULL: applied */
 } sp_log;
 
+/* ---- the run-time choice among schedules (distalc --auto; variants.c) -------------------- */
+/* What one communicate point moves to the rank at grid coordinates 0: a box per iteration of
+ * the loops at and above it, summed over them (the plan's "bytes per rank"). */
 typedef struct {
+  int nloops;           /* the loops [0, depth] of the statement */
+  const int *var;       /* each loop's counter (a program variable id of the variant's program) */
+  const sym **ext;      /* and its trip count */
+  int order;
+  const sym **lo, **hi; /* the box received at one step (syms over those counters) */
+  int64_t elem;         /* bytes per element */
+  int nbuf;             /* buffers of the box's size the rank holds (2: double buffered) */
+} sp_cost_comm;
+typedef struct {
+  int func;             /* the statement function whose variables the formulas use */
+  int ntrips;
+  const sym **trip;     /* the rank's loop trip counts: its iterations are their product */
+  double speedup;       /* of its leaf kernel over the generated loops in the model (1: none) */
+  int ncomm;
+  sp_cost_comm *comm;
+} sp_cost_stmt;
+/* One candidate program: the same program with other schedules for the statements --auto
+ * searched, and the formulas of its predicted time (the model of autosched.h, evaluated for
+ * rank 0, so that every rank makes the same choice). */
+typedef struct {
+  const struct sp_program *sp; /* its SPMD program (variants[0]: the program itself) */
+  const char *label;    /* where the search chose it ("4 ranks, n=4096") */
+  const char **schedule; /* per statement: its chosen schedule commands ("": the default) */
+  int nstmts;
+  sp_cost_stmt *stmts;
+} sp_variant;
+
+typedef struct sp_program {
   const lw_program *lp; /* ownership, grid: what the lowering decided */
   bool cuda;
   int ntensors, nparams;
@@ -358,6 +389,13 @@ typedef struct {
   bool fuse;            /* the program-level rewrites run (distalc --no-fuse turns them off) */
   int nsplits;          /* the balanced partitions */
   sp_split *splits;
+  /* the run-time choice (variants.c): nvariants > 1 where plan_create picks one of these
+   * programs by its predicted time at the real rank count and params; the machine model and
+   * the memory limit (bytes of buffers per rank, 0: none) the formulas use */
+  int nvariants;
+  sp_variant *variants;
+  double bandwidth, latency, point_time;
+  int64_t mem_limit;
 } sp_program;
 
 /* Build the SPMD program of a lowered program (every statement) and apply the rewrites;
@@ -369,6 +407,28 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse);
 void spmd_print_plan_notes(FILE *f, const sp_program *sp);
 /* distalc --emit spmd: the program, one line per node, and the rewrites applied or not. */
 void spmd_print(FILE *f, const sp_program *sp);
+
+/* ---- the run-time choice (variants.c) -------------------------------------------------- */
+/* The pass that decides what plan_create chooses from (distalc --auto).  Precondition: every
+ * program of alts is the same source program with other schedules, lowered for a flat CPU
+ * machine, with no sparse tensor (their pieces and halo caches are per slot), alts[0] == sp.
+ * Rule: sp->variants[v] = the SPMD program of alts[v] with the cost formulas of each of its
+ * statements (loop trip counts, and per communicate point its loops, box and element size,
+ * from the lowering's plan); speedup[v][i] is statement i's leaf kernel's speedup in the
+ * model.  The printer spells a cost function per variant and the choice in plan_create:
+ *   predicted seconds = sum over statements of  messages x latency + first step's bytes /
+ *     bandwidth + max(other steps' bytes / bandwidth, iterations x point_time / speedup)
+ * (autosched.h), the least among variants whose buffers fit mem_limit (else the least
+ * buffers), ties to the lower index. */
+void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
+                   const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit);
+/* The formulas of variant v evaluated at params (grid params solved): what the generated
+ * plan_create computes.  False where one cannot be evaluated. */
+bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);
+/* The variant plan_create picks at params (-1: none can be evaluated). */
+int spmd_variant_choice(const sp_program *sp, const int64_t *params);
+/* --emit plan: each variant's predicted cost at params and the one plan_create would pick. */
+void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params);
 
 /* ---- rewrites (rewrite.c) ------------------------------------------------------------- */
 /* A rewrite: where it can apply (NULL) or why not (a reason), how, and what it does. */

@@ -57,7 +57,9 @@ def plan_only(text):
 
 def spmd_body(text):
     """the SPMD program without the statements' headers (their text and line numbers differ:
-    the printed program has the commands written out)"""
+    the printed program has the commands written out) and without the run-time choice's
+    other variants (the printed schedule is variant 0, the choice at --ranks)"""
+    text = text.split("\nrun-time choice:")[0]
     return "\n".join(re.sub(r"\(line \d+\)", "", re.sub(r"^statement (\d+) \(line \d+\): .*$", r"statement \1", l))
                      for l in text.splitlines())
 

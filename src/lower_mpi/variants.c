@@ -1,0 +1,167 @@
+/* variants.c -- the run-time choice among schedules (spmd.h, "the run-time choice"): the cost
+ * formulas of each candidate program, from its lowering's plan, and their evaluation at
+ * compile time (--emit plan), which the generated plan_create repeats at run time. */
+#include "lower_mpi/spmd.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the formulas of statement i of lp, over the program variables of function fn */
+static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double speedup, sp_cost_stmt *out) {
+  const fe_program *p = lp->ir->ast;
+  const lw_stmt *ls = &lp->stmts[i];
+  out->func = fn->index;
+  out->speedup = speedup > 0 ? speedup : 1;
+  out->ntrips = ls->nloops;
+  out->trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *out->trip);
+  for (int k = 0; k < ls->nloops; k++) {
+    const cin_node *n = ls->loops[k];
+    out->trip[k] = sym_shift_vars(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, fn->var0);
+  }
+  out->comm = ir_alloc((size_t)(ls->ncomm + 1) * sizeof *out->comm);
+  out->ncomm = 0;
+  for (int q = 0; q < ls->ncomm; q++) {
+    const lw_comm *c = &ls->comm[q];
+    if (c->pattern == PAT_LOCAL) continue;
+    sp_cost_comm *m = &out->comm[out->ncomm++];
+    m->nloops = c->depth + 1;
+    int *var = ir_alloc((size_t)(m->nloops + 1) * sizeof *var);
+    m->ext = ir_alloc((size_t)(m->nloops + 1) * sizeof *m->ext);
+    for (int k = 0; k < m->nloops; k++) {
+      const cin_node *n = ls->loops[k];
+      /* as lw_stmt_cost walks them: a distributed loop by its local index */
+      var[k] = fn->var0 + (n->distributed ? ls->lidx_var0 + k : n->var);
+      m->ext[k] = out->trip[k];
+    }
+    m->var = var;
+    m->order = c->order;
+    m->lo = ir_alloc((size_t)(c->order + 1) * sizeof *m->lo);
+    m->hi = ir_alloc((size_t)(c->order + 1) * sizeof *m->hi);
+    for (int x = 0; x < c->order; x++) m->lo[x] = sym_shift_vars(c->lo[x], fn->var0), m->hi[x] = sym_shift_vars(c->hi[x], fn->var0);
+    m->elem = lw_type_size(p->tensors[c->tensor].type);
+    m->nbuf = c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
+  }
+}
+
+void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
+                   const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit) {
+  sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2];
+  sp->mem_limit = mem_limit;
+  sp->nvariants = nalts;
+  sp->variants = ir_alloc((size_t)(nalts + 1) * sizeof *sp->variants);
+  for (int v = 0; v < nalts; v++) {
+    const sp_program *a = v ? alts[v] : sp;
+    sp_variant *x = &sp->variants[v];
+    x->sp = a;
+    x->label = labels[v];
+    x->schedule = (const char **)schedules[v];
+    x->nstmts = a->lp->nstmts;
+    x->stmts = ir_alloc((size_t)(x->nstmts + 1) * sizeof *x->stmts);
+    for (int i = 0; i < x->nstmts; i++) cost_stmt(a->lp, &a->funcs[i], i, speedup[v][i], &x->stmts[i]);
+  }
+}
+
+/* ---- evaluation (the generated cost functions do the same) ------------------------------ */
+typedef struct {
+  double total, max;
+  int64_t count;
+  bool failed;
+} walk_acc;
+
+static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk_acc *a) {
+  if (a->failed) return;
+  if (k == m->nloops) {
+    double v = 1;
+    for (int x = 0; x < m->order; x++) {
+      int64_t lo, hi;
+      if (!sym_eval(m->lo[x], env, &lo) || !sym_eval(m->hi[x], env, &hi)) {
+        a->failed = true;
+        return;
+      }
+      v *= hi > lo ? (double)(hi - lo) : 0;
+    }
+    a->total += v, a->count++;
+    if (v > a->max) a->max = v;
+    return;
+  }
+  int64_t ext;
+  if (!sym_eval(m->ext[k], env, &ext)) {
+    a->failed = true;
+    return;
+  }
+  for (int64_t i = 0; i < ext && !a->failed; i++) {
+    vars[m->var[k]] = i;
+    walk(m, k + 1, vars, env, a);
+  }
+  vars[m->var[k]] = 0;
+}
+
+bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer) {
+  const sp_variant *x = &sp->variants[v];
+  int64_t coords[LW_MAX_DIMS] = {0};
+  int nv = x->sp->nvars;
+  int64_t *vars = calloc((size_t)nv + 1, sizeof *vars);
+  if (!vars) return false;
+  sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
+  double sec = 0, buf = 0;
+  bool ok = true;
+  for (int i = 0; i < x->nstmts && ok; i++) {
+    const sp_cost_stmt *st = &x->stmts[i];
+    double points = 1, bytes = 0, msgs = 0, steps = 1;
+    for (int k = 0; k < st->ntrips && ok; k++) {
+      int64_t t;
+      ok = sym_eval(st->trip[k], &env, &t);
+      points *= t > 0 ? (double)t : 0;
+    }
+    for (int q = 0; q < st->ncomm && ok; q++) {
+      const sp_cost_comm *m = &st->comm[q];
+      walk_acc a = {0};
+      walk(m, 0, vars, &env, &a);
+      ok = !a.failed;
+      bytes += a.total * (double)m->elem;
+      msgs += (double)a.count;
+      if ((double)a.count > steps) steps = (double)a.count;
+      buf += a.max * (double)m->elem * m->nbuf;
+    }
+    double comm = bytes / sp->bandwidth, work = points * sp->point_time / st->speedup;
+    sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+  }
+  free(vars);
+  *seconds = sec, *buffer = buf;
+  return ok;
+}
+
+int spmd_variant_choice(const sp_program *sp, const int64_t *params) {
+  int best = -1, least = -1;
+  double bs = 0, lb = 0;
+  for (int v = 0; v < sp->nvariants; v++) {
+    double s, b;
+    if (!spmd_variant_cost(sp, v, params, &s, &b)) return -1;
+    bool fits = sp->mem_limit <= 0 || b <= (double)sp->mem_limit;
+    if (fits && (best < 0 || s < bs)) best = v, bs = s;
+    if (least < 0 || b < lb) least = v, lb = b;
+  }
+  return best >= 0 ? best : least;
+}
+
+void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params) {
+  if (sp->nvariants < 2) return;
+  int pick = spmd_variant_choice(sp, params);
+  fprintf(f, "run-time choice (plan_create; these params and rank count): %d variants kept by the search\n", sp->nvariants);
+  for (int v = 0; v < sp->nvariants; v++) {
+    const sp_variant *x = &sp->variants[v];
+    double s, b;
+    bool ok = spmd_variant_cost(sp, v, params, &s, &b);
+    fprintf(f, "  %s variant %d (the search's choice at %s): ", v == pick ? "chosen" : "      ", v, x->label);
+    if (ok) fprintf(f, "predicted %.6g s, buffers %.0f bytes%s\n", s, b, sp->mem_limit > 0 && b > (double)sp->mem_limit ? " (over the memory limit)" : "");
+    else fputs("not evaluated (give every param a value with --set)\n", f);
+    for (int i = 0; i < x->nstmts; i++) {
+      fprintf(f, "    statement %d: ", i + 1);
+      const char *t = x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default";
+      for (; *t; t++)
+        if (*t != '\n') fputc(*t, f);
+      fputc('\n', f);
+    }
+  }
+}

@@ -1,0 +1,188 @@
+"""The run-time choice of distalc --auto (auto_runtime.sh runs this).
+
+Rank count and params are known only when a program runs: --auto keeps the schedules its
+search chooses at other rank counts and shapes (variants), and the generated plan_create
+evaluates each one's cost formulas at the real ones and runs the one predicted fastest.
+For auto_runtime.dtl (no param has a value) and auto_kernels.dtl:
+  - the executable, compiled once, validates against its serial reference at 1 to 8 ranks and
+    shapes square, tall, flat and with a long summed dimension, uneven; the variant it runs is
+    the least predicted of those it prints (ties: the lowest), never above variant 0's (the
+    compile's choice), and the shapes make it choose more than one variant;
+  - every variant, forced with DISTAL_VARIANT=N, validates at every rank count;
+  - compiled with --set and --ranks for one point, the executable's predictions at that point
+    equal those `distalc --emit plan` prints for the same options (the same formulas, evaluated
+    by the compiler and by the generated code), and so does the choice;
+  - with --mem-per-rank, the variant run fits the limit where any does;
+  - DISTAL_VARIANT out of range is an error with a message and a nonzero exit."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
+DISTALC = os.environ.get("DISTALC", "distalc")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+PROG = os.path.join(TOP, "tests", "e2e", "programs")
+
+checks = fails = 0
+
+
+def ok(msg):
+    global checks
+    checks += 1
+    print("PASS " + msg)
+
+
+def bad(msg, out=""):
+    global checks, fails
+    checks += 1
+    fails += 1
+    print("FAIL " + msg)
+    for line in out.strip().splitlines()[-20:]:
+        print("    | " + line)
+
+
+def run(cmd, env=None, timeout=300):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, env=e, timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def mpirun(exe, ranks, params, extra=(), env=None):
+    cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks), exe]
+    for k, v in params.items():
+        cmd += ["-" + k, str(v)]
+    return run(cmd + list(extra), env)
+
+
+def predictions(out):
+    """[(seconds, buffers)] per variant and the chosen index, from --verbose"""
+    pred, chosen = {}, None
+    for line in out.splitlines():
+        m = re.match(r"schedule: variant (\d+) predicted ([0-9.e+-]+) s, buffers (\d+) bytes( \(chosen\))?$", line)
+        if m:
+            pred[int(m.group(1))] = (float(m.group(2)), float(m.group(3)))
+            if m.group(4):
+                chosen = int(m.group(1))
+    return [pred[v] for v in sorted(pred)], chosen
+
+
+def plan_listing(text):
+    """[(seconds, buffers)] per variant and the chosen index, from --emit plan"""
+    pred, chosen = [], None
+    for line in text.splitlines():
+        m = re.match(r"  (chosen|      ) variant (\d+) .*: predicted ([0-9.e+-]+) s, buffers (\d+) bytes", line)
+        if m:
+            pred.append((float(m.group(3)), float(m.group(4))))
+            if m.group(1) == "chosen":
+                chosen = int(m.group(2))
+    return pred, chosen
+
+
+def validated(out):
+    return "validate" in out and "FAIL" not in out and all(l.endswith(" ok") for l in out.splitlines() if l.startswith("validate "))
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-5 * max(abs(a), abs(b), 1e-300)
+
+
+SHAPES = {
+    "auto_runtime.dtl": [{"n": 45, "m": 38, "k": 41}, {"n": 301, "m": 7, "k": 9}, {"n": 6, "m": 11, "k": 700},
+                         {"n": 9, "m": 260, "k": 13}],
+    "auto_kernels.dtl": [{"n": 37, "m": 29, "p": 11}, {"n": 300, "m": 9, "p": 260}, {"n": 5, "m": 400, "p": 3}],
+}
+
+
+def main():
+    with tempfile.TemporaryDirectory() as d:
+        for name, shapes in SHAPES.items():
+            src = os.path.join(PROG, name)
+            exe = os.path.join(d, name[:-4])
+            rc, out = run([DISTALC, "--auto", "--exe", src, "-o", exe])
+            if rc:
+                bad("%s: distalc --auto --exe exits %d" % (name, rc), out)
+                continue
+            rc, plan = run([DISTALC, "--auto", "--emit", "plan", src])
+            nvar = len(re.findall(r"^  (?:chosen|      ) variant \d+", plan, re.M))
+            if nvar >= 2:
+                ok("%s: --emit plan lists %d variants" % (name, nvar))
+            else:
+                bad("%s: --emit plan lists %d variants, expected several" % (name, nvar), plan)
+            chosen_any = set()
+            for ranks in (1, 2, 3, 4, 6, 8):
+                for shape in shapes:
+                    rc, out = mpirun(exe, ranks, shape, ["--validate", "--verbose"])
+                    pred, chosen = predictions(out)
+                    what = "%s at %d ranks, %s" % (name, ranks, shape)
+                    if rc or not validated(out) or chosen is None or len(pred) != nvar:
+                        bad(what + ": run failed, did not validate or printed no choice", out)
+                        continue
+                    best = min(range(len(pred)), key=lambda v: (pred[v][0], v))
+                    if chosen == best and pred[chosen][0] <= pred[0][0]:
+                        ok(what + ": validated, ran variant %d (predicted %.3g s; variant 0 %.3g s)" % (chosen, pred[chosen][0], pred[0][0]))
+                    else:
+                        bad(what + ": ran variant %d, the least predicted is %d" % (chosen, best), out)
+                    chosen_any.add(chosen)
+            if len(chosen_any) >= 2:
+                ok("%s: the run-time choice differs by rank count and shape: variants %s" % (name, sorted(chosen_any)))
+            else:
+                bad("%s: one variant chosen for every rank count and shape (%s)" % (name, sorted(chosen_any)))
+            # every variant, forced
+            for v in range(nvar):
+                for ranks in (1, 3, 4, 8):
+                    shape = shapes[(v + ranks) % len(shapes)]
+                    rc, out = mpirun(exe, ranks, shape, ["--validate", "--verbose"], {"DISTAL_VARIANT": str(v)})
+                    _, chosen = predictions(out)
+                    if rc == 0 and validated(out) and chosen == v:
+                        ok("%s: DISTAL_VARIANT=%d at %d ranks, %s validates" % (name, v, ranks, shape))
+                    else:
+                        bad("%s: DISTAL_VARIANT=%d at %d ranks, %s" % (name, v, ranks, shape), out)
+            rc, out = mpirun(exe, 2, shapes[0], [], {"DISTAL_VARIANT": str(nvar)})
+            if rc and "DISTAL_VARIANT=%d: not a variant of this program" % nvar in out:
+                ok("%s: DISTAL_VARIANT=%d rejected" % (name, nvar))
+            else:
+                bad("%s: DISTAL_VARIANT=%d not rejected (exit %d)" % (name, nvar, rc), out)
+            # the compiler's and the generated code's formulas agree at a compile point
+            for ranks, shape in ((4, shapes[1]), (6, shapes[-1]), (8, shapes[0])):
+                sets = []
+                for k, v in shape.items():
+                    sets += ["--set", "%s=%d" % (k, v)]
+                exe2 = exe + "_at"
+                rc1, out1 = run([DISTALC, "--auto", "--ranks", str(ranks)] + sets + ["--exe", src, "-o", exe2])
+                rc2, plan = run([DISTALC, "--auto", "--ranks", str(ranks), "--emit", "plan"] + sets + [src])
+                rc3, out = mpirun(exe2, ranks, shape, ["--validate", "--verbose"])
+                p_plan, c_plan = plan_listing(plan)
+                p_run, c_run = predictions(out)
+                what = "%s compiled for %d ranks, %s" % (name, ranks, shape)
+                if rc1 or rc2 or rc3 or not validated(out):
+                    bad(what + ": failed", out1 + plan + out)
+                elif len(p_plan) >= 2 and len(p_plan) == len(p_run) and c_plan == c_run and \
+                        all(close(a[0], b[0]) and close(a[1], b[1]) for a, b in zip(p_plan, p_run)):
+                    ok(what + ": --emit plan and the run predict the same for %d variants and choose %d" % (len(p_run), c_run))
+                else:
+                    bad(what + ": --emit plan %s (chosen %s) but the run %s (chosen %s)" % (p_plan, c_plan, p_run, c_run), plan + out)
+            # the memory limit: the run's variant fits where one does
+            rc, out = mpirun(exe, 4, shapes[0], ["--verbose"])
+            pred, _ = predictions(out)
+            if pred:
+                limit = int(sorted(b for _, b in pred)[len(pred) // 2])  # about half the variants fit
+                exe3 = exe + "_mem"
+                rc1, out1 = run([DISTALC, "--auto", "--mem-per-rank", str(limit), "--exe", src, "-o", exe3])
+                rc2, out2 = mpirun(exe3, 4, shapes[0], ["--validate", "--verbose"])
+                p3, c3 = predictions(out2)
+                fits = [v for v in range(len(p3)) if p3[v][1] <= limit]
+                if rc1 or rc2 or c3 is None or not validated(out2):
+                    bad("%s: --mem-per-rank %d run failed" % (name, limit), out1 + out2)
+                elif (fits and c3 in fits and p3[c3][0] == min(p3[v][0] for v in fits)) or (not fits and p3[c3][1] == min(b for _, b in p3)):
+                    ok("%s: --mem-per-rank %d: ran variant %d (buffers %d bytes)" % (name, limit, c3, p3[c3][1]))
+                else:
+                    bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
+    print("%d checks, %d failed" % (checks, fails))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
