@@ -11,9 +11,12 @@ the STREAM triad and read-only (dot) bandwidths (stream.c) or the dgemm rate (dg
 measured in the same run on the same ranks and threads.  Configurations: 1 rank x 1 thread,
 2 ranks x 1 thread, and 1 rank x 2 threads (OpenMP/OpenBLAS threads: the BLAS-backed leaves
 use them; generated loops run on one thread unless scheduled with parallelize).  Every
-program is checked once with --validate.  No timing is asserted.  Writes roofline.md and
-roofline.csv to --out (default bench/results)."""
+program is checked once with --validate.  No timing is asserted.  Writes roofline.md,
+roofline.csv and roofline.svg (the fractions as bars, the 0.9 target marked) to --out
+(default bench/results)."""
 import argparse
+import csv
+import html
 import json
 import os
 import subprocess
@@ -86,6 +89,51 @@ def first_json(text):
             except ValueError:
                 pass
     return None
+
+
+def write_svg(rows, path):
+    """the table as a picture: per leaf, one bar per ranks x threads configuration, its
+    fraction of the machine's limit, with the 0.9 target marked (plain SVG 1.1)"""
+    leaves = []
+    for r in rows:
+        if r[0] not in leaves:
+            leaves.append(r[0])
+    configs = sorted({(r[1], r[2]) for r in rows})
+    colors = ["#3b6ea5", "#e07b39", "#5a9e5a", "#9467bd"]
+    frac = {(r[0], r[1], r[2]): r[10] for r in rows}
+    bar, gap, left, top, width = 9, 8, 190, 40, 520
+    height = top + len(leaves) * (len(configs) * bar + gap) + 50
+    xmax = max([1.2] + [f for f in frac.values() if f is not None])
+    X = lambda f: left + width * f / xmax
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" font-family="sans-serif" font-size="11">'
+           % (left + width + 30, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="18" font-size="13">bench/roofline.sh: each leaf\'s rate as a fraction of the machine\'s limit '
+           '(STREAM bandwidth or dgemm rate)</text>' % 10]
+    y = top
+    for leaf in leaves:
+        out.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (left - 6, y + len(configs) * bar / 2 + 4, html.escape(leaf)))
+        for k, c in enumerate(configs):
+            f = frac.get((leaf, c[0], c[1]))
+            if f is not None:
+                out.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>' % (left, y, X(f) - left, bar - 1,
+                                                                                        colors[k % len(colors)]))
+                out.append('<text x="%.1f" y="%d" font-size="9">%.2f</text>' % (X(f) + 3, y + bar - 2, f))
+            y += bar
+        y += gap
+    for f in [0.25 * q for q in range(int(xmax / 0.25) + 1)]:
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ccc"/>' % (X(f), top - 4, X(f), y))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%.2f</text>' % (X(f), y + 14, f))
+    out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#c00" stroke-dasharray="4,3"/>' % (X(0.9), top - 4, X(0.9), y))
+    out.append('<text x="%.1f" y="%d" fill="#c00" text-anchor="middle">target 0.9</text>' % (X(0.9), top - 8))
+    for k, c in enumerate(configs):
+        out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%d rank%s x %d thread%s</text>' % (
+            left + 130 * k, y + 24, colors[k % len(colors)], left + 130 * k + 14, y + 33, c[0], "" if c[0] == 1 else "s",
+            c[1], "" if c[1] == 1 else "s"))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def main():
@@ -186,10 +234,13 @@ def main():
                 r[0], r[1], r[2], r[3], r[6], r[7], {"triad": "STREAM triad", "read": "STREAM read", "dgemm": "dgemm"}[r[8]],
                 "%.3g %s" % (r[9], "GFLOP/s" if r[8] == "dgemm" else "GB/s") if r[9] else "-",
                 "%.2f" % r[10] if r[10] is not None else "-"))
-    with open(os.path.join(a.out, "roofline.csv"), "w") as f:
-        f.write("leaf,ranks,threads,time_s,bytes,flops,gbytes_per_s,gflops,limit,limit_rate,fraction\n")
+    with open(os.path.join(a.out, "roofline.csv"), "w", newline="") as f:
+        w = csv.writer(f)  # (leaf names hold commas)
+        w.writerow(["leaf", "ranks", "threads", "time_s", "bytes", "flops", "gbytes_per_s", "gflops", "limit", "limit_rate",
+                    "fraction"])
         for r in rows:
-            f.write(",".join(str(x) for x in r) + "\n")
+            w.writerow(r)
+    write_svg(rows, os.path.join(a.out, "roofline.svg"))
     with open(out) as f:
         print(f.read())
     return fail

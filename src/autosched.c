@@ -92,7 +92,7 @@ const char dc_calibrate_source[] =
 
 /* ---- building commands ------------------------------------------------------------------- */
 typedef struct {
-  fe_command cmds[5];
+  fe_command cmds[8];
   int n;
   char text[1024];
   double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
@@ -208,9 +208,9 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   /* communication in s steps overlaps the computation of the previous step (the SPMD rewrite
    * pipeline posts the next step's broadcast before this one computes): the first step's
    * data arrives alone, the rest while the loops run */
-  double comm = (double)out->cost.bytes / S->m->bandwidth, steps = out->cost.steps > 1 ? (double)out->cost.steps : 1;
+  double comm = out->cost.wire_bytes / S->m->bandwidth, steps = out->cost.steps > 1 ? (double)out->cost.steps : 1;
   double work = (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
-  out->seconds = (double)out->cost.msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+  out->seconds = out->cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   out->text = ir_strdup(c->text);
   out->speedup = c->speedup > 0 ? c->speedup : 1;
   return true;
@@ -370,10 +370,13 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
       /* panels of a quarter and a sixteenth, at least 128 wide: a leaf kernel over a
        * thinner panel runs far below its rate (a model that does not see this must not be
-       * offered it) */
+       * offered it); and (w == 2) as many panels as grid dim 0 has ranks, rotated along the
+       * grid so that each step's panel is a neighbour's (Cannon: shifts instead of
+       * broadcasts where the grid is square) */
       int64_t widths[2] = {(E + 3) / 4, (E + 15) / 16};
-      for (int w = 0; w < 2; w++) {
-        if ((w && widths[1] == widths[0]) || widths[w] < 128) continue;
+      const fe_size *g0 = &M->levels[0].dims[0];
+      for (int w = 0; w < 3; w++) {
+        if (w < 2 && ((w && widths[1] == widths[0]) || widths[w] < 128)) continue;
         char *t2[64];
         int nt2 = ntaken;
         memcpy(t2, taken, (size_t)ntaken * sizeof *t2);
@@ -385,9 +388,18 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
         for (int q = 0; q < k; q++) order[no++] = inner[q];
         order[no++] = ri;
         cmdlist ds = d;
-        add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
-        add_cmd(&ds, "reorder", 1, a_list(no, order));
-        add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
+        if (w < 2) {
+          add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
+          add_cmd(&ds, "reorder", 1, a_list(no, order));
+          add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
+        } else {
+          char *rs = fresh(s, p, t2, &nt2, rn, "s");
+          add_cmd(&ds, "divide", 4, a_ident(rn), a_ident(ro), a_ident(ri),
+                  g0->is_param ? a_ident(p->params[g0->param].name) : a_int(g0->value));
+          add_cmd(&ds, "reorder", 1, a_list(no, order));
+          add_cmd(&ds, "rotate", 3, a_ident(ro), a_list(k, outer), a_ident(rs));
+          add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(rs));
+        }
         /* the loops under ro: the reorder puts ro, the inner loops and ri, in that order, at
          * the places of those loops among the others */
         char *loopv[16], *inside[16];
@@ -606,6 +618,45 @@ static const int64_t *nominal(const dc_unit *u, const int64_t *params) {
   return vals;
 }
 
+/* Which statements the program as written (every unscheduled statement at its default) runs
+ * fused with a neighbour (the SPMD rewrites' statement fusion; none with --no-fuse). */
+static const bool *fused_by_default(dc_unit *u) {
+  int n = u->ir->nstmts;
+  bool *fused = ir_alloc((size_t)(n + 1) * sizeof *fused);
+  if (u->no_fuse || n < 2) return fused;
+  fe_sink saved = u->src->sink;
+  int nerr = u->src->nerrors;
+  u->src->sink = (fe_sink){quiet, NULL};
+  lw_program *lp = NULL;
+  sp_program *sp = NULL;
+  if (dc_lower(u, u->ir, &lp) == DC_OK && lp && dc_spmd(u, lp, &sp) == DC_OK && sp)
+    for (int i = 0; i < sp->nfuncs && i < n; i++) {
+      int into = sp->funcs[i].fused_into;
+      if (into >= 0) fused[i] = true;
+      if (into >= 0 && into < n) fused[into] = true;
+    }
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  return fused;
+}
+
+/* A statement that runs fused by default keeps its default unless some candidate receives
+ * fewer bytes: the model prices each statement alone and does not see the passes over memory
+ * that fusion saves (a streaming kernel's speedup would otherwise undo the fusion of CG's
+ * vector updates and dot products). */
+static void keep_fusion(dc_auto_stmt *st) {
+  if (!st->ncand || !*st->cand[0].text) return;
+  int def = -1;
+  for (int q = 0; q < st->ncand; q++)
+    if (!*st->cand[q].text) def = q;
+  if (def < 0 || st->cand[0].cost.bytes < st->cand[def].cost.bytes || !st->cand[def].fits) return;
+  dc_auto_cand t = st->cand[def];
+  memmove(st->cand + 1, st->cand, (size_t)def * sizeof *st->cand);
+  st->cand[0] = t;
+  st->cmds = NULL, st->ncmds = 0;
+  st->why_not = "it runs fused with its neighbours by default and no candidate receives fewer bytes: the default";
+}
+
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
             ir_program **out, dc_auto_report *rep) {
   ir_scope sc;
@@ -618,11 +669,13 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
   rep->ranks = ranks;
   rep->nstmts = u->ir->nstmts;
   rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
+  const bool *fused = fused_by_default(u);
   for (int i = 0; i < u->ir->nstmts; i++) {
     dc_auto_stmt *st = &rep->stmts[i];
     st->stmt = i, st->chosen = -1;
     st->why_not = not_searched(u, &u->ir->stmts[i]);
     if (!st->why_not) search_stmt(&S, i, st);
+    if (!st->why_not && fused[i]) keep_fusion(st);
   }
   ir_scope_leave(&sc);
   /* the chosen schedules, applied to one copy */

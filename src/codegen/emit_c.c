@@ -1381,7 +1381,27 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         fprintf(c, "%*s}\n", in, "");
         fprintf(c, "%*s%s = 0;\n", in, "", cg_vname(vs, m->var[k]));
       }
-      fprintf(c, "      dtl_bytes += dtl_tot * %lld, dtl_msgs += dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
+      /* a broadcast: 2 (q - 1) / q of its bytes, ceil(log2 q) messages a step (lw_bcast_weight) */
+      fputs("      double dtl_wb = 1, dtl_wm = 1;\n", c);
+      if (m->bcast || m->alt_bcast) {
+        fputs("      {\n        unsigned dtl_mask = ", c);
+        if (m->nassume > 1) {
+          fputs("(", c);
+          for (int q = 1; q < m->nassume; q++)
+            fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
+          fprintf(c, ") ? %uu : %uu;\n", m->alt_bcast, m->bcast);
+        } else
+          fprintf(c, "%uu;\n", m->bcast);
+        fputs("        int64_t dtl_q = 1;\n", c);
+        for (int g = 0; g < sp->ndims; g++) {
+          fprintf(c, "        if (dtl_mask >> %d & 1) { const int64_t d = ", g);
+          cg_sym(c, sp, sp->dims[g], false);
+          fputs("; dtl_q *= d > 0 ? d : 1; }\n", c);
+        }
+        fputs("        if (dtl_mask) {\n          int lg = 0;\n          while (dtl_q > 1 && ((int64_t)1 << lg) < dtl_q) lg++;\n"
+              "          dtl_wb = dtl_q > 1 ? 2.0 * (double)(dtl_q - 1) / (double)dtl_q : 0, dtl_wm = lg;\n        }\n      }\n", c);
+      }
+      fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
                  "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
     }
     fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / %.17g;\n", sp->bandwidth, sp->point_time,

@@ -718,6 +718,18 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   }
 }
 
+void lw_bcast_weight(int64_t q, double *bytes, double *msgs) {
+  int lg = 0;
+  while (q > 1 && ((int64_t)1 << lg) < q) lg++;
+  *bytes = q > 1 ? 2.0 * (double)(q - 1) / (double)q : 0;
+  *msgs = lg;
+}
+
+unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *params) {
+  c = lw_comm_at(lp, c, params);
+  return c->pattern == PAT_BCAST ? c->mask : 0;
+}
+
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
@@ -749,6 +761,16 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
     if (a.budget < 0 || a.failed) ok = false;
     out->bytes += a.total * es;
     out->msgs += a.count;
+    double wb = 1, wm = 1;
+    unsigned bm = lw_bcast_mask(lp, c, params);
+    if (bm) {
+      int64_t q = 1, d;
+      for (int g = 0; g < lp->ndims; g++)
+        if (bm >> g & 1) q *= sym_eval(lp->dims[g], &env, &d) && d > 0 ? d : 1;
+      lw_bcast_weight(q, &wb, &wm);
+    }
+    out->wire_bytes += wb * (double)(a.total * es);
+    out->wire_msgs += wm * (double)a.count;
     if (a.count > out->steps) out->steps = a.count;
     out->buffer += a.max * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
   }
@@ -868,4 +890,25 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
                 (long long)(total * es), (long long)count, (long long)total, (long long)es);
     }
   }
+  /* what rank 0 holds before any statement runs: the data a plan's bytes come on top of */
+  int64_t coords[LW_MAX_DIMS] = {0};
+  sym_env env = {.params = params, .coords = coords};
+  fputs("held by rank 0 (elements of its own blocks):", f);
+  for (int t = 0; t < p->ntensors; t++) {
+    const lw_owner *o = &lp->owner[t];
+    int64_t v = 1, lo, hi;
+    bool known = true;
+    for (int x = 0; x < p->tensors[t].order && known; x++) {
+      if (o->everywhere) {
+        known = sym_eval(sym_from_size(&p->tensors[t].dims[x]), &env, &hi);
+        v *= hi > 0 ? hi : 0;
+        continue;
+      }
+      known = sym_eval(o->lo[x], &env, &lo) && sym_eval(o->hi[x], &env, &hi);
+      v *= hi > lo ? hi - lo : 0;
+    }
+    if (known) fprintf(f, " %s %lld", p->tensors[t].name, (long long)v);
+    else fprintf(f, " %s ?", p->tensors[t].name);
+  }
+  fputc('\n', f);
 }

@@ -106,7 +106,17 @@ bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, i
 typedef struct {
   int64_t bytes, msgs, buffer, points;
   int64_t steps; /* the most steps of one communicate point (1: all data before the loops) */
+  /* the time a broadcast takes in the model (lw_bcast_weight): its bytes and messages so
+   * weighted; every other pattern as received */
+  double wire_bytes, wire_msgs;
 } lw_cost;
+/* A broadcast among q ranks, as MPI libraries run a large one (a scatter, then an allgather):
+ * 2 (q - 1) / q times its bytes through each rank's link, in ceil(log2 q) messages; q = 1
+ * moves nothing.  *bytes and *msgs: the weights of one step. */
+void lw_bcast_weight(int64_t q, double *bytes, double *msgs);
+/* The grid dims a communicate point of statement i broadcasts along at params (0: it does
+ * not broadcast), its alternative's where the run-time test of its assumption holds. */
+unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *params);
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
 /* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
  * its block as a dtl_sparse, and non-local boxes move as their stored entries. */

@@ -339,6 +339,11 @@ typedef struct {
   const sym **lo, **hi; /* the box received at one step (syms over those counters) */
   int64_t elem;         /* bytes per element */
   int nbuf;             /* buffers of the box's size the rank holds (2: double buffered) */
+  /* a broadcast along these grid dims (0: none) weighs as lw_bcast_weight says; where the
+   * params in assume are equal at run time, alt_bcast applies instead (rotate's shifts) */
+  unsigned bcast, alt_bcast;
+  int nassume;
+  const int *assume;
 } sp_cost_comm;
 typedef struct {
   int func;             /* the statement function whose variables the formulas use */

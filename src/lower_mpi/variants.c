@@ -41,6 +41,13 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     for (int x = 0; x < c->order; x++) m->lo[x] = sym_shift_vars(c->lo[x], fn->var0), m->hi[x] = sym_shift_vars(c->hi[x], fn->var0);
     m->elem = lw_type_size(p->tensors[c->tensor].type);
     m->nbuf = c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
+    m->bcast = c->pattern == PAT_BCAST ? c->mask : 0;
+    m->alt_bcast = m->bcast;
+    if (c->alt && c->nassume > 1) {
+      m->alt_bcast = c->alt->pattern == PAT_BCAST ? c->alt->mask : 0;
+      m->nassume = c->nassume;
+      m->assume = c->assume;
+    }
   }
 }
 
@@ -97,6 +104,20 @@ static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk
   vars[m->var[k]] = 0;
 }
 
+/* the broadcast weights of m at params (1, 1: not a broadcast) */
+static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm) {
+  unsigned mask = m->bcast;
+  bool equal = m->nassume > 1;
+  for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
+  if (equal) mask = m->alt_bcast;
+  *wb = *wm = 1;
+  if (!mask) return;
+  int64_t q = 1, d;
+  for (int g = 0; g < sp->ndims; g++)
+    if (mask >> g & 1) q *= sym_eval(sp->dims[g], env, &d) && d > 0 ? d : 1;
+  lw_bcast_weight(q, wb, wm);
+}
+
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer) {
   const sp_variant *x = &sp->variants[v];
   int64_t coords[LW_MAX_DIMS] = {0};
@@ -119,8 +140,10 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
       walk_acc a = {0};
       walk(m, 0, vars, &env, &a);
       ok = !a.failed;
-      bytes += a.total * (double)m->elem;
-      msgs += (double)a.count;
+      double wb, wm;
+      weights(sp, m, &env, &wb, &wm);
+      bytes += wb * a.total * (double)m->elem;
+      msgs += wm * (double)a.count;
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }

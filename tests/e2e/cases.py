@@ -609,6 +609,12 @@ def sparse_programs(long=False):
     big = ["--set", "n=2048", "--set", "m=2048", "--set", "p=2048", "--mem-per-rank", "20000000"]
     runs.extend(_expand("programs", pr("auto_kernels.dtl"), [{"n": 300, "m": 9, "p": 260}], [1, 3, 8],
                         compile_args=["--auto", "--ranks", "4"] + big))
+    # sizes known only at run time: compiled once, plan_create picks the variant for the run's
+    # shape and rank count (square, tall, flat, a long summed dimension; Cannon's rotation on
+    # square grids, SUMMA's panels, the summed dimension distributed)
+    runs.extend(_expand("programs", pr("auto_runtime.dtl"),
+                        [{"n": 23, "m": 19, "k": 17}, {"n": 130, "m": 5, "k": 7}, {"n": 4, "m": 9, "k": 300},
+                         {"n": 6, "m": 140, "k": 11}], [1, 2, 3, 4, 6, 8, 9], compile_args=["--auto"]))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}], [1, 2, 4, 6],
