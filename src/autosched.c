@@ -286,11 +286,21 @@ static void read_tensors(const fe_program *p, const fe_expr *e, char **names, in
   read_tensors(p, e->b, names, n);
 }
 
-/* those that fit the memory limit first, then by predicted time */
+/* those that fit the memory limit first, then by predicted time; among times within 0.1% (the
+ * model's comm hidden under equal work, say) the one that receives fewer bytes, then the
+ * smaller buffers */
 static int cmp_cand(const void *a, const void *b) {
   const dc_auto_cand *p = a, *q = b;
   if (p->fits != q->fits) return p->fits ? -1 : 1;
-  return p->seconds < q->seconds ? -1 : p->seconds > q->seconds;
+  if (fabs(p->seconds - q->seconds) > 1e-3 * fmax(p->seconds, q->seconds))
+    return p->seconds < q->seconds ? -1 : 1;
+  /* the default is never put after a candidate predicted slower than it */
+  if (!*p->text != !*q->text && p->seconds != q->seconds) {
+    const dc_auto_cand *d = *p->text ? q : p, *o = *p->text ? p : q;
+    if (d->seconds < o->seconds) return d == p ? -1 : 1;
+  }
+  if (p->cost.bytes != q->cost.bytes) return p->cost.bytes < q->cost.bytes ? -1 : 1;
+  return p->cost.buffer < q->cost.buffer ? -1 : p->cost.buffer > q->cost.buffer;
 }
 
 static void search_stmt(search *S, int i, dc_auto_stmt *st) {
