@@ -209,7 +209,9 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
    * pipeline posts the next step's broadcast before this one computes): the first step's
    * data arrives alone, the rest while the loops run */
   double comm = out->cost.wire_bytes / S->m->bandwidth, steps = out->cost.steps > 1 ? (double)out->cost.steps : 1;
-  double work = (double)out->cost.points * S->m->point_time / (c->speedup > 0 ? c->speedup : 1);
+  /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) */
+  double sp = c->speedup > 1 ? 1 + (c->speedup - 1) * lw_kernel_share(out->cost.kernel_min) : 1;
+  double work = (double)out->cost.points * S->m->point_time / sp;
   out->seconds = out->cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   out->text = ir_strdup(c->text);
   out->speedup = c->speedup > 0 ? c->speedup : 1;

@@ -1351,11 +1351,13 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     fprintf(c, "  { /* statement %d */\n", i + 1);
     for (int q = 0; q < fn->nvars; q++)
       fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
-    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1;\n", c);
+    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1;\n    int64_t dtl_kmin = 0;\n    (void)dtl_kmin;\n", c);
     for (int k = 0; k < st->ntrips; k++) {
       fputs("    { const int64_t t = ", c);
       cg_sym(c, vs, st->trip[k], false);
-      fputs("; dtl_pts *= t > 0 ? (double)t : 0; }\n", c);
+      fputs("; dtl_pts *= t > 0 ? (double)t : 0;", c);
+      if (st->kdepth >= 0 && k >= st->kdepth) fputs(" if (dtl_kmin == 0 || t < dtl_kmin) dtl_kmin = t > 0 ? t : 1;", c);
+      fputs(" }\n", c);
     }
     for (int q = 0; q < st->ncomm; q++) {
       const sp_cost_comm *m = &st->comm[q];
@@ -1404,8 +1406,10 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
       fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
                  "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
     }
-    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / %.17g;\n", sp->bandwidth, sp->point_time,
-            st->speedup);
+    /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
+    fprintf(c, "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0) : 1;\n",
+            st->speedup, st->speedup);
+    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / dtl_speed;\n", sp->bandwidth, sp->point_time);
     fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
             sp->latency);
   }

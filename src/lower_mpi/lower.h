@@ -109,7 +109,11 @@ typedef struct {
   /* the time a broadcast takes in the model (lw_bcast_weight): its bytes and messages so
    * weighted; every other pattern as received */
   double wire_bytes, wire_msgs;
+  int64_t kernel_min;  /* the shortest trip count among a substituted kernel's loops (0: none) */
 } lw_cost;
+/* The share of a catalogue kernel's speedup that a kernel whose shortest loop runs `len`
+ * iterations keeps: all from 128 on (BLAS blocks), len / 128 below. */
+double lw_kernel_share(int64_t len);
 /* A broadcast among q ranks, as MPI libraries run a large one (a scatter, then an allgather):
  * 2 (q - 1) / q times its bytes through each rank's link, in ceil(log2 q) messages; q = 1
  * moves nothing.  *bytes and *msgs: the weights of one step. */

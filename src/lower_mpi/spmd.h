@@ -350,6 +350,8 @@ typedef struct {
   int ntrips;
   const sym **trip;     /* the rank's loop trip counts: its iterations are their product */
   double speedup;       /* of its leaf kernel over the generated loops in the model (1: none) */
+  int kdepth;           /* the first of the kernel's loops among the trips (-1: no kernel): the
+                         * speedup shrinks with the shortest of them (lw_kernel_share) */
   int ncomm;
   sp_cost_comm *comm;
 } sp_cost_stmt;

@@ -13,6 +13,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
   const lw_stmt *ls = &lp->stmts[i];
   out->func = fn->index;
   out->speedup = speedup > 0 ? speedup : 1;
+  out->kdepth = ls->kernel_depth;
   out->ntrips = ls->nloops;
   out->trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *out->trip);
   for (int k = 0; k < ls->nloops; k++) {
@@ -130,10 +131,12 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
   for (int i = 0; i < x->nstmts && ok; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
     double points = 1, bytes = 0, msgs = 0, steps = 1;
+    int64_t kmin = 0;
     for (int k = 0; k < st->ntrips && ok; k++) {
       int64_t t;
       ok = sym_eval(st->trip[k], &env, &t);
       points *= t > 0 ? (double)t : 0;
+      if (ok && st->kdepth >= 0 && k >= st->kdepth && (kmin == 0 || t < kmin)) kmin = t > 0 ? t : 1;
     }
     for (int q = 0; q < st->ncomm && ok; q++) {
       const sp_cost_comm *m = &st->comm[q];
@@ -147,7 +150,8 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
-    double comm = bytes / sp->bandwidth, work = points * sp->point_time / st->speedup;
+    double speed = st->speedup > 1 ? 1 + (st->speedup - 1) * lw_kernel_share(kmin) : 1;
+    double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed;
     sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
   free(vars);
