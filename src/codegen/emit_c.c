@@ -1351,12 +1351,14 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     fprintf(c, "  { /* statement %d */\n", i + 1);
     for (int q = 0; q < fn->nvars; q++)
       fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
-    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1;\n    int64_t dtl_kmin = 0;\n    (void)dtl_kmin;\n", c);
+    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0;\n    int64_t dtl_kmin = 0;\n"
+          "    (void)dtl_kmin, (void)dtl_kpts;\n", c);
     for (int k = 0; k < st->ntrips; k++) {
       fputs("    { const int64_t t = ", c);
       cg_sym(c, vs, st->trip[k], false);
       fputs("; dtl_pts *= t > 0 ? (double)t : 0;", c);
-      if (st->kdepth >= 0 && k >= st->kdepth) fputs(" if (dtl_kmin == 0 || t < dtl_kmin) dtl_kmin = t > 0 ? t : 1;", c);
+      if (st->kdepth >= 0 && k >= st->kdepth)
+        fputs(" if (dtl_kmin == 0 || t < dtl_kmin) dtl_kmin = t > 0 ? t : 1; dtl_kpts = (dtl_kpts > 0 ? dtl_kpts : 1) * (double)(t > 0 ? t : 0);", c);
       fputs(" }\n", c);
     }
     for (int q = 0; q < st->ncomm; q++) {
@@ -1407,8 +1409,9 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
                  "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
     }
     /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
-    fprintf(c, "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0) : 1;\n",
-            st->speedup, st->speedup);
+    fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
+               "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0)"
+               " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
     fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / dtl_speed;\n", sp->bandwidth, sp->point_time);
     fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
             sp->latency);

@@ -9,6 +9,8 @@
  * pattern is chosen from the structure of those boxes, and only where it is proven. */
 #include "lower_mpi/lower.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -718,7 +720,10 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   }
 }
 
-double lw_kernel_share(int64_t len) { return len <= 0 || len >= 128 ? 1.0 : (double)len / 128.0; }
+double lw_kernel_share(int64_t len, double points) {
+  double thin = len <= 0 || len >= 128 ? 1.0 : (double)len / 128.0, edge = points > 0 ? cbrt(points) / 128.0 : 1.0;
+  return thin * (edge < 1 ? edge : 1.0);
+}
 
 void lw_bcast_weight(int64_t q, double *bytes, double *msgs) {
   int lg = 0;
@@ -750,8 +755,10 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
     ok = sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, &env, &ext);
     if (ok && ext > 0 && pts > INT64_MAX / ext) pts = INT64_MAX;
     else if (ok) pts *= ext > 0 ? ext : 0;
-    if (ok && ls->kernel_depth >= 0 && k >= ls->kernel_depth && (out->kernel_min == 0 || ext < out->kernel_min))
-      out->kernel_min = ext > 0 ? ext : 1;
+    if (ok && ls->kernel_depth >= 0 && k >= ls->kernel_depth) {
+      if (out->kernel_min == 0 || ext < out->kernel_min) out->kernel_min = ext > 0 ? ext : 1;
+      out->kernel_points = (out->kernel_points > 0 ? out->kernel_points : 1) * (double)(ext > 0 ? ext : 0);
+    }
   }
   out->points = pts;
   for (int q = 0; q < ls->ncomm && ok; q++) {

@@ -110,10 +110,12 @@ typedef struct {
    * weighted; every other pattern as received */
   double wire_bytes, wire_msgs;
   int64_t kernel_min;  /* the shortest trip count among a substituted kernel's loops (0: none) */
+  double kernel_points; /* the iterations of one call of the kernel (the product of its loops') */
 } lw_cost;
-/* The share of a catalogue kernel's speedup that a kernel whose shortest loop runs `len`
- * iterations keeps: all from 128 on (BLAS blocks), len / 128 below. */
-double lw_kernel_share(int64_t len);
+/* The share of a catalogue kernel's speedup that a call keeps whose shortest loop runs `len`
+ * iterations and which runs `points` in all: len / 128 below 128 (a thin panel), times
+ * cbrt(points) / 128 where that is below 1 (a small call: BLAS blocks at about 128). */
+double lw_kernel_share(int64_t len, double points);
 /* A broadcast among q ranks, as MPI libraries run a large one (a scatter, then an allgather):
  * 2 (q - 1) / q times its bytes through each rank's link, in ceil(log2 q) messages; q = 1
  * moves nothing.  *bytes and *msgs: the weights of one step. */

@@ -132,11 +132,15 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
     const sp_cost_stmt *st = &x->stmts[i];
     double points = 1, bytes = 0, msgs = 0, steps = 1;
     int64_t kmin = 0;
+    double kpts = 0;
     for (int k = 0; k < st->ntrips && ok; k++) {
       int64_t t;
       ok = sym_eval(st->trip[k], &env, &t);
       points *= t > 0 ? (double)t : 0;
-      if (ok && st->kdepth >= 0 && k >= st->kdepth && (kmin == 0 || t < kmin)) kmin = t > 0 ? t : 1;
+      if (ok && st->kdepth >= 0 && k >= st->kdepth) {
+        if (kmin == 0 || t < kmin) kmin = t > 0 ? t : 1;
+        kpts = (kpts > 0 ? kpts : 1) * (double)(t > 0 ? t : 0);
+      }
     }
     for (int q = 0; q < st->ncomm && ok; q++) {
       const sp_cost_comm *m = &st->comm[q];
@@ -150,7 +154,7 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
-    double speed = st->speedup > 1 ? 1 + (st->speedup - 1) * lw_kernel_share(kmin) : 1;
+    double speed = st->speedup > 1 ? 1 + (st->speedup - 1) * lw_kernel_share(kmin, kpts) : 1;
     double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed;
     sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
