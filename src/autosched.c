@@ -288,13 +288,13 @@ static void read_tensors(const fe_program *p, const fe_expr *e, char **names, in
   read_tensors(p, e->b, names, n);
 }
 
-/* those that fit the memory limit first, then by predicted time; among times within 0.1% (the
+/* those that fit the memory limit first, then by predicted time; among times within 1% (the
  * model's comm hidden under equal work, say) the one that receives fewer bytes, then the
  * smaller buffers */
 static int cmp_cand(const void *a, const void *b) {
   const dc_auto_cand *p = a, *q = b;
   if (p->fits != q->fits) return p->fits ? -1 : 1;
-  if (fabs(p->seconds - q->seconds) > 1e-3 * fmax(p->seconds, q->seconds))
+  if (fabs(p->seconds - q->seconds) > 1e-2 * fmax(p->seconds, q->seconds))
     return p->seconds < q->seconds ? -1 : 1;
   /* the default is never put after a candidate predicted slower than it */
   if (!*p->text != !*q->text && p->seconds != q->seconds) {
