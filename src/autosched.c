@@ -203,16 +203,27 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
             dc_lower(u, ir, &lp) == DC_OK && lp;
   u->src->sink = saved;
   u->src->nerrors = nerr;
-  if (!ok || !lw_stmt_cost(lp, i, S->params, &out->cost)) return false;
+  /* rank 0 and a rank off the grid's diagonal (lw_corner): the slower of the two */
+  int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
+  if (!ok || !lw_corner(lp, S->params, corner)) return false;
+  out->seconds = -1;
+  int64_t maxbuf = 0;
+  for (int at = 0; at < 2; at++) {
+    lw_cost cost;
+    if (!lw_stmt_cost_at(lp, i, S->params, at ? corner : zero, &cost)) return false;
+    /* communication in s steps overlaps the computation of the previous step (the SPMD
+     * rewrite pipeline posts the next step's broadcast before this one computes): the first
+     * step's data arrives alone, the rest while the loops run */
+    double comm = cost.wire_bytes / S->m->bandwidth, steps = cost.steps > 1 ? (double)cost.steps : 1;
+    /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
+    double sp = c->speedup > 1 ? 1 + (c->speedup - 1) * lw_kernel_share(cost.kernel_min, cost.kernel_points) : 1;
+    double work = (double)cost.points * S->m->point_time / sp;
+    double sec = cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    if (sec > out->seconds) out->seconds = sec, out->cost = cost;
+    if (cost.buffer > maxbuf) maxbuf = cost.buffer;
+  }
+  out->cost.buffer = maxbuf;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
-  /* communication in s steps overlaps the computation of the previous step (the SPMD rewrite
-   * pipeline posts the next step's broadcast before this one computes): the first step's
-   * data arrives alone, the rest while the loops run */
-  double comm = out->cost.wire_bytes / S->m->bandwidth, steps = out->cost.steps > 1 ? (double)out->cost.steps : 1;
-  /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) */
-  double sp = c->speedup > 1 ? 1 + (c->speedup - 1) * lw_kernel_share(out->cost.kernel_min, out->cost.kernel_points) : 1;
-  double work = (double)out->cost.points * S->m->point_time / sp;
-  out->seconds = out->cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   out->text = ir_strdup(c->text);
   out->speedup = c->speedup > 0 ? c->speedup : 1;
   return true;

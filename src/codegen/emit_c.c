@@ -1342,9 +1342,9 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
   const sp_variant *x = &sp->variants[v];
   const sp_program *vs = x->sp;
   fprintf(c, "/* variant %d (%s): its predicted seconds and buffer bytes per rank */\n", v, x->label);
-  fprintf(c, "static void %s_v%d_cost(const int64_t *dtl_p, double *dtl_sec, double *dtl_buf) {\n", P, v);
+  fprintf(c, "static void %s_v%d_cost(const int64_t *dtl_p, const int64_t *dtl_coords, double *dtl_sec, double *dtl_buf) {\n", P, v);
   declare_params(c, sp, "dtl_p", 2);
-  fprintf(c, "  const int64_t dtl_coords[%d] = {0};\n  (void)dtl_coords;\n  double dtl_s = 0, dtl_b = 0;\n", sp->ndims > 0 ? sp->ndims : 1);
+  fputs("  (void)dtl_coords;\n  double dtl_s = 0, dtl_b = 0;\n", c);
   for (int i = 0; i < x->nstmts; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
     const sp_func *fn = &vs->funcs[st->func];
@@ -1387,6 +1387,17 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
       }
       /* a broadcast: 2 (q - 1) / q of its bytes, ceil(log2 q) messages a step (lw_bcast_weight) */
       fputs("      double dtl_wb = 1, dtl_wm = 1;\n", c);
+      if (m->exchange || m->alt_exchange) { /* a point-to-point exchange: LW_EXCHANGE_WEIGHT */
+        fputs("      if (", c);
+        if (m->nassume > 1 && m->exchange != m->alt_exchange) {
+          fputs(m->alt_exchange ? "(" : "!(", c);
+          for (int q = 1; q < m->nassume; q++)
+            fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
+          fputs(")", c);
+        } else
+          fputs("1", c);
+        fprintf(c, ") dtl_wb = %.17g;\n", LW_EXCHANGE_WEIGHT);
+      }
       if (m->bcast || m->alt_bcast) {
         fputs("      {\n        unsigned dtl_mask = ", c);
         if (m->nassume > 1) {
@@ -1423,14 +1434,20 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
  * memory limit (else the least buffers), ties to the lower index; the same on every rank */
 static void emit_variant_choice(FILE *c, const sp_program *sp, const char *P) {
   fprintf(c, "  { /* the schedule: of the %d variants --auto kept, the one predicted fastest at these params and this rank count */\n"
-             "    static void (*const dtl_cost[%d])(const int64_t *, double *, double *) = {", sp->nvariants, sp->nvariants);
+             "    static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, double *, double *) = {", sp->nvariants, sp->nvariants);
   for (int v = 0; v < sp->nvariants; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
   fputs("};\n    int dtl_best = -1, dtl_least = 0;\n    double dtl_bs = 0, dtl_lb = 0;\n", c);
-  fprintf(c, "    for (int v = 0; v < %d; v++) {\n      double s, b;\n      dtl_cost[v](dtl_plan->p, &s, &b);\n"
+  /* rank 0 and a rank off the grid's diagonal (lw_corner): the slower, the larger buffers */
+  fprintf(c, "    int64_t dtl_zero[%d] = {0}, dtl_corner[%d] = {0};\n", sp->ndims > 0 ? sp->ndims : 1, sp->ndims > 0 ? sp->ndims : 1);
+  for (int g = 0; g < sp->ndims; g++)
+    if (g % 2 == 0) fprintf(c, "    dtl_corner[%d] = dtl_plan->ctx->dims[%d] - 1;\n", g, g);
+  fprintf(c, "    for (int v = 0; v < %d; v++) {\n      double s, b, s1, b1;\n      dtl_cost[v](dtl_plan->p, dtl_zero, &s, &b);\n"
+             "      dtl_cost[v](dtl_plan->p, dtl_corner, &s1, &b1);\n      if (s1 > s) s = s1;\n      if (b1 > b) b = b1;\n"
              "      dtl_plan->predicted[v] = s, dtl_plan->buffers[v] = b;\n", sp->nvariants);
   if (sp->mem_limit > 0) fprintf(c, "      const int fits = b <= %lld.0;\n", (long long)sp->mem_limit);
   else fputs("      const int fits = 1;\n", c);
-  fputs("      if (fits && (dtl_best < 0 || s < dtl_bs)) dtl_best = v, dtl_bs = s;\n"
+  /* (predictions within a millionth are ties, kept by the lower index whatever the rounding) */
+  fputs("      if (fits && (dtl_best < 0 || s < dtl_bs * (1 - 1e-6))) dtl_best = v, dtl_bs = s;\n"
         "      if (v == 0 || b < dtl_lb) dtl_least = v, dtl_lb = b;\n    }\n"
         "    dtl_plan->variant = dtl_best >= 0 ? dtl_best : dtl_least;\n", c);
   /* DISTAL_VARIANT=N runs variant N whatever the prediction (to measure or test each one) */

@@ -267,7 +267,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  if ((opt.stats || opt.verbose) && rank == 0) {\n    double pred = 0;\n    const char *sched = %s_schedule(plan, &pred);\n"
                "    printf(\"schedule: %%s\\nschedule: predicted %%.3g s per compute\\n\", sched, pred);\n"
                "    for (int v = 0; v < %d && opt.verbose; v++)\n"
-               "      printf(\"schedule: variant %%d predicted %%.6g s, buffers %%.0f bytes%%s\\n\", v, plan->predicted[v], plan->buffers[v],\n"
+               "      printf(\"schedule: variant %%d predicted %%.9g s, buffers %%.0f bytes%%s\\n\", v, plan->predicted[v], plan->buffers[v],\n"
                "             v == plan->variant ? \" (chosen)\" : \"\");\n  }\n",
             P, sp->nvariants);
   /* tensors */

@@ -738,9 +738,22 @@ unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *pa
 }
 
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out) {
+  int64_t zero[LW_MAX_DIMS] = {0};
+  return lw_stmt_cost_at(lp, i, params, zero, out);
+}
+
+bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords) {
+  for (int g = 0; g < lp->ndims; g++) {
+    int64_t d;
+    if (!sym_eval(lp->dims[g], &(sym_env){.params = params}, &d)) return false;
+    coords[g] = g % 2 == 0 && d > 0 ? d - 1 : 0;
+  }
+  return true;
+}
+
+bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, lw_cost *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
-  int64_t coords[LW_MAX_DIMS] = {0};
   *out = (lw_cost){0};
   int nv = ls->lidx_var0 + ls->nloops;
   int64_t *vars = calloc(nv + 1, sizeof *vars);
@@ -774,6 +787,7 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
     out->msgs += a.count;
     double wb = 1, wm = 1;
     unsigned bm = lw_bcast_mask(lp, c, params);
+    if (lw_comm_at(lp, c, params)->pattern == PAT_EXCHANGE) wb = LW_EXCHANGE_WEIGHT;
     if (bm) {
       int64_t q = 1, d;
       for (int g = 0; g < lp->ndims; g++)

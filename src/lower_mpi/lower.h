@@ -120,10 +120,19 @@ double lw_kernel_share(int64_t len, double points);
  * 2 (q - 1) / q times its bytes through each rank's link, in ceil(log2 q) messages; q = 1
  * moves nothing.  *bytes and *msgs: the weights of one step. */
 void lw_bcast_weight(int64_t q, double *bytes, double *msgs);
+/* A point-to-point exchange (boxes that follow no collective pattern) counts its bytes twice:
+ * a rank may have to send its block to several others, which the received bytes do not show. */
+#define LW_EXCHANGE_WEIGHT 2.0
 /* The grid dims a communicate point of statement i broadcasts along at params (0: it does
  * not broadcast), its alternative's where the run-time test of its assumption holds. */
 unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *params);
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
+/* The same for the rank at grid coordinates `coords`. */
+bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, lw_cost *out);
+/* The second rank --auto costs besides rank 0, off the diagonal of a square grid (where a
+ * transposed distribution favours rank 0): coordinate g is the last of its dim for even g,
+ * 0 for odd g.  False where a grid dim cannot be evaluated at params. */
+bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords);
 /* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
  * its block as a dtl_sparse, and non-local boxes move as their stored entries. */
 bool lw_sparse(const fe_program *p, int t);

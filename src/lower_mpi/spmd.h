@@ -342,6 +342,7 @@ typedef struct {
   /* a broadcast along these grid dims (0: none) weighs as lw_bcast_weight says; where the
    * params in assume are equal at run time, alt_bcast applies instead (rotate's shifts) */
   unsigned bcast, alt_bcast;
+  bool exchange, alt_exchange; /* a point-to-point exchange: LW_EXCHANGE_WEIGHT */
   int nassume;
   const int *assume;
 } sp_cost_comm;

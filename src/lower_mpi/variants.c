@@ -44,8 +44,10 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->nbuf = c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
     m->bcast = c->pattern == PAT_BCAST ? c->mask : 0;
     m->alt_bcast = m->bcast;
+    m->exchange = m->alt_exchange = c->pattern == PAT_EXCHANGE;
     if (c->alt && c->nassume > 1) {
       m->alt_bcast = c->alt->pattern == PAT_BCAST ? c->alt->mask : 0;
+      m->alt_exchange = c->alt->pattern == PAT_EXCHANGE;
       m->nassume = c->nassume;
       m->assume = c->assume;
     }
@@ -112,6 +114,7 @@ static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, d
   for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
   if (equal) mask = m->alt_bcast;
   *wb = *wm = 1;
+  if (equal ? m->alt_exchange : m->exchange) *wb = LW_EXCHANGE_WEIGHT;
   if (!mask) return;
   int64_t q = 1, d;
   for (int g = 0; g < sp->ndims; g++)
@@ -119,9 +122,21 @@ static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, d
   lw_bcast_weight(q, wb, wm);
 }
 
+/* the cost at one rank's coordinates */
+static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, double *seconds, double *buffer);
+
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer) {
+  /* rank 0 and a rank off the grid's diagonal (lw_corner), the slower; the larger buffers */
+  int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
+  double s0, b0, s1, b1;
+  if (!lw_corner(sp->lp, params, corner) || !cost_at(sp, v, params, zero, &s0, &b0) || !cost_at(sp, v, params, corner, &s1, &b1))
+    return false;
+  *seconds = s0 > s1 ? s0 : s1, *buffer = b0 > b1 ? b0 : b1;
+  return true;
+}
+
+static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, double *seconds, double *buffer) {
   const sp_variant *x = &sp->variants[v];
-  int64_t coords[LW_MAX_DIMS] = {0};
   int nv = x->sp->nvars;
   int64_t *vars = calloc((size_t)nv + 1, sizeof *vars);
   if (!vars) return false;
@@ -170,7 +185,7 @@ int spmd_variant_choice(const sp_program *sp, const int64_t *params) {
     double s, b;
     if (!spmd_variant_cost(sp, v, params, &s, &b)) return -1;
     bool fits = sp->mem_limit <= 0 || b <= (double)sp->mem_limit;
-    if (fits && (best < 0 || s < bs)) best = v, bs = s;
+    if (fits && (best < 0 || s < bs * (1 - 1e-6))) best = v, bs = s; /* within a millionth: a tie, the lower index */
     if (least < 0 || b < lb) least = v, lb = b;
   }
   return best >= 0 ? best : least;
@@ -185,7 +200,7 @@ void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params) {
     double s, b;
     bool ok = spmd_variant_cost(sp, v, params, &s, &b);
     fprintf(f, "  %s variant %d (the search's choice at %s): ", v == pick ? "chosen" : "      ", v, x->label);
-    if (ok) fprintf(f, "predicted %.6g s, buffers %.0f bytes%s\n", s, b, sp->mem_limit > 0 && b > (double)sp->mem_limit ? " (over the memory limit)" : "");
+    if (ok) fprintf(f, "predicted %.9g s, buffers %.0f bytes%s\n", s, b, sp->mem_limit > 0 && b > (double)sp->mem_limit ? " (over the memory limit)" : "");
     else fputs("not evaluated (give every param a value with --set)\n", f);
     for (int i = 0; i < x->nstmts; i++) {
       fprintf(f, "    statement %d: ", i + 1);
