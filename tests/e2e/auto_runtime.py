@@ -20,27 +20,14 @@ import subprocess
 import sys
 import tempfile
 
-TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
-DISTALC = os.environ.get("DISTALC", "distalc")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import auto  # noqa: E402  (its tallies: ok, bad, checks, fails)
+
+ok, bad = auto.ok, auto.bad
+TOP = auto.TOP
+DISTALC = auto.DISTALC
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
 PROG = os.path.join(TOP, "tests", "e2e", "programs")
-
-checks = fails = 0
-
-
-def ok(msg):
-    global checks
-    checks += 1
-    print("PASS " + msg)
-
-
-def bad(msg, out=""):
-    global checks, fails
-    checks += 1
-    fails += 1
-    print("FAIL " + msg)
-    for line in out.strip().splitlines()[-20:]:
-        print("    | " + line)
 
 
 def run(cmd, env=None, timeout=300):
@@ -182,8 +169,8 @@ def main():
                     ok("%s: --mem-per-rank %d: ran variant %d (buffers %d bytes)" % (name, limit, c3, p3[c3][1]))
                 else:
                     bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
-    print("%d checks, %d failed" % (checks, fails))
-    return 1 if fails else 0
+    print("%d checks, %d failed" % (auto.checks, auto.fails))
+    return 1 if auto.fails else 0
 
 
 if __name__ == "__main__":
