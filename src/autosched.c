@@ -12,7 +12,7 @@
 /* A rank of a cluster node: about 5 GB/s received, 2 us per message, and 0.4 ns per loop
  * iteration (a fused multiply-add at a few GFLOP/s), in the proportions that decide between
  * schedules (the absolute values only scale the predictions). */
-const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10};
+const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .threads = 1};
 
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
@@ -22,7 +22,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
   }
   *m = dc_default_model;
   char line[512];
-  bool seen[3] = {false};
+  bool seen[4] = {false};
   for (int ln = 1; fgets(line, sizeof line, f); ln++) {
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
@@ -30,12 +30,14 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     double v;
     int n = sscanf(line, "%63s %lf %7s", name, &v, extra);
     if (n <= 0) continue; /* blank */
-    static const char *names[] = {"bandwidth", "latency", "point_time"};
+    static const char *names[] = {"bandwidth", "latency", "point_time", "threads"};
     int k = -1;
-    for (int q = 0; q < 3; q++)
+    for (int q = 0; q < 4; q++)
       if (!strcmp(name, names[q])) k = q;
-    const char *why = k < 0 ? "unknown name (bandwidth, latency or point_time)" : n != 2 ? "expected NAME VALUE"
-                      : !(isfinite(v) && v > 0) ? "the value must be a positive number" : seen[k] ? "given twice" : NULL;
+    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time or threads)" : n != 2 ? "expected NAME VALUE"
+                      : !(isfinite(v) && v > 0) ? "the value must be a positive number"
+                      : k == 3 && (v != floor(v) || v > 4096) ? "threads must be a whole number up to 4096"
+                      : seen[k] ? "given twice" : NULL;
     if (why) {
       snprintf(err, errlen, "%s:%d: error: %s: %s", path, ln, why, k < 0 ? name : names[k]);
       fclose(f);
@@ -44,7 +46,8 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     seen[k] = true;
     if (k == 0) m->bandwidth = v;
     else if (k == 1) m->latency = v;
-    else m->point_time = v;
+    else if (k == 2) m->point_time = v;
+    else m->threads = v;
   }
   fclose(f);
   return true;
@@ -96,6 +99,7 @@ typedef struct {
   int n;
   char text[1024];
   double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
+  bool parallel;  /* a loop runs on the rank's threads (parallelize) */
   bool overflow;  /* the text did not fit (very long names): not a candidate */
 } cmdlist;
 
@@ -217,7 +221,8 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
     double comm = cost.wire_bytes / S->m->bandwidth, steps = cost.steps > 1 ? (double)cost.steps : 1;
     /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
     double sp = c->speedup > 1 ? 1 + (c->speedup - 1) * lw_kernel_share(cost.kernel_min, cost.kernel_points) : 1;
-    double work = (double)cost.points * S->m->point_time / sp;
+    /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
+    double work = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
     double sec = cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
     if (sec > out->seconds) out->seconds = sec, out->cost = cost;
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
@@ -226,6 +231,7 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
   out->text = ir_strdup(c->text);
   out->speedup = c->speedup > 0 ? c->speedup : 1;
+  out->threads = c->speedup > 1 || c->parallel ? S->m->threads : 1;
   return true;
 }
 
@@ -254,9 +260,16 @@ static void consider(search *S, int i, const cmdlist *c) {
 }
 
 /* c, and c with its innermost loops (`inner`, in loop order) replaced by each catalogue
- * kernel that the compiler accepts for them */
-static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner) {
+ * kernel that the compiler accepts for them; where the rank has several threads, also c with
+ * the first of those loops that no sum runs over (`par`, NULL: none) run on them */
+static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner, const char *par) {
   consider(S, i, c);
+  if (par && S->m->threads > 1) {
+    cmdlist t = *c;
+    add_cmd(&t, "parallelize", 2, a_ident(par), a_ident("cpu_thread"));
+    t.parallel = true;
+    consider(S, i, &t);
+  }
   for (size_t q = 0; q < sizeof kernels / sizeof kernels[0] && ninner > 0; q++) {
     cmdlist k = *c;
     add_cmd(&k, "substitute", 2, a_list(ninner, inner), a_ident(kernels[q].name));
@@ -376,13 +389,17 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
      * ones by their inner loops */
     char *under[16];
     int nunder = 0;
+    /* a loop of an index variable, or the inner loop of a distributed one, that no sum runs
+     * over: what the rank's threads may split */
+    const char *par = NULL;
     for (int q = 0; q < nl; q++) {
       int at = -1;
       for (int x = 0; x < k; x++)
         if (pick[x] == q) at = x;
       under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
+      if (!par && !summed[q]) par = under[nunder - 1];
     }
-    consider_kernels(S, i, &d, nunder, under);
+    consider_kernels(S, i, &d, nunder, under, par);
     /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
     for (int r = 0; r < nl; r++) {
       bool used = false;
@@ -447,7 +464,18 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
           if (after) inside[ni++] = loopv[q];
           after |= loopv[q] == ro;
         }
-        consider_kernels(S, i, &ds, ni, inside);
+        /* the first loop under the panels that no sum runs over */
+        const char *ppar = NULL;
+        for (int q = 0; q < ni && !ppar; q++) {
+          for (int x = 0; x < nl; x++) {
+            int at = -1;
+            for (int y = 0; y < k; y++)
+              if (pick[y] == x) at = y;
+            const char *nm = at >= 0 ? inner[at] : s->vars[vars[x]].name;
+            if (!strcmp(nm, inside[q]) && !summed[x]) ppar = inside[q];
+          }
+        }
+        consider_kernels(S, i, &ds, ni, inside, ppar);
       }
     }
   }
@@ -481,11 +509,12 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
 /* what a report chose, per statement: the commands' text ("": the default or as written) */
 static const char *chosen_text(const dc_auto_stmt *st) { return st->chosen == 0 && st->ncmds ? st->cand[0].text : ""; }
 static double chosen_speedup(const dc_auto_stmt *st) { return st->chosen == 0 && st->ncmds ? st->cand[0].speedup : 1; }
+static double chosen_threads(const dc_auto_stmt *st) { return st->chosen == 0 && st->ncmds ? st->cand[0].threads : 1; }
 
 typedef struct {
   char *key;           /* the chosen texts, one line per statement */
   ir_program *ir;
-  double *speedup;
+  double *speedup, *threads;
   const char **schedule;
   char label[256];
   int wins;
@@ -503,8 +532,10 @@ static void variant_from(variant_acc *a, const dc_auto_report *r, ir_program *ir
   a->key = report_key(r);
   a->ir = ir;
   a->speedup = ir_alloc((size_t)(r->nstmts + 1) * sizeof *a->speedup);
+  a->threads = ir_alloc((size_t)(r->nstmts + 1) * sizeof *a->threads);
   a->schedule = ir_alloc((size_t)(r->nstmts + 1) * sizeof *a->schedule);
-  for (int i = 0; i < r->nstmts; i++) a->speedup[i] = chosen_speedup(&r->stmts[i]), a->schedule[i] = chosen_text(&r->stmts[i]);
+  for (int i = 0; i < r->nstmts; i++)
+    a->speedup[i] = chosen_speedup(&r->stmts[i]), a->threads[i] = chosen_threads(&r->stmts[i]), a->schedule[i] = chosen_text(&r->stmts[i]);
 }
 
 static void scenario_label(char *b, size_t n, const fe_program *p, int64_t ranks, const int64_t *vals) {
@@ -597,7 +628,7 @@ static int variants_in(const variants_args *A) {
     lw_program *vl = A->lp;
     int rc;
     if (q && ((rc = dc_lower(u, a->ir, &vl)) != DC_OK || !vl)) return rc == DC_NOMEM ? DC_NOMEM : DC_OK; /* (it lowered before) */
-    u->variants[q] = (dc_variant){vl, a->speedup, ir_strdup(a->label[0] ? a->label : "the compile's params"), a->schedule};
+    u->variants[q] = (dc_variant){vl, a->speedup, a->threads, ir_strdup(a->label[0] ? a->label : "the compile's params"), a->schedule};
     u->nvariants = q + 1;
   }
   return DC_OK;

@@ -30,10 +30,12 @@ typedef struct {
   double bandwidth;    /* bytes per second a rank receives */
   double latency;      /* seconds per message */
   double point_time;   /* seconds per iteration of a statement's loops on one rank */
+  double threads;      /* threads per rank: a catalogue kernel (BLAS) and a parallelized loop
+                        * run on all of them, other loops on one (1: no parallelize candidates) */
 } dc_machine_model;
 extern const dc_machine_model dc_default_model;
 /* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
- * `latency S`, `point_time S` (positive numbers; `#` starts a comment), each at most once,
+ * `latency S`, `point_time S`, `threads T` (positive numbers, T whole; `#` starts a comment), each at most once,
  * the others keeping the defaults.  Returns false with "PATH:LINE: error: ..." in err. */
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);
 /* The source of the calibration program: an MPI C program that rank 0 and 1 run, printing
@@ -45,6 +47,7 @@ typedef struct {
   double seconds;      /* predicted */
   bool fits;           /* its buffers fit the memory limit */
   double speedup;      /* its leaf kernel's speedup in the model (1: none) */
+  double threads;      /* the threads its loops run on in the model (1: one) */
   lw_cost cost;
 } dc_auto_cand;
 

@@ -114,15 +114,15 @@ static sp_program *build_sp(dc_unit *u, const lw_program *lp) {
   if (u->nvariants < 2 || lp != u->variants[0].lp || sp->any_sparse || sp->cuda) return sp;
   int n = u->nvariants;
   const sp_program **alts = ir_alloc((size_t)n * sizeof *alts);
-  const double **speed = ir_alloc((size_t)n * sizeof *speed);
+  const double **speed = ir_alloc((size_t)n * sizeof *speed), **thr = ir_alloc((size_t)n * sizeof *thr);
   const char **labels = ir_alloc((size_t)n * sizeof *labels);
   const char *const **sched = ir_alloc((size_t)n * sizeof *sched);
   for (int v = 0; v < n; v++) {
     alts[v] = v ? spmd_build_ex(u->variants[v].lp, !u->no_fuse) : sp;
-    speed[v] = u->variants[v].speedup, labels[v] = u->variants[v].label;
+    speed[v] = u->variants[v].speedup, thr[v] = u->variants[v].threads, labels[v] = u->variants[v].label;
     sched[v] = (const char *const *)u->variants[v].schedule;
   }
-  spmd_variants(sp, alts, n, speed, labels, sched, u->model, u->mem_limit);
+  spmd_variants(sp, alts, n, speed, thr, labels, sched, u->model, u->mem_limit);
   return sp;
 }
 

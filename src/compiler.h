@@ -41,6 +41,7 @@ typedef struct {
 typedef struct {
   lw_program *lp;          /* the program with these schedules, lowered */
   const double *speedup;   /* per statement: its leaf kernel's speedup in the model (1: none) */
+  const double *threads;   /* per statement: the threads its loops run on in the model */
   const char *label;       /* where the search chose it */
   const char **schedule;   /* per statement: the commands chosen, as .dtl ("": its default) */
 } dc_variant;

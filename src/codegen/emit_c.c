@@ -1423,7 +1423,8 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
                "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0)"
                " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
-    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / dtl_speed;\n", sp->bandwidth, sp->point_time);
+    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / dtl_speed / %.17g;\n", sp->bandwidth,
+            sp->point_time, st->threads);
     fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
             sp->latency);
   }

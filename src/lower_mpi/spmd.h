@@ -351,6 +351,7 @@ typedef struct {
   int ntrips;
   const sym **trip;     /* the rank's loop trip counts: its iterations are their product */
   double speedup;       /* of its leaf kernel over the generated loops in the model (1: none) */
+  double threads;       /* the threads its loops run on (a kernel, a parallelized loop) */
   int kdepth;           /* the first of the kernel's loops among the trips (-1: no kernel): the
                          * speedup shrinks with the shortest of them (lw_kernel_share) */
   int ncomm;
@@ -423,13 +424,13 @@ void spmd_print(FILE *f, const sp_program *sp);
  * Rule: sp->variants[v] = the SPMD program of alts[v] with the cost formulas of each of its
  * statements (loop trip counts, and per communicate point its loops, box and element size,
  * from the lowering's plan); speedup[v][i] is statement i's leaf kernel's speedup in the
- * model.  The printer spells a cost function per variant and the choice in plan_create:
+ * model and threads[v][i] the threads its loops run on there.  The printer spells a cost function per variant and the choice in plan_create:
  *   predicted seconds = sum over statements of  messages x latency + first step's bytes /
  *     bandwidth + max(other steps' bytes / bandwidth, iterations x point_time / speedup)
  * (autosched.h), the least among variants whose buffers fit mem_limit (else the least
  * buffers), ties to the lower index. */
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit);
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit);
 /* The formulas of variant v evaluated at params (grid params solved): what the generated
  * plan_create computes.  False where one cannot be evaluated. */
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);

@@ -8,11 +8,12 @@
 #include <string.h>
 
 /* the formulas of statement i of lp, over the program variables of function fn */
-static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double speedup, sp_cost_stmt *out) {
+static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double speedup, double threads, sp_cost_stmt *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
   out->func = fn->index;
   out->speedup = speedup > 0 ? speedup : 1;
+  out->threads = threads >= 1 ? threads : 1;
   out->kdepth = ls->kernel_depth;
   out->ntrips = ls->nloops;
   out->trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *out->trip);
@@ -55,7 +56,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
 }
 
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit) {
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit) {
   sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2];
   sp->mem_limit = mem_limit;
   sp->nvariants = nalts;
@@ -68,7 +69,7 @@ void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, con
     x->schedule = (const char **)schedules[v];
     x->nstmts = a->lp->nstmts;
     x->stmts = ir_alloc((size_t)(x->nstmts + 1) * sizeof *x->stmts);
-    for (int i = 0; i < x->nstmts; i++) cost_stmt(a->lp, &a->funcs[i], i, speedup[v][i], &x->stmts[i]);
+    for (int i = 0; i < x->nstmts; i++) cost_stmt(a->lp, &a->funcs[i], i, speedup[v][i], threads[v][i], &x->stmts[i]);
   }
 }
 
@@ -170,7 +171,7 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       buf += a.max * (double)m->elem * m->nbuf;
     }
     double speed = st->speedup > 1 ? 1 + (st->speedup - 1) * lw_kernel_share(kmin, kpts) : 1;
-    double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed;
+    double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed / st->threads;
     sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
   free(vars);

@@ -166,7 +166,8 @@ def main():
         for k, (text, pat) in enumerate((("bandwidth 0\n", ":1: error: the value must be a positive number: bandwidth"),
                                          ("# ok\nlatency 1e-6\nspeed 3\n", ":3: error: unknown name"),
                                          ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),
-                                         ("point_time 1e-9 2\n", ":1: error: expected NAME VALUE"))):
+                                         ("point_time 1e-9 2\n", ":1: error: expected NAME VALUE"),
+                                         ("threads 2.5\n", ":1: error: threads must be a whole number up to 4096: threads"))):
             path = os.path.join(d, "bad%d.model" % k)
             with open(path, "w") as f:
                 f.write(text)

@@ -13,7 +13,9 @@ For auto_runtime.dtl (no param has a value) and auto_kernels.dtl:
     equal those `distalc --emit plan` prints for the same options (the same formulas, evaluated
     by the compiler and by the generated code), and so does the choice;
   - with --mem-per-rank, the variant run fits the limit where any does;
-  - DISTAL_VARIANT out of range is an error with a message and a nonzero exit."""
+  - DISTAL_VARIANT out of range is an error with a message and a nonzero exit;
+  - a machine model of 2 threads per rank parallelizes loops (auto_threads.dtl), which
+    validate on 2 OpenMP threads per rank at 1 to 4 ranks; the default model does not."""
 import os
 import re
 import subprocess
@@ -169,6 +171,32 @@ def main():
                     ok("%s: --mem-per-rank %d: ran variant %d (buffers %d bytes)" % (name, limit, c3, p3[c3][1]))
                 else:
                     bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
+        # threads: a model of 2 threads per rank parallelizes the loops no kernel runs, and the
+        # programs validate on 2 OpenMP threads per rank
+        model = os.path.join(d, "threads.model")
+        with open(model, "w") as f:
+            f.write("threads 2\n")
+        src = os.path.join(PROG, "auto_threads.dtl")
+        rc, sched = run([DISTALC, "--auto", "--model", model, "--emit", "schedule", "--ranks", "2", src])
+        if rc == 0 and ".parallelize(" in sched:
+            ok("auto_threads.dtl: a model of 2 threads per rank parallelizes a loop")
+        else:
+            bad("auto_threads.dtl: no parallelize with a model of 2 threads", sched)
+        rc, sched1 = run([DISTALC, "--auto", "--emit", "schedule", "--ranks", "2", src])
+        if rc == 0 and ".parallelize(" not in sched1:
+            ok("auto_threads.dtl: the default model (1 thread) parallelizes nothing")
+        else:
+            bad("auto_threads.dtl: parallelize with 1 thread per rank", sched1)
+        exe = os.path.join(d, "auto_threads")
+        rc, out = run([DISTALC, "--auto", "--model", model, "--exe", src, "-o", exe])
+        for ranks in (1, 2, 3, 4):
+            for shape in ({"n": 1001, "m": 37}, {"n": 7, "m": 5}):
+                rc2, out2 = mpirun(exe, ranks, shape, ["--validate"], {"OMP_NUM_THREADS": "2"})
+                what = "auto_threads.dtl (2 threads a rank) at %d ranks, %s" % (ranks, shape)
+                if rc == 0 and rc2 == 0 and validated(out2):
+                    ok(what + " validates")
+                else:
+                    bad(what, out + out2)
     print("%d checks, %d failed" % (auto.checks, auto.fails))
     return 1 if auto.fails else 0
 
