@@ -93,6 +93,9 @@ class Library:
         self._error = self._fn("error", ctypes.c_char_p, _VP)
         self._compute = self._fn("compute", c_int, _VP, *[_VP] * len(self.tensors))
         self._iterations = self._fn("iterations", ctypes.c_int64, _VP) if self.api["iterations"] else None
+        # distalc --auto: the schedules plan_create chose among (PREFIX_schedule)
+        self._schedule = (self._fn("schedule", ctypes.c_char_p, _VP, ctypes.POINTER(ctypes.c_double))
+                          if self.api.get("variants", 0) else None)
         # balanced partitions: plan_create_balanced takes an array of boundary pointers, one per
         # balanced tensor and grid dim (PREFIX_balance); dtl_balance_split computes them
         self.balanced = tuple(t["name"] for t in self.api["tensors"] if t.get("balanced"))
@@ -504,6 +507,17 @@ class Plan:
         if self.lib._iterations is None:
             raise AttributeError(f"{self.lib.prefix} has no loop")
         return self.lib._iterations(self._live())
+
+    @property
+    def schedule(self):
+        """PREFIX_schedule (programs compiled with --auto whose search kept several variants):
+        (the schedules plan_create chose for this plan's rank count and params, as text, and
+        their predicted seconds per compute)."""
+        if self.lib._schedule is None:
+            raise AttributeError(f"{self.lib.prefix} has one schedule (no variants: compile with --auto)")
+        pred = ctypes.c_double(0)
+        text = self.lib._schedule(self._live(), ctypes.byref(pred))
+        return text.decode(), pred.value
 
     def __repr__(self):
         state = "closed" if self._handle is None else f"{self.comm.Get_size()} ranks"

@@ -3,7 +3,8 @@
  * Python package, python/distal).  It names what the header declares and nothing else:
  * the prefix, the params with their types and defaults, the tensors of the API (temporaries
  * have none) in declaration order with type, order, extents, level formats and whether
- * compute writes them, and whether PREFIX_iterations exists. */
+ * compute writes them, whether PREFIX_iterations exists, and how many variants plan_create
+ * chooses among (PREFIX_schedule exists where there are). */
 #include "config.h"
 
 #include "codegen/cg_internal.h"
@@ -73,7 +74,9 @@ int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o) {
     json_tensor(f, sp, &sp->tensors[t]);
   }
   /* grid_dims: the length of each array of PREFIX_balance (PREFIX_plan_create_balanced) */
-  fprintf(f, "],\n \"sparse\": %s, \"iterations\": %s, \"grid_dims\": %d}\n", sp->any_sparse ? "true" : "false",
-          sp->nloops ? "true" : "false", sp->ndims);
+  /* variants: how many schedules plan_create chooses among (distalc --auto; 0: one, no
+   * PREFIX_schedule) */
+  fprintf(f, "],\n \"sparse\": %s, \"iterations\": %s, \"grid_dims\": %d, \"variants\": %d}\n", sp->any_sparse ? "true" : "false",
+          sp->nloops ? "true" : "false", sp->ndims, sp->nvariants > 1 ? sp->nvariants : 0);
   return ferror(f) ? 1 : 0;
 }

@@ -1,8 +1,9 @@
 """distalc --emit api against the header distalc writes, for every program given: the same
 params (names, types, order), the same tensors (a block query each, import/export or the
 sparse import, compute's arguments in order with their types and const-ness),
-PREFIX_iterations exactly where the description says, and PREFIX_plan_create_balanced with
-its struct where a tensor is balanced.
+PREFIX_iterations exactly where the description says, PREFIX_plan_create_balanced with
+its struct where a tensor is balanced, and PREFIX_schedule where --auto keeps several
+variants (the programs named auto_*.dtl are also checked compiled with --auto).
 
 usage: python3 api.py DISTALC WORKDIR FILE.dtl ...
 """
@@ -15,12 +16,12 @@ import sys
 CTYPES = {"double": "double", "float": "float", "int32": "int32_t", "int64": "int64_t"}
 
 
-def check_one(distalc, workdir, path):
+def check_one(distalc, workdir, path, extra=()):
     name = "k_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    api = json.loads(subprocess.run([distalc, path, "--name", name, "--emit", "api"], check=True,
+    api = json.loads(subprocess.run([distalc, path, "--name", name, "--emit", "api"] + list(extra), check=True,
                                     capture_output=True, text=True).stdout)
     base = os.path.join(workdir, name)
-    subprocess.run([distalc, path, "-o", base, "--name", name], check=True, capture_output=True)
+    subprocess.run([distalc, path, "-o", base, "--name", name] + list(extra), check=True, capture_output=True)
     header = open(base + ".h").read()
     bad = []
     fields = re.search(r"typedef struct \{([^}]*)\} %s_params;" % name, header).group(1)
@@ -47,6 +48,8 @@ def check_one(distalc, workdir, path):
         bad.append(f"compute takes {got}, the description says {args}")
     if (f"int64_t {name}_iterations(" in header) != api["iterations"]:
         bad.append("iterations")
+    if (f"const char *{name}_schedule(" in header) != (api.get("variants", 0) > 1):
+        bad.append("schedule")
     balanced = [t["name"] for t in api["tensors"] if t.get("balanced")]
     if (f"int {name}_plan_create_balanced(" in header) != bool(balanced):
         bad.append("plan_create_balanced")
@@ -60,12 +63,22 @@ def check_one(distalc, workdir, path):
 def main():
     distalc, workdir, files = sys.argv[1], sys.argv[2], sys.argv[3:]
     fail = 0
+    variants = 0
     for path in files:
-        bad = check_one(distalc, workdir, path)
-        if bad:
-            fail = 1
-            print(f"FAIL --emit api of {path}: " + "; ".join(bad))
-    print(f"{'FAIL' if fail else 'PASS'} --emit api agrees with the header for {len(files)} programs")
+        # as written, and with --auto for the programs made for it (several variants: PREFIX_schedule)
+        for extra in ([], ["--auto"]) if os.path.basename(path).startswith("auto_") else ([],):
+            bad = check_one(distalc, workdir, path, extra)
+            if extra:
+                variants += json.loads(subprocess.run([distalc, path, "--emit", "api", "--auto"], check=True,
+                                                      capture_output=True, text=True).stdout).get("variants", 0) > 1
+            if bad:
+                fail = 1
+                print(f"FAIL --emit api of {path} {' '.join(extra)}: " + "; ".join(bad))
+    if not variants:
+        fail = 1
+        print("FAIL no program compiled with --auto kept several variants")
+    print(f"{'FAIL' if fail else 'PASS'} --emit api agrees with the header for {len(files)} programs "
+          f"({variants} with --auto's variants)")
     return fail
 
 

@@ -237,6 +237,25 @@ def test_cg(lib):
     expect(ValueError, lambda: plan.zeros("x"), "a closed plan", "closed")
 
 
+def test_auto(lib, plain):
+    """--auto's run-time choice through the package: Plan.schedule names the variant plan_create
+    chose for these sizes and rank count, and compute gives NumPy's results for each shape"""
+    rng = np.random.default_rng(5)
+    for n, m, k in ((23, 19, 17), (130, 5, 7), (4, 9, 300)):
+        B, C, x = rng.standard_normal((n, k)), rng.standard_normal((k, m)), rng.standard_normal(m)
+        with lib.plan(comm, n=n, m=m, k=k) as plan:
+            text, pred = plan.schedule
+            check(text.startswith("variant ") and "statement 1:" in text and pred > 0, f"schedule {text!r} {pred}")
+            A, y = plan.zeros("A"), plan.zeros("y")
+            plan.compute(A, plan.block_of("B", B), plan.block_of("C", C), plan.block_of("x", x), y)
+            gA, cA = gather_global(plan, "A", A, (n, m))
+            gy, cy = gather_global(plan, "y", y, (n,))
+            if rank == 0:
+                check(cA and cy and close(gA, B @ C) and close(gy, (B @ C) @ x), f"--auto at {n} x {m} x {k}: {text.split(chr(10))[0]}")
+    with plain.plan(comm, n=5, m=4, k=3) as plan:
+        expect(AttributeError, lambda: plan.schedule, "schedule without --auto", "one schedule")
+
+
 def test_compile_errors():
     bad = os.path.join(workdir, "bad.dtl")
     if rank == 0:
@@ -268,6 +287,8 @@ def main():
     test_spmv(spmv)
     test_cg(cg)
     test_balanced(balanced)
+    auto_rt = os.path.join(top_srcdir, "tests", "e2e", "programs", "auto_runtime.dtl")
+    test_auto(distal.compile(auto_rt, options=["--auto"]), distal.compile(auto_rt))
     test_compile_errors()
     total = comm.allreduce(failures)
     if rank == 0:
