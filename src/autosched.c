@@ -220,7 +220,7 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
      * step's data arrives alone, the rest while the loops run */
     double comm = cost.wire_bytes / S->m->bandwidth, steps = cost.steps > 1 ? (double)cost.steps : 1;
     /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
-    double sp = c->speedup > 1 ? 1 + (c->speedup - 1) * lw_kernel_share(cost.kernel_min, cost.kernel_points) : 1;
+    double sp = lw_kernel_speed(c->speedup, cost.kernel_min, cost.kernel_points);
     /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
     double work = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
     double sec = cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
@@ -557,6 +557,12 @@ typedef struct {
   int maxv;
 } variants_args;
 
+/* a param's value at the compile: given, else 1024 (as dc_auto costs it); grid params as
+ * given (solved for each rank count unless given) */
+static int64_t compiled_value(const fe_program *p, const int64_t *params, int q) {
+  return params[q] > 0 || p->params[q].is_grid ? params[q] : 1024;
+}
+
 /* dc_auto_variants inside its scope */
 static int variants_in(const variants_args *A) {
   dc_unit *u = A->u;
@@ -569,7 +575,7 @@ static int variants_in(const variants_args *A) {
   variant_from(&acc[0], A->rep, A->lp->ir);
   {
     int64_t *v0 = ir_alloc((size_t)(np + 1) * sizeof *v0);
-    for (int q = 0; q < np; q++) v0[q] = params[q] > 0 || p->params[q].is_grid ? params[q] : 1024;
+    for (int q = 0; q < np; q++) v0[q] = compiled_value(p, params, q);
     if (A->grid(A->grid_ctx, v0, A->ranks)) scenario_label(acc[0].label, sizeof acc[0].label, p, A->ranks, v0);
   }
   /* the shapes: as compiled, all sizes x16, each size alone x16 and /16 */
@@ -582,7 +588,7 @@ static int variants_in(const variants_args *A) {
       int64_t *v = ir_alloc((size_t)(np + 1) * sizeof *v);
       int which = sh >= 2 ? (sh - 2) / 2 : -1, seen = 0;
       for (int q = 0; q < np; q++) {
-        v[q] = params[q] > 0 || p->params[q].is_grid ? params[q] : 1024; /* grid params: solved, unless given */
+        v[q] = compiled_value(p, params, q);
         if (p->params[q].is_grid || p->params[q].is_float) continue;
         if (sh == 1 || seen == which) v[q] = (sh >= 2 && sh % 2) ? (v[q] / 16 > 0 ? v[q] / 16 : 1) : v[q] * 16;
         seen++;

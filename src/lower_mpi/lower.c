@@ -725,6 +725,8 @@ double lw_kernel_share(int64_t len, double points) {
   return thin * (edge < 1 ? edge : 1.0);
 }
 
+double lw_kernel_speed(double s, int64_t len, double points) { return s > 1 ? 1 + (s - 1) * lw_kernel_share(len, points) : 1; }
+
 void lw_bcast_weight(int64_t q, double *bytes, double *msgs) {
   int lg = 0;
   while (q > 1 && ((int64_t)1 << lg) < q) lg++;

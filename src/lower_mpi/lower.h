@@ -116,6 +116,9 @@ typedef struct {
  * iterations and which runs `points` in all: len / 128 below 128 (a thin panel), times
  * cbrt(points) / 128 where that is below 1 (a small call: BLAS blocks at about 128). */
 double lw_kernel_share(int64_t len, double points);
+/* A kernel of the model's speedup s over generated loops, at that share: 1 + (s - 1) x share
+ * (1 where s <= 1: no kernel). */
+double lw_kernel_speed(double s, int64_t len, double points);
 /* A broadcast among q ranks, as MPI libraries run a large one (a scatter, then an allgather):
  * 2 (q - 1) / q times its bytes through each rank's link, in ceil(log2 q) messages; q = 1
  * moves nothing.  *bytes and *msgs: the weights of one step. */

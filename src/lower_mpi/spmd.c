@@ -1726,12 +1726,7 @@ void spmd_print(FILE *f, const sp_program *sp) {
   for (int v = 0; v < sp->nvariants; v++) {
     const sp_variant *x = &sp->variants[v];
     fprintf(f, "  variant %d: the search's choice at %s\n", v, x->label);
-    for (int i = 0; i < x->nstmts; i++) {
-      fprintf(f, "    statement %d: ", i + 1);
-      for (const char *t = x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default"; *t; t++)
-        if (*t != '\n') fputc(*t, f);
-      fputc('\n', f);
-    }
+    spmd_print_variant_schedules(f, x);
   }
   for (int v = 1; v < sp->nvariants; v++) {
     fprintf(f, "\n==== variant %d ====\n", v);

@@ -438,6 +438,8 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
 int spmd_variant_choice(const sp_program *sp, const int64_t *params);
 /* --emit plan: each variant's predicted cost at params and the one plan_create would pick. */
 void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params);
+/* Each statement's schedule in variant x, one line each ("its default" where none). */
+void spmd_print_variant_schedules(FILE *f, const sp_variant *x);
 
 /* ---- rewrites (rewrite.c) ------------------------------------------------------------- */
 /* A rewrite: where it can apply (NULL) or why not (a reason), how, and what it does. */

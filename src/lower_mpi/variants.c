@@ -170,7 +170,7 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
-    double speed = st->speedup > 1 ? 1 + (st->speedup - 1) * lw_kernel_share(kmin, kpts) : 1;
+    double speed = lw_kernel_speed(st->speedup, kmin, kpts);
     double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed / st->threads;
     sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
@@ -203,12 +203,15 @@ void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params) {
     fprintf(f, "  %s variant %d (the search's choice at %s): ", v == pick ? "chosen" : "      ", v, x->label);
     if (ok) fprintf(f, "predicted %.9g s, buffers %.0f bytes%s\n", s, b, sp->mem_limit > 0 && b > (double)sp->mem_limit ? " (over the memory limit)" : "");
     else fputs("not evaluated (give every param a value with --set)\n", f);
-    for (int i = 0; i < x->nstmts; i++) {
-      fprintf(f, "    statement %d: ", i + 1);
-      const char *t = x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default";
-      for (; *t; t++)
-        if (*t != '\n') fputc(*t, f);
-      fputc('\n', f);
-    }
+    spmd_print_variant_schedules(f, x);
+  }
+}
+
+void spmd_print_variant_schedules(FILE *f, const sp_variant *x) {
+  for (int i = 0; i < x->nstmts; i++) {
+    fprintf(f, "    statement %d: ", i + 1);
+    for (const char *t = x->schedule[i] && *x->schedule[i] ? x->schedule[i] : "its default"; *t; t++)
+      if (*t != '\n') fputc(*t, f);
+    fputc('\n', f);
   }
 }
