@@ -191,9 +191,32 @@ typedef struct {
   dc_auto_cand *cand;
   fe_command **cmds; /* per candidate */
   int *ncmds;
+  /* dominance by bound: the least predicted time of a candidate that fits so far, and the
+   * candidates not costed because a bound on their time exceeds it */
+  double best;
+  int pruned;
+  bool exhaustive;   /* DISTAL_AUTO_EXHAUSTIVE set: cost every candidate */
 } search;
 
+/* A candidate's predicted time is at least its messages' latency plus its bytes' time (the
+ * model of try_cand: the overlapped steps only hide the loops' time): the same bytes and
+ * messages as cand k (a catalogue kernel or threads change neither) give this bound. */
+static double comm_bound(const search *S, const dc_auto_cand *k) {
+  return k->cost.wire_msgs * S->m->latency + k->cost.wire_bytes / S->m->bandwidth;
+}
+
+/* Precondition: every candidate that the bound covers is predicted at least `bound`.  Rule:
+ * skip them (count n) where the bound exceeds the best candidate so far that fits by more
+ * than the 2% within which cmp_cand's ties by bytes could still rank them first. */
+static bool dominated(search *S, double bound, int n) {
+  if (S->exhaustive || !(bound > 1.02 * S->best)) return false;
+  S->pruned += n;
+  return true;
+}
+
 static void quiet(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
+
+static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out);
 
 /* schedule, lower and cost one candidate for statement i; false when the compiler rejects it */
 static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
@@ -201,12 +224,22 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   fe_sink saved = u->src->sink;
   int nerr = u->src->nerrors;
   u->src->sink = (fe_sink){quiet, NULL};
+  /* the candidate's program is built, costed and dropped: only numbers are kept */
+  ir_mark mark = ir_arena_mark(u->arena);
+  bool res = try_cand_in(S, i, c, out);
+  ir_arena_release(u->arena, mark);
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  if (res) out->text = ir_strdup(c->text);
+  return res;
+}
+
+static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
+  dc_unit *u = S->u;
   ir_program *ir = NULL;
   lw_program *lp = NULL;
   bool ok = dc_clone(u, u->ir, &ir) == DC_OK && (c->n == 0 || dc_schedule(u, ir, i, c->cmds, c->n) == DC_OK) &&
             dc_lower(u, ir, &lp) == DC_OK && lp;
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
   /* rank 0 and a rank off the grid's diagonal (lw_corner): the slower of the two */
   int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
   if (!ok || !lw_corner(lp, S->params, corner)) return false;
@@ -229,7 +262,6 @@ static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   }
   out->cost.buffer = maxbuf;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
-  out->text = ir_strdup(c->text);
   out->speedup = c->speedup > 0 ? c->speedup : 1;
   out->threads = c->speedup > 1 || c->parallel ? S->m->threads : 1;
   return true;
@@ -254,16 +286,23 @@ static void keep(search *S, const cmdlist *c, const dc_auto_cand *k) {
   S->ncmds[S->ncand++] = c->n;
 }
 
-static void consider(search *S, int i, const cmdlist *c) {
+/* the candidate's index among those kept, -1 where the compiler rejects it */
+static int consider(search *S, int i, const cmdlist *c) {
   dc_auto_cand k;
-  if (!c->overflow && try_cand(S, i, c, &k)) keep(S, c, &k);
+  if (c->overflow || !try_cand(S, i, c, &k)) return -1;
+  keep(S, c, &k);
+  if (k.fits && k.seconds < S->best) S->best = k.seconds;
+  return S->ncand - 1;
 }
 
 /* c, and c with its innermost loops (`inner`, in loop order) replaced by each catalogue
  * kernel that the compiler accepts for them; where the rank has several threads, also c with
- * the first of those loops that no sum runs over (`par`, NULL: none) run on them */
+ * the first of those loops that no sum runs over (`par`, NULL: none) run on them.  These
+ * move what c moves: none is costed where c's communication alone is slower than the best. */
 static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner, const char *par) {
-  consider(S, i, c);
+  int at = consider(S, i, c);
+  int more = (par && S->m->threads > 1) + (ninner > 0 ? (int)(sizeof kernels / sizeof kernels[0]) : 0);
+  if (at >= 0 && dominated(S, comm_bound(S, &S->cand[at]), more)) return;
   if (par && S->m->threads > 1) {
     cmdlist t = *c;
     add_cmd(&t, "parallelize", 2, a_ident(par), a_ident("cpu_thread"));
@@ -337,6 +376,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   const fe_machine *M = &p->machines[u->ir->machine];
   const int k = M->levels[0].ndims;
   S->ncand = 0;
+  S->best = HUGE_VAL, S->pruned = 0;
   /* the default first: ties keep it */
   cmdlist none = {0};
   consider(S, i, &none);
@@ -399,7 +439,11 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
       if (!par && !summed[q]) par = under[nunder - 1];
     }
+    int at_d = S->ncand;
     consider_kernels(S, i, &d, nunder, under, par);
+    /* what the distribution alone receives: its panels (below) receive the same bytes in
+     * more messages */
+    double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? S->cand[at_d].cost.wire_bytes / S->m->bandwidth : -1;
     /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
     for (int r = 0; r < nl; r++) {
       bool used = false;
@@ -417,6 +461,9 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       const fe_size *g0 = &M->levels[0].dims[0];
       for (int w = 0; w < 3; w++) {
         if (w < 2 && ((w && widths[1] == widths[0]) || widths[w] < 128)) continue;
+        if (w < 2 && bytes_bound >= 0 &&
+            dominated(S, bytes_bound, 1 + (S->m->threads > 1) + (int)(sizeof kernels / sizeof kernels[0])))
+          continue;
         char *t2[64];
         int nt2 = ntaken;
         memcpy(t2, taken, (size_t)ntaken * sizeof *t2);
@@ -489,6 +536,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       idx[r] = idx[r - 1], idx[r - 1] = t;
     }
   st->ncand = S->ncand;
+  st->npruned = S->pruned;
   st->cand = ir_alloc((size_t)S->ncand * sizeof *st->cand);
   for (int q = 0; q < S->ncand; q++) st->cand[q] = S->cand[idx[q]];
   st->chosen = 0;
@@ -725,7 +773,9 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
     fe_error(u->src, (fe_loc){0, 0}, "out of memory");
     return DC_NOMEM;
   }
-  search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : &dc_default_model};
+  const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
+  search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : &dc_default_model,
+              .exhaustive = ex && *ex && strcmp(ex, "0")};
   rep->ranks = ranks;
   rep->nstmts = u->ir->nstmts;
   rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
@@ -857,7 +907,10 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
       fprintf(f, "  statement %d: kept: %s\n", i + 1, st->why_not ? st->why_not : "not searched");
       continue;
     }
-    fprintf(f, "  statement %d: %d candidates%s%s\n", i + 1, st->ncand, st->why_not ? "; " : "", st->why_not ? st->why_not : "");
+    fprintf(f, "  statement %d: %d candidates", i + 1, st->ncand);
+    if (st->npruned)
+      fprintf(f, " (%d more schedules not tried: their communication alone is predicted slower than a candidate's whole time)", st->npruned);
+    fprintf(f, "%s%s\n", st->why_not ? "; " : "", st->why_not ? st->why_not : "");
     int shown = 0;
     for (int q = 0; q < st->ncand; q++) {
       const dc_auto_cand *c = &st->cand[q];

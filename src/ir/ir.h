@@ -24,6 +24,15 @@ size_t ir_arena_used(const ir_arena *a); /* bytes handed out so far */
 void *ir_alloc(size_t n);       /* zeroed */
 char *ir_strdup(const char *s);
 void ir_arena_free(void);       /* frees every object of the current arena, which stays usable */
+/* A point in an arena's allocations: ir_arena_release frees every object allocated in it
+ * after ir_arena_mark (a search that builds and costs a candidate program, then keeps only
+ * numbers, gives its memory back); objects allocated before stay. */
+typedef struct {
+  const void *block;
+  size_t block_used, used;
+} ir_mark;
+ir_mark ir_arena_mark(const ir_arena *a);
+void ir_arena_release(ir_arena *a, ir_mark m);
 
 /* Running out of memory.  ir_scope_enter makes `a` the current arena (NULL: the default one)
  * and the scope the recovery point; ir_scope_leave restores the arena and recovery point

@@ -45,6 +45,21 @@ void ir_arena_delete(ir_arena *a) {
 }
 
 void ir_arena_set_limit(ir_arena *a, size_t bytes) { a->limit = bytes; }
+
+ir_mark ir_arena_mark(const ir_arena *a) {
+  return (ir_mark){.block = a->blocks, .block_used = a->blocks ? a->blocks->used : 0, .used = a->used};
+}
+
+void ir_arena_release(ir_arena *a, ir_mark m) {
+  /* blocks are prepended: those before the marked one are newer */
+  while (a->blocks && a->blocks != m.block) {
+    arena_block *next = a->blocks->next;
+    free(a->blocks);
+    a->blocks = next;
+  }
+  if (a->blocks) a->blocks->used = m.block_used;
+  a->used = m.used;
+}
 size_t ir_arena_used(const ir_arena *a) { return a->used; }
 
 void ir_arena_free(void) { free_blocks(current); }

@@ -7,7 +7,9 @@ For every program below and rank counts 1 to 64:
   - in the search's listing (`--emit plan --auto`), the chosen schedule's predicted time is
     never above the owner-computes default's, and with --mem-per-rank the chosen buffers fit
     the limit unless the listing says that nothing fits (then the default is kept);
-  - statements with schedule commands keep them: the printed program is the source.
+  - statements with schedule commands keep them: the printed program is the source;
+  - the search's pruning by bound (candidates whose communication alone is predicted slower
+    than a costed candidate are not tried) chooses what DISTAL_AUTO_EXHAUSTIVE=1 chooses.
 And distalc rejects a bad --mem-per-rank and an unknown --emit with a message."""
 import os
 import re
@@ -114,6 +116,20 @@ def main():
                     bad("%s at %d ranks: %s" % (name, ranks, "; ".join(wrong)), p1)
                 elif lst:
                     ok("%s at %d ranks: %d statements searched, none predicted slower than the default" % (name, ranks, len(lst)))
+                # dominance by bound: the search that costs every candidate chooses the same
+                env = dict(os.environ, DISTAL_AUTO_EXHAUSTIVE="1")
+                ex = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, universal_newlines=True, timeout=300, env=env)
+                pruned = sum(int(m) for m in re.findall(r"\((\d+) more schedules not tried", p1))
+                counts = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", p1)]
+                counts_ex = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", ex.stdout)]
+                chosen_of = lambda t: [l for l in t.splitlines() if l.startswith("    chosen")]
+                if ex.returncode or plan_only(ex.stdout) != plan_only(p1) or chosen_of(ex.stdout) != chosen_of(p1) or \
+                        "not tried" in ex.stdout or sum(counts_ex) > sum(counts) + pruned:
+                    bad("%s at %d ranks: the pruned search differs from the exhaustive one" % (name, ranks), ex.stdout + ex.stderr)
+                else:
+                    ok("%s at %d ranks: pruning (%d schedules not tried; the exhaustive search costs %d) keeps its choice" % (
+                        name, ranks, pruned, sum(counts_ex)))
                 # a memory limit: half of the default's buffers of the first searched statement
                 if lst:
                     st, cands = sorted(lst.items())[0]
@@ -122,6 +138,12 @@ def main():
                     l3 = listing(p3).get(st, [])
                     ch = [c for c in l3 if c[3]]
                     nothing = "no candidate fits" in p3
+                    ex3 = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank",
+                                          str(limit)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                         timeout=300, env=env)
+                    if chosen_of(ex3.stdout) != chosen_of(p3):
+                        bad("%s at %d ranks: --mem-per-rank %d: the pruned search differs from the exhaustive one" % (
+                            name, ranks, limit), p3 + ex3.stdout)
                     if r3 or not ch or (ch[0][4] > limit and not (nothing and ch[0][2])):
                         bad("%s at %d ranks: --mem-per-rank %d: the choice's buffers exceed it" % (name, ranks, limit), p3 + e3)
                     else:
