@@ -3,7 +3,7 @@
 (roofline.sh runs this).
 
 For each leaf (gemm, gemv, dot, axpy, ttv, ttm, mttkrp, innerprod, element-wise statements of
-1, 2 and 3 operands, CSR SpMV, SpMM, CSF TTV) a small .dtl program on a 1-D machine, compiled
+1, 2 and 3 operands, CSR SpMV of a random and of the 2-D Poisson matrix, SpMM, CSF TTV) a small .dtl program on a 1-D machine, compiled
 with distalc --exe, is timed (--json, best of --iters after a warm-up); the bytes it must
 move and the flops it must do (compulsory traffic: every operand read once, every result
 written once; 12 bytes per stored double with 32-bit indices) give its rate, compared with
@@ -11,7 +11,9 @@ the STREAM triad and read-only (dot) bandwidths (stream.c) or the dgemm rate (dg
 measured in the same run on the same ranks and threads.  Configurations: 1 rank x 1 thread,
 2 ranks x 1 thread, and 1 rank x 2 threads (OpenMP/OpenBLAS threads: the BLAS-backed leaves
 use them; generated loops run on one thread unless scheduled with parallelize).  Every
-program is checked once with --validate.  No timing is asserted.  Writes roofline.md,
+program is checked once with --validate (sparse ones at a size that the dense serial
+reference holds).  mttkrp and the random SpMV are also timed against their serial references
+(mttkrp_ref.c, spmv_ref.c: one process, same data).  No timing is asserted.  Writes roofline.md,
 roofline.csv and roofline.svg (the fractions as bars, the 0.9 target marked) to --out
 (default bench/results)."""
 import argparse
@@ -62,6 +64,9 @@ LEAVES = [
      lambda v: 2 * v["n"] * v["m"] * v["p"], {"n": 256, "m": 256, "p": 128}),
     ("CSR SpMV", "y(i) = A(i, j) * x(j)", "tensor y(n) @ M(i -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor x(n) @ M(i -> i);",
      "", "read", None, None, {"n": 1000000}),
+    ("CSR SpMV, 2-D Poisson", "y(i) = A(i, j) * x(j)",
+     "tensor y(n) @ M(i -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor x(n) @ M(i -> i);", "", "read", None, None,
+     {"n": 1000000}),
     ("SpMM (CSR x dense)", "C(i, k) = A(i, j) * B(j, k)",
      "tensor C(n, q) @ M(ik -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor B(n, q);", "", "read", None, None,
      {"n": 200000, "q": 16}),
@@ -70,6 +75,25 @@ LEAVES = [
      {"n": 256, "m": 256, "p": 256}),
 ]
 DENSITY = {"CSR SpMV": 1e-5, "SpMM (CSR x dense)": 5e-5, "CSF TTV": 0.1}
+POISSON = "CSR SpMV, 2-D Poisson"  # read from a .mtx file: the 5-point matrix of a square grid
+# the serial references of two leaves (one process, the same data): time ratio reference / leaf
+REFERENCES = {"mttkrp": "mttkrp_ref", "CSR SpMV": "spmv_ref"}
+
+
+def write_poisson(path, g):
+    """the 5-point Laplacian of a g x g grid as Matrix Market (rows in order)"""
+    n = g * g
+    with open(path, "w") as f:
+        f.write("%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n" % (n, n, 5 * n - 4 * g))
+        for r in range(n):
+            gi, gj = divmod(r, g)
+            row = []
+            if gi > 0: row.append("%d %d -1\n" % (r + 1, r + 1 - g))
+            if gj > 0: row.append("%d %d -1\n" % (r + 1, r))
+            row.append("%d %d 4\n" % (r + 1, r + 1))
+            if gj < g - 1: row.append("%d %d -1\n" % (r + 1, r + 2))
+            if gi < g - 1: row.append("%d %d -1\n" % (r + 1, r + 1 + g))
+            f.write("".join(row))
 
 
 def run(cmd, env, timeout=600):
@@ -149,7 +173,8 @@ def main():
     libs = os.environ.get("DISTAL_LIBS", "").split()
     fail = 0
     # the references
-    for name, src, extra in (("stream", "stream.c", ["-fopenmp"]), ("dgemm_ref", "dgemm_ref.c", ["-fopenmp"])):
+    for name, src, extra in (("stream", "stream.c", ["-fopenmp"]), ("dgemm_ref", "dgemm_ref.c", ["-fopenmp"]),
+                             ("mttkrp_ref", "mttkrp_ref.c", []), ("spmv_ref", "spmv_ref.c", ["-march=native"])):
         p = subprocess.run([MPICC, "-O3", "-std=c11"] + extra + [os.path.join(HERE, src), "-o", os.path.join(b, name)] + cflags +
                            libs + ["-lm"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         if p.returncode:
@@ -192,11 +217,27 @@ def main():
             v = {k: (max(8, int(x ** 0.5)) if a.quick and x > 64 else x) for k, x in params.items()}
             if a.quick:
                 v = {k: min(x, 64) for k, x in params.items()}
+            if name == POISSON:
+                g = int(v["n"] ** 0.5)
+                v["n"] = g * g
+                mtx = os.path.join(b, "poisson%d.mtx" % g)
+                if not os.path.exists(mtx):
+                    write_poisson(mtx + ".part", g)
+                    os.replace(mtx + ".part", mtx)
             pargs = sum((["-%s" % k, str(x)] for k, x in v.items()), [])
             if name in DENSITY:
                 pargs += ["--density", str(DENSITY[name] if not a.quick else 0.2)]
+            if name == POISSON:
+                pargs += ["--load", "A=" + mtx]
             if (P, T) == configs[0]:
-                rc, out = run(mpi + [exes[name]] + pargs + ["--validate"], env)
+                # the serial reference of --validate holds a sparse tensor densely: sparse leaves
+                # are validated at a smaller size
+                vv = pargs if name not in DENSITY else \
+                    sum((["-%s" % k, str(min(x, 300))] for k, x in v.items()), []) + ["--density", "0.05"]
+                if name == POISSON:
+                    write_poisson(os.path.join(b, "poisson17.mtx"), 17)
+                    vv = ["-n", str(17 * 17), "--load", "A=" + os.path.join(b, "poisson17.mtx")]
+                rc, out = run(mpi + [exes[name]] + vv + ["--validate"], env)
                 if rc != 0:
                     print("roofline: %s fails --validate:\n%s" % (name, out[-2000:]), file=sys.stderr)
                     fail = 1
@@ -208,6 +249,10 @@ def main():
             t = j["min_s"]
             if fbytes:
                 by, fl = fbytes(v), fflops(v)
+            elif name == POISSON:  # 5 entries a row but at the grid's edges; x read once (banded)
+                g = int(round(v["n"] ** 0.5))
+                nnz = 5 * v["n"] - 4 * g
+                by, fl = nnz * 12 + 4 * v["n"] + 16 * v["n"], 2 * nnz
             else:  # sparse: about density x extent stored entries per row (libdistal's fill)
                 d = DENSITY[name] if not a.quick else 0.2
                 if name == "CSF TTV":
@@ -220,24 +265,42 @@ def main():
             gbs, gfl = by / t / 1e9, fl / t / 1e9
             ref = lim.get(limit)
             frac = (gfl / ref if limit == "dgemm" else gbs / ref) if ref else None
-            rows.append((name, P, T, t, by, fl, gbs, gfl, limit, ref, frac))
+            vs = None
+            if name in REFERENCES and P == 1:  # the serial reference on the same data and threads
+                if name == "mttkrp":
+                    rcmd = [os.path.join(b, "mttkrp_ref"), "-n", str(v["n"]), "-m", str(v["m"]), "-p", str(v["p"]), "-r",
+                            str(v["q"]), "--iters", str(a.iters), "--warmup", "1"]
+                    rc, out = run(rcmd, env)
+                    j = first_json(out)
+                    rt = j["min_s"] if rc == 0 and j else None
+                else:
+                    d = DENSITY[name] if not a.quick else 0.2
+                    rc, out = run(mpi + [os.path.join(b, "spmv_ref"), str(v["n"]), str(v["n"]), str(d), "1", str(a.iters)], env)
+                    j = first_json(out)
+                    rt = j["time"] if rc == 0 and j else None
+                vs = rt / t if rt else None
+            rows.append((name, P, T, t, by, fl, gbs, gfl, limit, ref, frac, vs))
     out = os.path.join(a.out, "roofline.md")
     with open(out, "w") as f:
         f.write("# Every leaf against the machine's limits (bench/roofline.sh)\n\n")
         f.write("Best of %d runs; bytes and flops are the compulsory traffic and work of the leaf; the limit is the STREAM "
                 "triad or read-only bandwidth, or the dgemm rate, measured in the same run on the same ranks and threads.\n\n"
                 % a.iters)
-        f.write("| leaf | ranks x threads | time (s) | GB/s | GFLOP/s | limit | limit's rate | fraction of the limit |\n")
-        f.write("|---|---|---|---|---|---|---|---|\n")
+        f.write("| leaf | ranks x threads | time (s) | GB/s | GFLOP/s | limit | limit's rate | fraction of the limit | "
+                "serial reference's time / the leaf's |\n")
+        f.write("|---|---|---|---|---|---|---|---|---|\n")
         for r in rows:
-            f.write("| %s | %d x %d | %.4g | %.3g | %.3g | %s | %s | %s |\n" % (
+            f.write("| %s | %d x %d | %.4g | %.3g | %.3g | %s | %s | %s | %s |\n" % (
                 r[0], r[1], r[2], r[3], r[6], r[7], {"triad": "STREAM triad", "read": "STREAM read", "dgemm": "dgemm"}[r[8]],
                 "%.3g %s" % (r[9], "GFLOP/s" if r[8] == "dgemm" else "GB/s") if r[9] else "-",
-                "%.2f" % r[10] if r[10] is not None else "-"))
+                "%.2f" % r[10] if r[10] is not None else "-", "%.2f" % r[11] if r[11] is not None else "-"))
+        f.write("\nSerial references (one process, the same data and threads, 1 rank only): mttkrp_ref.c (Khatri-Rao "
+                "product and one dgemm) for mttkrp, spmv_ref.c (the textbook CSR loop with int indices) for the random CSR "
+                "SpMV; above 1 the leaf is faster.\n")
     with open(os.path.join(a.out, "roofline.csv"), "w", newline="") as f:
         w = csv.writer(f)  # (leaf names hold commas)
         w.writerow(["leaf", "ranks", "threads", "time_s", "bytes", "flops", "gbytes_per_s", "gflops", "limit", "limit_rate",
-                    "fraction"])
+                    "fraction", "vs_reference"])
         for r in rows:
             w.writerow(r)
     write_svg(rows, os.path.join(a.out, "roofline.svg"))

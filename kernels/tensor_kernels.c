@@ -23,6 +23,10 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
     const int64_t rows = ni * nj, q = (rows + 3) / 4;
     const double *b = B, *cv = c;
     double *a = A;
+    /* the rank's threads share the rows (generated loops' rule: dtl_loop_threads) */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(dtl_loop_threads()) if (dtl_loop_threads() > 1 && rows * nk >= DTL_THREADS_WORK)
+#endif
     for (int64_t r = 0; r < q; r++) {
       double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       const double *b0 = b + r * sBj, *b1 = b + (r + q) * sBj, *b2 = b + (r + 2 * q) * sBj,

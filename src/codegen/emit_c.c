@@ -784,6 +784,17 @@ static void emit_width(cg_st *g, const sp_node *n) {
   g->width = saved, g->w32 = saved32;
 }
 
+/* the pass "threads" (spmd_threads): the rank's OpenMP threads share the loop where the nest
+ * is large enough */
+static void emit_threads(cg_st *g, const sp_node *n) {
+  if (g->in_kernel || !n->threads) return;
+  line(g, "#ifdef _OPENMP");
+  line(g, "#pragma omp parallel for%s schedule(static)%s num_threads(dtl_loop_threads()) \\", n->simd_sum ? " simd" : "",
+       n->threads_sum ? " reduction(+: dtl__acc)" : "");
+  line(g, "    if (dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK)", S(g, n->threads_work));
+  line(g, "#endif");
+}
+
 static void emit_loop(cg_st *g, const sp_node *n) {
   const char *v = vname(g, n->var);
   const char *tn = n->loop == SL_SPARSE ? tname(g, n->tensor) : NULL;
@@ -795,11 +806,15 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     line(g, "for (int64_t %s = 0; %s < %s; %s++) { const int64_t %s = %s;", lv, lv, S(g, n->hi), lv, v, S(g, n->value));
     break;
   }
-  case SL_LOCAL_BLOCK: line(g, "for (int64_t %s = %s; %s < %s; %s++) {", v, S(g, n->lo), v, S(g, n->hi), v); break;
+  case SL_LOCAL_BLOCK:
+    emit_threads(g, n);
+    line(g, "for (int64_t %s = %s; %s < %s; %s++) {", v, S(g, n->lo), v, S(g, n->hi), v);
+    break;
   case SL_LOCAL:
+    emit_threads(g, n);
     if (!g->in_kernel && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!g->in_kernel && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
-    if (!g->in_kernel && n->simd_sum) { /* honoured with -fopenmp (as --exe compiles), else no warning */
+    if (!g->in_kernel && n->simd_sum && !n->threads) { /* honoured with -fopenmp (as --exe compiles), else no warning */
       line(g, "#ifdef _OPENMP");
       line(g, "#pragma omp simd reduction(+: dtl__acc)");
       line(g, "#endif");

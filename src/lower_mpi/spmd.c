@@ -1196,6 +1196,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_rewrite(sp);
   spmd_fuse(sp);
   spmd_simd(sp);
+  spmd_threads(sp);
   spmd_index_width(sp);
   return sp;
 }
@@ -1333,6 +1334,186 @@ static void simd_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
 void spmd_simd(sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++)
     if (sp->funcs[i].body) simd_walk(sp, &sp->funcs[i], sp->funcs[i].body);
+}
+
+/* ---- threads for the leaf loops (spmd.h: spmd_threads) ------------------------------------- */
+typedef struct {
+  const sp_program *sp;
+  const sp_node *L;
+  bool *inner;    /* by var: bound inside L (its counter included) */
+  bool *inj;      /* by var: L's counter plus a value fixed in the iteration */
+  bool *reg;      /* by tensor: a contracted temporary declared inside L */
+  int nw;
+  const sp_expr *w[64]; /* the elements written (buffer accesses) */
+  bool sum;       /* assignments into the enclosing register */
+  const char *why;
+} th_st;
+
+static void th_inner(th_st *t, const sp_node *n) {
+  if (!n) return;
+  if ((n->kind == SN_LOOP || n->kind == SN_BIND) && n->var >= 0 && n->var < t->sp->nvars) t->inner[n->var] = true;
+  for (int q = 0; q < n->nkids; q++) th_inner(t, n->kids[q]);
+}
+
+/* s is L's counter (or a variable that is) plus terms that no variable bound inside L changes */
+static bool th_shift(const th_st *t, const sym *s) {
+  if (!s) return false;
+  if (s->kind == SYM_VAR) return s->id >= 0 && s->id < t->sp->nvars && t->inj[s->id];
+  if (s->kind != SYM_ADD) return false;
+  for (int side = 0; side < 2; side++) {
+    const sym *x = side ? s->b : s->a, *y = side ? s->a : s->b;
+    bool fixed = true;
+    for (int v = 0; v < t->sp->nvars && fixed; v++)
+      if (t->inner[v] && sym_uses(y, SYM_VAR, v)) fixed = false;
+    if (fixed && th_shift(t, x)) return true;
+  }
+  return false;
+}
+
+/* the reads of e at a written buffer are at its write's variables */
+static bool th_reads_ok(const th_st *t, const sp_expr *e) {
+  if (!e) return true;
+  if (e->kind == SE_ACCESS && e->buf >= 0)
+    for (int k = 0; k < t->nw; k++)
+      if (t->w[k]->buf == e->buf && (t->w[k]->nidx != e->nidx || memcmp(t->w[k]->vars, e->vars, (size_t)e->nidx * sizeof *e->vars)))
+        return false;
+  return th_reads_ok(t, e->a) && th_reads_ok(t, e->b);
+}
+
+static bool th_write(th_st *t, const sp_expr *lhs) {
+  if (!lhs || lhs->contracted) {
+    if (lhs && lhs->tensor >= 0 && lhs->tensor < t->sp->ntensors && t->reg[lhs->tensor]) return true;
+    return t->why = "it writes a temporary shared by the iterations", false;
+  }
+  if (lhs->buf < 0) return t->why = "it writes a workspace", false;
+  bool mine = false;
+  for (int k = 0; k < lhs->nidx; k++) mine |= lhs->vars[k] >= 0 && lhs->vars[k] < t->sp->nvars && t->inj[lhs->vars[k]];
+  if (!mine) return t->why = "iterations of the loop write the same element (the loop sums)", false;
+  if (t->nw == 64) return t->why = "it writes too many elements", false;
+  t->w[t->nw++] = lhs;
+  return true;
+}
+
+/* the body: what may run in threads, the writes, the injective variables (pre-order);
+ * own_acc: inside a register sum declared within L */
+static bool th_body(th_st *t, const sp_node *n, bool own_acc) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_GUARD: case SN_SPPOS: case SN_WIDTH: break;
+  case SN_BIND:
+    if (n->var >= 0 && n->var < t->sp->nvars) t->inj[n->var] = th_shift(t, n->bind);
+    break;
+  case SN_REGISTER:
+    if (n->tensor >= 0 && n->tensor < t->sp->ntensors) t->reg[n->tensor] = true;
+    break;
+  case SN_LOOP:
+    if (n->loop != SL_LOCAL && n->loop != SL_LOCAL_BLOCK && n->loop != SL_SPARSE) return t->why = "a loop inside it is collective", false;
+    if (n->par != PAR_NONE) return t->why = "a loop inside it runs in lanes", false;
+    break;
+  case SN_ACC:
+    if (n->to_entries || n->atomic) return t->why = "its sum becomes a sparse result's entries or adds atomically", false;
+    if (!th_write(t, n->lhs)) return false;
+    for (int q = 0; q < n->nkids; q++)
+      if (!th_body(t, n->kids[q], true)) return false;
+    return true;
+  case SN_ASSIGN:
+    if (n->to_entries || n->atomic) return t->why = "it writes a sparse result's entries or adds atomically", false;
+    if (n->to_acc) t->sum |= !own_acc;
+    else if (!th_write(t, n->lhs)) return false;
+    break;
+  case SN_COMM: return t->why = "it communicates inside its loops", false;
+  case SN_KERNEL: return t->why = "a leaf kernel runs its loops (the BLAS's threads)", false;
+  case SN_PRODUCER: return t->why = "it computes a precompute workspace", false;
+  default: return t->why = "it holds more than loops and assignments", false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!th_body(t, n->kids[q], own_acc)) return false;
+  return true;
+}
+
+static bool th_reads(const th_st *t, const sp_node *n) {
+  if (!n) return true;
+  if ((n->kind == SN_ASSIGN || n->kind == SN_ACC) && !th_reads_ok(t, n->rhs)) return false;
+  for (int q = 0; q < n->nkids; q++)
+    if (!th_reads(t, n->kids[q])) return false;
+  return true;
+}
+
+/* the iterations of the nest under n, as far as its bounds are fixed in L */
+static const sym *th_work(const th_st *t, const sp_node *n) {
+  const sym *w = sym_const(1);
+  if (!n) return w;
+  for (int q = 0; q < n->nkids; q++) {
+    const sym *k = th_work(t, n->kids[q]);
+    int64_t a, b;
+    if (sym_is_const(w, &a) && a == 1) w = k; /* the larger of the kids where both are known */
+    else if (sym_is_const(w, &a) && sym_is_const(k, &b) && b > a) w = k;
+  }
+  if (n->kind != SN_LOOP || n == t->L) return w;
+  if (n->loop == SL_SPARSE) return sym_mul(sym_const(DTL_THREADS_SPARSE), w);
+  const sym *trip = n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi;
+  for (int v = 0; v < t->sp->nvars; v++)
+    if (t->inner[v] && sym_uses(trip, SYM_VAR, v)) return w;
+  return sym_mul(trip, w);
+}
+
+static bool th_user_threads(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_DEVICE || (n->kind == SN_LOOP && (n->par != PAR_NONE || n->loop == SL_THREAD))) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (th_user_threads(n->kids[q])) return true;
+  return false;
+}
+
+/* the outermost local loops where the rule applies; acc: inside a register sum */
+static void th_walk(sp_program *sp, const sp_func *fn, sp_node *n, bool acc, const char **why, bool *done) {
+  if (!n) return;
+  if (n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK)) {
+    th_st t = {.sp = sp, .L = n};
+    t.inner = calloc((size_t)sp->nvars + 1, sizeof *t.inner);
+    t.inj = calloc((size_t)sp->nvars + 1, sizeof *t.inj);
+    t.reg = calloc((size_t)sp->ntensors + 1, sizeof *t.reg);
+    if (!t.inner || !t.inj || !t.reg) {
+      free(t.inner), free(t.inj), free(t.reg);
+      *why = "out of memory";
+      return;
+    }
+    th_inner(&t, n);
+    if (n->var >= 0 && n->var < sp->nvars) t.inj[n->var] = true;
+    bool ok = n->par == PAR_NONE;
+    if (!ok) t.why = "the loop runs in lanes";
+    for (int q = 0; ok && q < n->nkids; q++) ok = th_body(&t, n->kids[q], false);
+    if (ok && t.sum && !acc) ok = false, t.why = "it adds to a register outside it";
+    if (ok && !th_reads(&t, n)) ok = false, t.why = "an iteration reads an element another one writes";
+    if (ok) {
+      n->threads = true, n->threads_sum = t.sum;
+      n->threads_work = sym_mul(n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi, th_work(&t, n));
+      *done = true;
+    } else if (!*why) {
+      *why = t.why;
+    }
+    free(t.inner), free(t.inj), free(t.reg);
+    if (ok) return;
+  }
+  if (n->kind == SN_DEVICE || n->kind == SN_KERNEL || n->kind == SN_PRODUCER) {
+    if (!*why) *why = n->kind == SN_KERNEL ? "a leaf kernel runs its loops (the BLAS's threads)" : "its loops are a device kernel or precompute";
+    return;
+  }
+  for (int q = 0; q < n->nkids; q++) th_walk(sp, fn, n->kids[q], acc || n->kind == SN_ACC, why, done);
+}
+
+void spmd_threads(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    const char *why = NULL;
+    bool done = false;
+    if (th_user_threads(fn->body)) why = "parallelize maps its loops already";
+    else th_walk(sp, fn, fn->body, false, &why, &done);
+    if (!done && !why) why = "it has no local loop";
+    sp_logf(sp, "threads", done ? NULL : why, "statement %d", fn->index + 1);
+  }
 }
 
 /* ---- printing: distalc --emit spmd -------------------------------------------------------- */
@@ -1504,6 +1685,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fprintf(f, ")%s", pk[n->par]);
     }
     if (n->simd_sum) fputs(" (simd sum)", f);
+    if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);
     return;

@@ -184,6 +184,11 @@ struct sp_node {
   ir_par_unit par;      /* SL_LOCAL: thread or vector pragma */
   bool simd_sum;        /* SL_LOCAL: the loop of a register sum, run in SIMD lanes
                          * (spmd_simd) */
+  /* SL_LOCAL, SL_LOCAL_BLOCK: the rank's OpenMP threads share the iterations where there are
+   * several and `threads_work` (an estimate of the nest's iterations) is large enough
+   * (spmd_threads); threads_sum: they also sum the enclosing register */
+  bool threads, threads_sum;
+  const sym *threads_work;
   /* SL_SPARSE: over access `sparse` at `level`; base: the index value at local coordinate 0;
    * parent_maybe_absent: the parent position may be -1 (no stored entry: an empty loop) */
   int sparse, level;
@@ -479,6 +484,29 @@ void spmd_index_width(sp_program *sp);
  * changes, as a schedule may change it (LANGUAGE.md section 9), the sum does not.
  * --emit spmd marks the loop "(simd sum)" and lists the rewrite. */
 void spmd_simd(sp_program *sp);
+
+/* Threads for the leaf loops (spmd_build does, after the SIMD sums).  A rank that runs several
+ * OpenMP threads (OMP_NUM_THREADS set, LANGUAGE.md section 6's parallelize without the
+ * command) shares each statement's outermost local loop nest among them.  Precondition, on a
+ * CPU program whose statement has no loop that `parallelize` or a device already maps: the
+ * loop L (over a local range, or the rank's block of a distributed loop) holds only loops
+ * (local, over stored coordinates), bindings, guards, sparse positions, register sums and
+ * assignments (no communication, setup, kernel call, precompute, sparse result or atomic
+ * update); every element it writes is indexed by a variable that is L's counter plus a value
+ * fixed in the iteration (so that distinct iterations write distinct elements), and every read
+ * of a written buffer is at the write's variables (what iteration v writes, only iteration v
+ * reads); assignments into an enclosing register make L that register's sum.  Rule: L is
+ * marked threads (threads_sum: with the register's reduction), printed as
+ *   #pragma omp parallel for [simd] schedule(static) [reduction(+: register)]
+ *       num_threads(dtl_loop_threads()) if (dtl_loop_threads() > 1 && work >= DTL_THREADS_WORK)
+ * where work is L's trip count times its inner loops' (those with bounds fixed in L; a loop
+ * over stored coordinates counts DTL_THREADS_SPARSE), evaluated when the loop starts: one
+ * thread (no fork) below that work, or where OMP_NUM_THREADS is unset (dtl_loop_threads
+ * returns 1: ranks are usually one per core) or the C compiler has no OpenMP.  A sum changes
+ * its order (LANGUAGE.md section 9), its value does not.  --emit spmd marks the loop
+ * "(rank's threads)" and lists the rewrite "threads" per statement. */
+void spmd_threads(sp_program *sp);
+#define DTL_THREADS_SPARSE 8 /* the stored coordinates a loop over them is assumed to visit */
 
 /* distalc --emit svg (plan_svg.c): the plan at nranks ranks and these param values (grid params solved)
  * drawn as a standalone SVG 1.1 document, one panel per statement of lp (the grid, each

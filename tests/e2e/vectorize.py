@@ -94,7 +94,8 @@ def check(name, body, work):
         # a register sum: GCC may report it vectorized with the sum still in program order
         # (lane by lane); the pragma is what lets it keep partial sums per lane
         sums = any("dtl__acc +=" in c_lines[k - 1] for k in range(no, last + 1))
-        if sums and not any("omp simd reduction" in c_lines[k] for k in range(max(0, no - 4), no - 1)):
+        if sums and not any("simd" in c_lines[k] and "reduction(+: dtl__acc)" in c_lines[k] or "omp simd reduction" in c_lines[k]
+                            for k in range(max(0, no - 7), no - 1)):
             errors.append("%s: the register sum of line %d is not marked for SIMD lanes" % (name, no))
         if not any(no <= v <= last for v in vectorized):
             errors.append("%s: the innermost loop at %s.c:%d is not vectorized:\n    %s" % (name, name, no, c_lines[no - 1].strip()))

@@ -1774,6 +1774,48 @@ static void test_report(void **state) {
 
 /* ---- leaf kernels ------------------------------------------------------------------------------
  */
+/* dtl_gemm and dtl_gemm_store on the shapes that run as panels on one BLAS thread (tall and
+ * skinny: row panels; few short rows with a long sum: panels of the sum), every transpose,
+ * leading dimensions above the minimum, against a plain loop in double */
+static void test_gemm_panels(void **state) {
+  (void)state;
+  static const int64_t shapes[][3] = {{700, 20, 30}, {1030, 3, 256}, {513, 256, 1}, {50, 10, 1300}, {128, 64, 513}, {1, 1, 2000}};
+  uint64_t s = 7;
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
+    for (int trial = 0; trial < 16; trial++) {
+      dtl_type t = trial % 2 ? DTL_FLOAT : DTL_DOUBLE;
+      int ta = (trial / 2) % 2, tb = (trial / 4) % 2, store = (trial / 8) % 2;
+      int64_t m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
+      int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
+      int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+      double *Ad = malloc((size_t)na * sizeof *Ad), *Bd = malloc((size_t)nb * sizeof *Bd), *Cd = malloc((size_t)nc * sizeof *Cd);
+      size_t es = dtl_type_size(t);
+      char *a = malloc((size_t)na * es), *b = malloc((size_t)nb * es), *c = malloc((size_t)nc * es);
+      CHECK(Ad && Bd && Cd && a && b && c);
+      for (int64_t i = 0; i < na; i++) set_el(t, a, i, Ad[i] = (double)(rnd(&s, 9) - 4) / 4);
+      for (int64_t i = 0; i < nb; i++) set_el(t, b, i, Bd[i] = (double)(rnd(&s, 9) - 4) / 4);
+      for (int64_t i = 0; i < nc; i++) set_el(t, c, i, Cd[i] = (double)rnd(&s, 5));
+      if (store) {
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) Cd[i * ldc + j] = 0, set_el(t, c, i * ldc + j, NAN);
+        dtl_gemm_store(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+      } else {
+        dtl_gemm(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+      }
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+          for (int64_t p = 0; p < k; p++)
+            Cd[i * ldc + j] += (ta ? Ad[p * lda + i] : Ad[i * lda + p]) * (tb ? Bd[j * ldb + p] : Bd[p * ldb + j]);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < nc; i++)
+        bad += !(fabs(get_el(t, c, i) - Cd[i]) <= (t == DTL_FLOAT ? 1e-3 : 1e-9) * (1 + fabs(Cd[i]))); /* NaN counts */
+      CHECKF(bad == 0, "gemm%s %s ta=%d tb=%d %lldx%lldx%lld: %lld wrong", store ? "_store" : "", dtl_type_name(t), ta, tb,
+             (long long)m, (long long)n, (long long)k, (long long)bad);
+      free(Ad), free(Bd), free(Cd), free(a), free(b), free(c);
+    }
+  all_ok();
+}
+
 static void test_kernels(void **state) {
   (void)state;
   uint64_t s = 99;
@@ -2575,6 +2617,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_parse_args, reset, report_time),
       cmocka_unit_test_setup_teardown(test_report, reset, report_time),
       cmocka_unit_test_setup_teardown(test_kernels, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_gemm_panels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),

@@ -22,6 +22,28 @@
 #include <string.h> /* memcpy of dtl_as_double */
 
 #include "grid.h" /* DTL_MAX_DIMS, dtl_solve_grid */
+#ifdef _OPENMP
+#include <omp.h>
+#include <stdlib.h> /* getenv */
+#endif
+
+/* The threads generated leaf loops share (the SPMD pass "threads"): OpenMP's where
+ * OMP_NUM_THREADS is set, else one (ranks are usually one per core; OpenMP's default, every
+ * core the rank may run on, would oversubscribe them); one without OpenMP.  A nest of fewer
+ * than DTL_THREADS_WORK iterations runs on one. */
+#define DTL_THREADS_WORK 32768
+static inline int dtl_loop_threads(void) {
+#ifdef _OPENMP
+  static int threads; /* the same value from every thread that sets it */
+  if (!threads) {
+    const char *e = getenv("OMP_NUM_THREADS");
+    threads = e && *e ? omp_get_max_threads() : 1;
+  }
+  return threads;
+#else
+  return 1;
+#endif
+}
 
 #ifdef __cplusplus
 extern "C" {
