@@ -791,7 +791,14 @@ static void emit_threads(cg_st *g, const sp_node *n) {
   line(g, "#ifdef _OPENMP");
   line(g, "#pragma omp parallel for%s schedule(static)%s num_threads(dtl_loop_threads()) \\", n->simd_sum ? " simd" : "",
        n->threads_sum ? " reduction(+: dtl__acc)" : "");
-  line(g, "    if (dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK)", S(g, n->threads_work));
+  if (n->loop == SL_SPARSE && n->level == 0) /* its stored coordinates times the piece's entries per coordinate */
+    line(g, "    if (dtl_loop_threads() > 1 && (dtl_sp%d_f0 - dtl_sp%d_s0) * dtl_max((int64_t)(%s), dtl_sparse_nvals(dtl_%s) / dtl_max(dtl_sp%d_e0, 1)) >= DTL_THREADS_WORK)",
+         n->sparse, n->sparse, S(g, n->threads_work), tname(g, n->tensor), n->sparse);
+  else if (n->loop == SL_SPARSE) /* its stored coordinates times the work of each */
+    line(g, "    if (dtl_loop_threads() > 1 && (dtl_sp%d_f%d - dtl_sp%d_s%d) * (int64_t)(%s) >= DTL_THREADS_WORK)", n->sparse, n->level,
+         n->sparse, n->level, S(g, n->threads_work));
+  else
+    line(g, "    if (dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK)", S(g, n->threads_work));
   line(g, "#endif");
 }
 
@@ -841,6 +848,24 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
     const char *start = sp_arr(g, "pos", tn, x, par);
+    if (n->threads && !g->in_kernel) {
+      /* shared by the rank's threads (the pass threads): the positions below the loop's end
+       * found first, so that the loop has no break */
+      char s0[40], f0[40], key[4200];
+      snprintf(s0, sizeof s0, "dtl_sp%d_s%d", a, x);
+      snprintf(f0, sizeof f0, "dtl_sp%d_f%d", a, x);
+      line(g, "const int64_t %s = %s(%s <= 0 ? %s : %s);", s0, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb));
+      if (n->within) {
+        line(g, "const int64_t %s = %s;", f0, e);
+      } else {
+        snprintf(key, sizeof key, "%s + (%s)", bb, S(g, n->hi));
+        line(g, "const int64_t %s = %s < %s ? %s : %s;", f0, s0, e, sp_search(g, "lower", tn, x, s0, e, key), s0);
+      }
+      emit_threads(g, n);
+      line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
+      line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
+      break;
+    }
     line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb), p,
          e, p);
     line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);

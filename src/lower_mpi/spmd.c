@@ -1468,7 +1468,7 @@ static bool th_user_threads(const sp_node *n) {
 /* the outermost local loops where the rule applies; acc: inside a register sum */
 static void th_walk(sp_program *sp, const sp_func *fn, sp_node *n, bool acc, const char **why, bool *done) {
   if (!n) return;
-  if (n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK)) {
+  if (n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK || n->loop == SL_SPARSE)) {
     th_st t = {.sp = sp, .L = n};
     t.inner = calloc((size_t)sp->nvars + 1, sizeof *t.inner);
     t.inj = calloc((size_t)sp->nvars + 1, sizeof *t.inj);
@@ -1487,7 +1487,9 @@ static void th_walk(sp_program *sp, const sp_func *fn, sp_node *n, bool acc, con
     if (ok && !th_reads(&t, n)) ok = false, t.why = "an iteration reads an element another one writes";
     if (ok) {
       n->threads = true, n->threads_sum = t.sum;
-      n->threads_work = sym_mul(n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi, th_work(&t, n));
+      /* a loop over stored coordinates: the printer multiplies by their number */
+      n->threads_work = n->loop == SL_SPARSE ? th_work(&t, n)
+                                             : sym_mul(n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi, th_work(&t, n));
       *done = true;
     } else if (!*why) {
       *why = t.why;

@@ -489,7 +489,8 @@ void spmd_simd(sp_program *sp);
  * OpenMP threads (OMP_NUM_THREADS set, LANGUAGE.md section 6's parallelize without the
  * command) shares each statement's outermost local loop nest among them.  Precondition, on a
  * CPU program whose statement has no loop that `parallelize` or a device already maps: the
- * loop L (over a local range, or the rank's block of a distributed loop) holds only loops
+ * loop L (over a local range, the rank's block of a distributed loop, or the stored
+ * coordinates of a sparse level: distinct positions, distinct coordinates) holds only loops
  * (local, over stored coordinates), bindings, guards, sparse positions, register sums and
  * assignments (no communication, setup, kernel call, precompute, sparse result or atomic
  * update); every element it writes is indexed by a variable that is L's counter plus a value
@@ -500,7 +501,9 @@ void spmd_simd(sp_program *sp);
  *   #pragma omp parallel for [simd] schedule(static) [reduction(+: register)]
  *       num_threads(dtl_loop_threads()) if (dtl_loop_threads() > 1 && work >= DTL_THREADS_WORK)
  * where work is L's trip count times its inner loops' (those with bounds fixed in L; a loop
- * over stored coordinates counts DTL_THREADS_SPARSE), evaluated when the loop starts: one
+ * over stored coordinates counts DTL_THREADS_SPARSE inside L, its number of positions as L,
+ * where the printer finds the last position below L's end first so that the loop has no
+ * break), evaluated when the loop starts: one
  * thread (no fork) below that work, or where OMP_NUM_THREADS is unset (dtl_loop_threads
  * returns 1: ranks are usually one per core) or the C compiler has no OpenMP.  A sum changes
  * its order (LANGUAGE.md section 9), its value does not.  --emit spmd marks the loop

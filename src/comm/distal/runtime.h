@@ -31,7 +31,9 @@
  * OMP_NUM_THREADS is set, else one (ranks are usually one per core; OpenMP's default, every
  * core the rank may run on, would oversubscribe them); one without OpenMP.  A nest of fewer
  * than DTL_THREADS_WORK iterations runs on one. */
+#ifndef DTL_THREADS_WORK /* (-DDTL_THREADS_WORK=1 shares every nest: the tests' way to run them all on threads) */
 #define DTL_THREADS_WORK 32768
+#endif
 static inline int dtl_loop_threads(void) {
 #ifdef _OPENMP
   static int threads; /* the same value from every thread that sets it */
