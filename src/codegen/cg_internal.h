@@ -44,6 +44,7 @@ typedef struct cg_st {
   bool in_kernel;     /* printing a device kernel's body */
   const sp_node *width; /* the enclosing SN_WIDTH (NULL: none) */
   bool w32;           /* ... printing its 32-bit branch */
+  int th_mode;        /* a loop of the pass threads: 1 printing its shared version, 2 its own (0: neither) */
 } cg_st;
 void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */

@@ -784,28 +784,60 @@ static void emit_width(cg_st *g, const sp_node *n) {
   g->width = saved, g->w32 = saved32;
 }
 
-/* the pass "threads" (spmd_threads): the rank's OpenMP threads share the loop where the nest
- * is large enough */
-static void emit_threads(cg_st *g, const sp_node *n) {
-  if (g->in_kernel || !n->threads) return;
-  line(g, "#ifdef _OPENMP");
-  line(g, "#pragma omp parallel for%s schedule(static)%s num_threads(dtl_loop_threads()) \\", n->simd_sum ? " simd" : "",
-       n->threads_sum ? " reduction(+: dtl__acc)" : "");
+/* the pass "threads" (spmd_threads): where the nest is large enough and the rank has several
+ * threads, they share the loop (a copy of it under `#pragma omp parallel for`); else the loop
+ * runs as the rank's own, as compiled without the pass (an OpenMP loop whose `if` is false
+ * still runs outlined, which costs a register sum its speed) */
+static const char *threads_cond(cg_st *g, const sp_node *n) {
+  char *b = rot();
   if (n->loop == SL_SPARSE && n->level == 0) /* its stored coordinates times the piece's entries per coordinate */
-    line(g, "    if (dtl_loop_threads() > 1 && (dtl_sp%d_f0 - dtl_sp%d_s0) * dtl_max((int64_t)(%s), dtl_sparse_nvals(dtl_%s) / dtl_max(dtl_sp%d_e0, 1)) >= DTL_THREADS_WORK)",
-         n->sparse, n->sparse, S(g, n->threads_work), tname(g, n->tensor), n->sparse);
+    snprintf(b, 4096, "dtl_loop_threads() > 1 && (dtl_sp%d_f0 - dtl_sp%d_s0) * dtl_max((int64_t)(%s), dtl_sparse_nvals(dtl_%s) / dtl_max(dtl_sp%d_e0, 1)) >= DTL_THREADS_WORK",
+             n->sparse, n->sparse, S(g, n->threads_work), tname(g, n->tensor), n->sparse);
   else if (n->loop == SL_SPARSE) /* its stored coordinates times the work of each */
-    line(g, "    if (dtl_loop_threads() > 1 && (dtl_sp%d_f%d - dtl_sp%d_s%d) * (int64_t)(%s) >= DTL_THREADS_WORK)", n->sparse, n->level,
-         n->sparse, n->level, S(g, n->threads_work));
+    snprintf(b, 4096, "dtl_loop_threads() > 1 && (dtl_sp%d_f%d - dtl_sp%d_s%d) * (int64_t)(%s) >= DTL_THREADS_WORK", n->sparse,
+             n->level, n->sparse, n->level, S(g, n->threads_work));
   else
-    line(g, "    if (dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK)", S(g, n->threads_work));
+    snprintf(b, 4096, "dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK", S(g, n->threads_work));
+  return b;
+}
+
+static void emit_loop(cg_st *g, const sp_node *n);
+
+/* the loop twice: shared by the threads where threads_cond holds, else the rank's own */
+static void emit_threads_split(cg_st *g, const sp_node *n) {
+  line(g, "if (%s) { /* the rank's threads share the loop (the pass threads) */", threads_cond(g, n));
+  g->ind += 2;
+  g->th_mode = 1;
+  emit_loop(g, n);
+  g->ind -= 2;
+  line(g, "} else {");
+  g->ind += 2;
+  g->th_mode = 2;
+  emit_loop(g, n);
+  g->ind -= 2;
+  line(g, "}");
+  g->th_mode = 0;
+}
+
+static void emit_threads(cg_st *g, const sp_node *n, int mode) {
+  if (mode != 1) return;
+  line(g, "#ifdef _OPENMP");
+  line(g, "#pragma omp parallel for%s schedule(static)%s num_threads(dtl_loop_threads())", n->simd_sum ? " simd" : "",
+       n->threads_sum ? " reduction(+: dtl__acc)" : "");
   line(g, "#endif");
 }
 
 static void emit_loop(cg_st *g, const sp_node *n) {
   const char *v = vname(g, n->var);
   const char *tn = n->loop == SL_SPARSE ? tname(g, n->tensor) : NULL;
-  line(g, "/* loop %s (%s) */", g->sp->vars[n->var].name, n->comment);
+  bool threads = n->threads && !g->in_kernel;
+  int mode = threads ? g->th_mode : 0;
+  g->th_mode = 0; /* the loops inside are not this one */
+  if (threads && mode == 0 && n->loop != SL_SPARSE) {
+    emit_threads_split(g, n);
+    return;
+  }
+  if (mode != 2) line(g, "/* loop %s (%s) */", g->sp->vars[n->var].name, n->comment);
   switch (n->loop) {
   case SL_COORD: line(g, "{ const int64_t %s = dtl_coords[%d];", v, n->dim); break;
   case SL_COLL_BLOCK: {
@@ -814,14 +846,14 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     break;
   }
   case SL_LOCAL_BLOCK:
-    emit_threads(g, n);
+    emit_threads(g, n, mode);
     line(g, "for (int64_t %s = %s; %s < %s; %s++) {", v, S(g, n->lo), v, S(g, n->hi), v);
     break;
   case SL_LOCAL:
-    emit_threads(g, n);
+    emit_threads(g, n, mode);
     if (!g->in_kernel && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!g->in_kernel && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
-    if (!g->in_kernel && n->simd_sum && !n->threads) { /* honoured with -fopenmp (as --exe compiles), else no warning */
+    if (!g->in_kernel && n->simd_sum && mode != 1) { /* honoured with -fopenmp (as --exe compiles), else no warning */
       line(g, "#ifdef _OPENMP");
       line(g, "#pragma omp simd reduction(+: dtl__acc)");
       line(g, "#endif");
@@ -832,28 +864,34 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     /* only the stored coordinates of the sparse factor: the others add zero */
     int a = n->sparse, x = n->level;
     char par[64], chk[96] = "";
+    char nxt[80], e[40], bb[40], p[40], s0[40], f0[40];
+    snprintf(e, sizeof e, "dtl_sp%d_e%d", a, x);
+    snprintf(bb, sizeof bb, "dtl_sp%d_b%d", a, x);
+    snprintf(p, sizeof p, "dtl_sp%d_p%d", a, x);
+    snprintf(s0, sizeof s0, "dtl_sp%d_s%d", a, x);
+    snprintf(f0, sizeof f0, "dtl_sp%d_f%d", a, x);
+    if (mode) { /* one version of a shared loop: its bounds are found (below) */
+      emit_threads(g, n, mode);
+      line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
+      line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
+      break;
+    }
     if (x == 0) snprintf(par, sizeof par, "0");
     else snprintf(par, sizeof par, "dtl_sp%d_p%d", a, x - 1);
     line(g, "{ /* loop %s over the stored coordinates of %s, level %d */", v, T(g, n->tensor)->name, x);
     g->ind += 2;
     /* a parent position that may be -1 (no stored entry) gives an empty loop */
     if (n->parent_maybe_absent) snprintf(chk, sizeof chk, "%s < 0 ? 0 : ", par);
-    char nxt[80], e[40], bb[40], p[40];
     snprintf(nxt, sizeof nxt, "%s + 1", par);
-    snprintf(e, sizeof e, "dtl_sp%d_e%d", a, x);
-    snprintf(bb, sizeof bb, "dtl_sp%d_b%d", a, x);
-    snprintf(p, sizeof p, "dtl_sp%d_p%d", a, x);
     line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
     line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", bb, S(g, n->base), tn, x, v);
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
     const char *start = sp_arr(g, "pos", tn, x, par);
-    if (n->threads && !g->in_kernel) {
+    if (threads) {
       /* shared by the rank's threads (the pass threads): the positions below the loop's end
        * found first, so that the loop has no break */
-      char s0[40], f0[40], key[4200];
-      snprintf(s0, sizeof s0, "dtl_sp%d_s%d", a, x);
-      snprintf(f0, sizeof f0, "dtl_sp%d_f%d", a, x);
+      char key[4200];
       line(g, "const int64_t %s = %s(%s <= 0 ? %s : %s);", s0, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb));
       if (n->within) {
         line(g, "const int64_t %s = %s;", f0, e);
@@ -861,10 +899,10 @@ static void emit_loop(cg_st *g, const sp_node *n) {
         snprintf(key, sizeof key, "%s + (%s)", bb, S(g, n->hi));
         line(g, "const int64_t %s = %s < %s ? %s : %s;", f0, s0, e, sp_search(g, "lower", tn, x, s0, e, key), s0);
       }
-      emit_threads(g, n);
-      line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
-      line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
-      break;
+      emit_threads_split(g, n);
+      g->ind -= 2;
+      line(g, "}");
+      return;
     }
     line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb), p,
          e, p);
@@ -879,7 +917,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   emit_kids(g, n);
   g->ind -= 2;
   line(g, "}");
-  if (n->loop == SL_SPARSE) {
+  if (n->loop == SL_SPARSE && !mode) {
     g->ind -= 2;
     line(g, "}");
   }
