@@ -1774,6 +1774,24 @@ static void test_report(void **state) {
 
 /* ---- leaf kernels ------------------------------------------------------------------------------
  */
+/* C (m x n, ldc) = or += op(A) op(B) by dtl_gemm_store or dtl_gemm, and the same in double on
+ * Cd from Ad and Bd; a stored block starts as `poison` (never read) */
+static void gemm_and_reference(dtl_type t, int ta, int tb, bool store, int64_t m, int64_t n, int64_t k, const void *a,
+                               const double *Ad, int64_t lda, const void *b, const double *Bd, int64_t ldb, void *c,
+                               double *Cd, int64_t ldc, double poison) {
+  if (store) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) Cd[i * ldc + j] = 0, set_el(t, c, i * ldc + j, poison);
+    dtl_gemm_store(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  } else {
+    dtl_gemm(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t p = 0; p < k; p++)
+        Cd[i * ldc + j] += (ta ? Ad[p * lda + i] : Ad[i * lda + p]) * (tb ? Bd[j * ldb + p] : Bd[p * ldb + j]);
+}
+
 /* dtl_gemm and dtl_gemm_store on the shapes that run as panels on one BLAS thread (tall and
  * skinny: row panels; few short rows with a long sum: panels of the sum), every transpose,
  * leading dimensions above the minimum, against a plain loop in double */
@@ -1795,17 +1813,7 @@ static void test_gemm_panels(void **state) {
       for (int64_t i = 0; i < na; i++) set_el(t, a, i, Ad[i] = (double)(rnd(&s, 9) - 4) / 4);
       for (int64_t i = 0; i < nb; i++) set_el(t, b, i, Bd[i] = (double)(rnd(&s, 9) - 4) / 4);
       for (int64_t i = 0; i < nc; i++) set_el(t, c, i, Cd[i] = (double)rnd(&s, 5));
-      if (store) {
-        for (int64_t i = 0; i < m; i++)
-          for (int64_t j = 0; j < n; j++) Cd[i * ldc + j] = 0, set_el(t, c, i * ldc + j, NAN);
-        dtl_gemm_store(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-      } else {
-        dtl_gemm(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-      }
-      for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++)
-          for (int64_t p = 0; p < k; p++)
-            Cd[i * ldc + j] += (ta ? Ad[p * lda + i] : Ad[i * lda + p]) * (tb ? Bd[j * ldb + p] : Bd[p * ldb + j]);
+      gemm_and_reference(t, ta, tb, store, m, n, k, a, Ad, lda, b, Bd, ldb, c, Cd, ldc, NAN);
       int64_t bad = 0;
       for (int64_t i = 0; i < nc; i++)
         bad += !(fabs(get_el(t, c, i) - Cd[i]) <= (t == DTL_FLOAT ? 1e-3 : 1e-9) * (1 + fabs(Cd[i]))); /* NaN counts */
@@ -1834,18 +1842,8 @@ static void test_kernels(void **state) {
       set_el(t, a, i, Ad[i]), set_el(t, b, i, Bd[i]), set_el(t, c, i, Cd[i]);
     }
     (void)ar, (void)br;
-    if (trial >= 32) { /* dtl_gemm_store: C = op(A) op(B), C's old values (NaN) never read */
-      for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) Cd[i * ldc + j] = 0, set_el(t, c, i * ldc + j, t < DTL_INT32 ? NAN : 7);
-      dtl_gemm_store(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-    } else {
-      dtl_gemm(t, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
-    }
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t p = 0; p < k; p++)
-          Cd[i * ldc + j] +=
-              (ta ? Ad[p * lda + i] : Ad[i * lda + p]) * (tb ? Bd[j * ldb + p] : Bd[p * ldb + j]);
+    /* trials 32 on: dtl_gemm_store, C = op(A) op(B), C's old values (NaN) never read */
+    gemm_and_reference(t, ta, tb, trial >= 32, m, n, k, a, Ad, lda, b, Bd, ldb, c, Cd, ldc, t < DTL_INT32 ? NAN : 7);
     int64_t bad = 0;
     for (int i = 0; i < 200; i++)
       bad += !(fabs(get_el(t, c, i) - Cd[i]) <= 1e-4); /* a NaN left behind counts */
