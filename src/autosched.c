@@ -452,16 +452,19 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       int64_t E;
       sym_env env = {.params = S->params};
       if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
-      /* panels of a quarter and a sixteenth, at least 128 wide: a leaf kernel over a
-       * thinner panel runs far below its rate (a model that does not see this must not be
-       * offered it); and (w == 2) as many panels as grid dim 0 has ranks, rotated along the
-       * grid so that each step's panel is a neighbour's (Cannon: shifts instead of
-       * broadcasts where the grid is square) */
-      int64_t widths[2] = {(E + 3) / 4, (E + 15) / 16};
+      /* panels of a half, a quarter, ... a 64th (COSMA's sequential steps: more steps hide
+       * more of the communication under the loops and hold smaller buffers, at more
+       * messages), at least 128 wide: a leaf kernel over a thinner panel runs far below its
+       * rate; and (w == NW) as many panels as grid dim 0 has ranks, rotated along the grid
+       * so that each step's panel is a neighbour's (Cannon: shifts instead of broadcasts
+       * where the grid is square) */
+      enum { NW = 6 };
+      int64_t widths[NW];
+      for (int w = 0; w < NW; w++) widths[w] = (E + (2 << w) - 1) / (2 << w);
       const fe_size *g0 = &M->levels[0].dims[0];
-      for (int w = 0; w < 3; w++) {
-        if (w < 2 && ((w && widths[1] == widths[0]) || widths[w] < 128)) continue;
-        if (w < 2 && bytes_bound >= 0 &&
+      for (int w = 0; w <= NW; w++) {
+        if (w < NW && ((w && widths[w] == widths[w - 1]) || widths[w] < 128)) continue;
+        if (w < NW && bytes_bound >= 0 &&
             dominated(S, bytes_bound, 1 + (S->m->threads > 1) + (int)(sizeof kernels / sizeof kernels[0])))
           continue;
         char *t2[64];
@@ -475,7 +478,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
         for (int q = 0; q < k; q++) order[no++] = inner[q];
         order[no++] = ri;
         cmdlist ds = d;
-        if (w < 2) {
+        if (w < NW) {
           add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
           add_cmd(&ds, "reorder", 1, a_list(no, order));
           add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
