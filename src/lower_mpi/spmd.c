@@ -1370,12 +1370,14 @@ static bool th_shift(const th_st *t, const sym *s) {
   return false;
 }
 
-/* the reads of e at a written buffer are at its write's variables */
+/* the reads of e of a written tensor (through any buffer but a snapshot taken before the loops)
+ * are at its write's variables */
 static bool th_reads_ok(const th_st *t, const sp_expr *e) {
   if (!e) return true;
-  if (e->kind == SE_ACCESS && e->buf >= 0)
+  if (e->kind == SE_ACCESS && e->buf >= 0 && e->buf < t->sp->nbufs && !t->sp->bufs[e->buf].snapshot)
     for (int k = 0; k < t->nw; k++)
-      if (t->w[k]->buf == e->buf && (t->w[k]->nidx != e->nidx || memcmp(t->w[k]->vars, e->vars, (size_t)e->nidx * sizeof *e->vars)))
+      if (t->sp->bufs[t->w[k]->buf].tensor == t->sp->bufs[e->buf].tensor &&
+          (t->w[k]->nidx != e->nidx || memcmp(t->w[k]->vars, e->vars, (size_t)e->nidx * sizeof *e->vars)))
         return false;
   return th_reads_ok(t, e->a) && th_reads_ok(t, e->b);
 }

@@ -45,6 +45,9 @@ PROGRAMS = {
     "transpose": ("tensor A(n, m) @ M(ij -> i);\ntensor B(n, m) @ M(ij -> i);\ntensor C(m, n);\n"
                   "A(i, j) = B(i, j) + C(j, i);", ["i_loc"], [], ["-n", "701", "-m", "303"]),
     "matrix_sum": ("tensor s;\ntensor B(n, m) @ M(ij -> j);\ns = B(i, j) * 2;", ["j_loc"], [], ["-n", "3", "-m", "90001"]),
+    # a statement that reads its output at other elements reads a snapshot taken before its loops
+    "own_transpose": ("tensor A(n, n) @ M(ij -> i);\ntensor B(n, n) @ M(ij -> i);\nA(i, j) = A(j, i) + B(i, j);",
+                      ["i_loc"], [], ["-n", "301"]),
     # two statements fused into one nest
     "fused": ("tensor a(n) @ M(i -> i);\ntensor b(n) @ M(i -> i);\ntensor c(n) @ M(i -> i);\n"
               "a(i) = b(i) * 2;\nc(i) = a(i) + b(i);", ["i_loc"], [], ["-n", "100003"]),
