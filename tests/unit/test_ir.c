@@ -1936,8 +1936,39 @@ static void test_error_kernel_checked(void **state) {
                "distribute: loop 'j' is substituted by a kernel");
 }
 
+/* ir_arena_release gives back what was allocated after ir_arena_mark, in the marked block
+ * and in blocks added since (allocations larger than a block), and keeps what came before */
+static void test_arena_mark_release(void **state) {
+  (void)state;
+  ir_arena *a = ir_arena_new();
+  assert_non_null(a);
+  ir_scope sc;
+  ir_scope_enter(&sc, a);
+  if (setjmp(sc.oom)) fail();
+  char *keep = ir_strdup("kept");
+  size_t before = ir_arena_used(a);
+  for (int round = 0; round < 3; round++) {
+    ir_mark m = ir_arena_mark(a);
+    for (int k = 0; k < 100; k++) memset(ir_alloc(1000), 0xab, 1000); /* several blocks */
+    memset(ir_alloc(200000), 0xcd, 200000);                          /* one of its own */
+    assert_true(ir_arena_used(a) > before + 200000);
+    ir_arena_release(a, m);
+    assert_int_equal(ir_arena_used(a), before);
+    assert_string_equal(keep, "kept");
+  }
+  /* allocation after a release is zeroed and reuses the marked block */
+  unsigned char *z = ir_alloc(64);
+  for (int k = 0; k < 64; k++) assert_int_equal(z[k], 0);
+  ir_mark empty = ir_arena_mark(a);
+  ir_arena_release(a, empty); /* nothing since the mark: nothing changes */
+  assert_int_equal(ir_arena_used(a), before + 64);
+  ir_scope_leave(&sc);
+  ir_arena_delete(a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_arena_mark_release),
       cmocka_unit_test_teardown(test_sym_add_commutes, sym_teardown),
       cmocka_unit_test_teardown(test_sym_linear_normal_form, sym_teardown),
       cmocka_unit_test_teardown(test_sym_products, sym_teardown),
