@@ -13,7 +13,9 @@ recomputation).  With OMP_NUM_THREADS unset the loops run on one thread: checked
 import os
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vectorize import run_checks  # noqa: E402
 
 DISTALC = os.environ.get("DISTALC", "distalc")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
@@ -118,15 +120,7 @@ def check(name, prog, work):
 
 
 def main():
-    failures = 0
-    with tempfile.TemporaryDirectory(prefix="distal-threads-") as work:
-        for name, prog in PROGRAMS.items():
-            errors = check(name, prog, work)
-            for e in errors:
-                print("FAIL  " + e)
-            if not errors:
-                print("PASS  %s" % name)
-            failures += bool(errors)
+    failures = run_checks(PROGRAMS, check, "distal-threads-")
     # every nest shared, whatever its size (-DDTL_THREADS_WORK=1), in random programs (element-wise
     # statements, sums, loops, temporaries) run at several rank counts against the oracle
     env = dict(os.environ, OMP_NUM_THREADS="2", DISTAL_EXTRA_CFLAGS="-DDTL_THREADS_WORK=1")

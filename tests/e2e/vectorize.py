@@ -115,16 +115,23 @@ def check(name, body, work):
     return errors
 
 
-def main():
+def run_checks(programs, check, prefix):
+    """check(name, program, work dir) -> error lines for each program, printed as PASS/FAIL
+    lines; returns the number that failed (threads.py uses it too)"""
     failures = 0
-    with tempfile.TemporaryDirectory(prefix="distal-vec-") as work:
-        for name, body in PROGRAMS.items():
-            errors = check(name, body, work)
+    with tempfile.TemporaryDirectory(prefix=prefix) as work:
+        for name, prog in programs.items():
+            errors = check(name, prog, work)
             for e in errors:
                 print("FAIL  " + e)
             if not errors:
                 print("PASS  %s" % name)
             failures += bool(errors)
+    return failures
+
+
+def main():
+    failures = run_checks(PROGRAMS, check, "distal-vec-")
     print("vectorize: %d passed, %d failed" % (len(PROGRAMS) - failures, failures))
     return 1 if failures else 0
 
