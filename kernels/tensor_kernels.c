@@ -25,7 +25,7 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
     double *a = A;
     /* the rank's threads share the rows (generated loops' rule: dtl_loop_threads) */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(dtl_loop_threads()) if (dtl_loop_threads() > 1 && rows * nk >= DTL_THREADS_WORK)
+#pragma omp parallel for schedule(static) num_threads(dtl_loop_threads()) if (dtl_threads_share(rows * nk))
 #endif
     for (int64_t r = 0; r < q; r++) {
       double s0 = 0, s1 = 0, s2 = 0, s3 = 0;

@@ -216,24 +216,7 @@ static bool dominated(search *S, double bound, int n) {
 
 static void quiet(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
 
-static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out);
-
-/* schedule, lower and cost one candidate for statement i; false when the compiler rejects it */
-static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
-  dc_unit *u = S->u;
-  fe_sink saved = u->src->sink;
-  int nerr = u->src->nerrors;
-  u->src->sink = (fe_sink){quiet, NULL};
-  /* the candidate's program is built, costed and dropped: only numbers are kept */
-  ir_mark mark = ir_arena_mark(u->arena);
-  bool res = try_cand_in(S, i, c, out);
-  ir_arena_release(u->arena, mark);
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
-  if (res) out->text = ir_strdup(c->text);
-  return res;
-}
-
+/* lower and cost one candidate for statement i (try_cand) */
 static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   dc_unit *u = S->u;
   ir_program *ir = NULL;
@@ -265,6 +248,22 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   out->speedup = c->speedup > 0 ? c->speedup : 1;
   out->threads = c->speedup > 1 || c->parallel ? S->m->threads : 1;
   return true;
+}
+
+/* schedule, lower and cost one candidate for statement i; false when the compiler rejects it */
+static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
+  dc_unit *u = S->u;
+  fe_sink saved = u->src->sink;
+  int nerr = u->src->nerrors;
+  u->src->sink = (fe_sink){quiet, NULL};
+  /* the candidate's program is built, costed and dropped: only numbers are kept */
+  ir_mark mark = ir_arena_mark(u->arena);
+  bool res = try_cand_in(S, i, c, out);
+  ir_arena_release(u->arena, mark);
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  if (res) out->text = ir_strdup(c->text);
+  return res;
 }
 
 static void keep(search *S, const cmdlist *c, const dc_auto_cand *k) {

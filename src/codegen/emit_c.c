@@ -791,13 +791,13 @@ static void emit_width(cg_st *g, const sp_node *n) {
 static const char *threads_cond(cg_st *g, const sp_node *n) {
   char *b = rot();
   if (n->loop == SL_SPARSE && n->level == 0) /* its stored coordinates times the piece's entries per coordinate */
-    snprintf(b, 4096, "dtl_loop_threads() > 1 && (dtl_sp%d_f0 - dtl_sp%d_s0) * dtl_max((int64_t)(%s), dtl_sparse_nvals(dtl_%s) / dtl_max(dtl_sp%d_e0, 1)) >= DTL_THREADS_WORK",
+    snprintf(b, 4096, "dtl_threads_share((dtl_sp%d_f0 - dtl_sp%d_s0) * dtl_max((int64_t)(%s), dtl_sparse_nvals(dtl_%s) / dtl_max(dtl_sp%d_e0, 1)))",
              n->sparse, n->sparse, S(g, n->threads_work), tname(g, n->tensor), n->sparse);
   else if (n->loop == SL_SPARSE) /* its stored coordinates times the work of each */
-    snprintf(b, 4096, "dtl_loop_threads() > 1 && (dtl_sp%d_f%d - dtl_sp%d_s%d) * (int64_t)(%s) >= DTL_THREADS_WORK", n->sparse,
+    snprintf(b, 4096, "dtl_threads_share((dtl_sp%d_f%d - dtl_sp%d_s%d) * (int64_t)(%s))", n->sparse,
              n->level, n->sparse, n->level, S(g, n->threads_work));
   else
-    snprintf(b, 4096, "dtl_loop_threads() > 1 && (int64_t)(%s) >= DTL_THREADS_WORK", S(g, n->threads_work));
+    snprintf(b, 4096, "dtl_threads_share((int64_t)(%s))", S(g, n->threads_work));
   return b;
 }
 

@@ -29,14 +29,7 @@ static ir_scope *scope;
 
 ir_arena *ir_arena_new(void) { return calloc(1, sizeof(ir_arena)); }
 
-static void free_blocks(ir_arena *a) {
-  while (a->blocks) {
-    arena_block *next = a->blocks->next;
-    free(a->blocks);
-    a->blocks = next;
-  }
-  a->used = 0;
-}
+static void free_blocks(ir_arena *a) { ir_arena_release(a, (ir_mark){0}); }
 
 void ir_arena_delete(ir_arena *a) {
   if (!a) return;

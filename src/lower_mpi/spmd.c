@@ -1441,7 +1441,8 @@ static bool th_reads(const th_st *t, const sp_node *n) {
   return true;
 }
 
-/* the iterations of the nest under n, as far as its bounds are fixed in L */
+/* the iterations of the nest at n, as far as its bounds are fixed in L (L's own stored
+ * coordinates are counted by the printer, when the loop starts) */
 static const sym *th_work(const th_st *t, const sp_node *n) {
   const sym *w = sym_const(1);
   if (!n) return w;
@@ -1451,8 +1452,8 @@ static const sym *th_work(const th_st *t, const sp_node *n) {
     if (sym_is_const(w, &a) && a == 1) w = k; /* the larger of the kids where both are known */
     else if (sym_is_const(w, &a) && sym_is_const(k, &b) && b > a) w = k;
   }
-  if (n->kind != SN_LOOP || n == t->L) return w;
-  if (n->loop == SL_SPARSE) return sym_mul(sym_const(DTL_THREADS_SPARSE), w);
+  if (n->kind != SN_LOOP) return w;
+  if (n->loop == SL_SPARSE) return n == t->L ? w : sym_mul(sym_const(DTL_THREADS_SPARSE), w);
   const sym *trip = n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi;
   for (int v = 0; v < t->sp->nvars; v++)
     if (t->inner[v] && sym_uses(trip, SYM_VAR, v)) return w;
@@ -1489,9 +1490,7 @@ static void th_walk(sp_program *sp, const sp_func *fn, sp_node *n, bool acc, con
     if (ok && !th_reads(&t, n)) ok = false, t.why = "an iteration reads an element another one writes";
     if (ok) {
       n->threads = true, n->threads_sum = t.sum;
-      /* a loop over stored coordinates: the printer multiplies by their number */
-      n->threads_work = n->loop == SL_SPARSE ? th_work(&t, n)
-                                             : sym_mul(n->loop == SL_LOCAL_BLOCK ? sym_sub(n->hi, n->lo) : n->hi, th_work(&t, n));
+      n->threads_work = th_work(&t, n);
       *done = true;
     } else if (!*why) {
       *why = t.why;

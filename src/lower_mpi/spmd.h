@@ -495,16 +495,20 @@ void spmd_simd(sp_program *sp);
  * assignments (no communication, setup, kernel call, precompute, sparse result or atomic
  * update); every element it writes is indexed by a variable that is L's counter plus a value
  * fixed in the iteration (so that distinct iterations write distinct elements), and every read
- * of a written buffer is at the write's variables (what iteration v writes, only iteration v
- * reads); assignments into an enclosing register make L that register's sum.  Rule: L is
- * marked threads (threads_sum: with the register's reduction), printed as
- *   #pragma omp parallel for [simd] schedule(static) [reduction(+: register)]
- *       num_threads(dtl_loop_threads()) if (dtl_loop_threads() > 1 && work >= DTL_THREADS_WORK)
+ * of a written tensor (but from a snapshot taken before the loops) is at the write's variables
+ * (what iteration v writes, only iteration v reads); assignments into an enclosing register
+ * make L that register's sum.  Rule: L is marked threads (threads_sum: with the register's
+ * reduction), printed as
+ *   if (dtl_threads_share(work)) {
+ *     #pragma omp parallel for [simd] schedule(static) [reduction(+: register)] num_threads(dtl_loop_threads())
+ *     L
+ *   } else
+ *     L   (as without the pass: an outlined loop would cost a register sum its speed)
  * where work is L's trip count times its inner loops' (those with bounds fixed in L; a loop
- * over stored coordinates counts DTL_THREADS_SPARSE inside L, its number of positions as L,
- * where the printer finds the last position below L's end first so that the loop has no
- * break), evaluated when the loop starts: one
- * thread (no fork) below that work, or where OMP_NUM_THREADS is unset (dtl_loop_threads
+ * over stored coordinates counts DTL_THREADS_SPARSE inside L; as L, its number of positions
+ * times, at level 0, the piece's entries per coordinate; the printer finds L's last position
+ * below its end first so that the loop has no break), evaluated when the loop starts: the
+ * rank's own loop below DTL_THREADS_WORK, or where OMP_NUM_THREADS is unset (dtl_loop_threads
  * returns 1: ranks are usually one per core) or the C compiler has no OpenMP.  A sum changes
  * its order (LANGUAGE.md section 9), its value does not.  --emit spmd marks the loop
  * "(rank's threads)" and lists the rewrite "threads" per statement. */

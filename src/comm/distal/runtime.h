@@ -46,6 +46,8 @@ static inline int dtl_loop_threads(void) {
   return 1;
 #endif
 }
+/* a nest of `work` iterations is shared by the rank's threads */
+static inline bool dtl_threads_share(int64_t work) { return dtl_loop_threads() > 1 && work >= DTL_THREADS_WORK; }
 
 #ifdef __cplusplus
 extern "C" {
