@@ -12,7 +12,8 @@ memory-independent lower bound for P ranks: for a matrix product with extents a 
 (GEMM's shapes; on a 2-D and on a 3-D machine), words = 3 (abc/P)^(2/3), 2 (abc^2/P)^(1/2)
 + ab/P or (ab + ac)/P + bc, by P's regime, less the (ab + bc + ac)/P each rank holds (the
 tight bounds of Irony, Toledo and Tiskin and of Al Daas, Ballard, Grigori, Kumar and Rouse);
-for MTTKRP the least that an algorithm which never moves the tensor receives,
+for TTM the same bound of the matrix product it is (extents nm, p and q: the tensors
+reshaped, as Deinsum bounds it); for MTTKRP the least that an algorithm which never moves the tensor receives,
 3 R (IJK/P)^(1/3) - (I + J + K) R / P factor entries (Ballard, Knight and Rouse's optimal
 family).  No timing is asserted.  Writes auto.md to --out (default bench/results)."""
 import argparse
@@ -85,6 +86,8 @@ def bound_words(name, v, P):
         return matmul_bound(v["n"], v["k"], v["n"], P)
     if name == "gemm flat":
         return matmul_bound(v["m"], v["n"], v["m"], P)
+    if name == "ttm":  # a matrix product of (nm x p) by (p x q), B and A reshaped (Deinsum's bound)
+        return matmul_bound(v["n"] * v["m"], v["p"], v["q"], P)
     if name == "mttkrp":  # algorithms that never move the tensor: its block and 3 factor panels
         n, m, p, r = v["n"], v["m"], v["p"], v["r"]
         return n * m * p / P + 3 * r * (n * m * p / P) ** (1 / 3)

@@ -588,8 +588,10 @@ static void variant_from(variant_acc *a, const dc_auto_report *r, ir_program *ir
     a->speedup[i] = chosen_speedup(&r->stmts[i]), a->threads[i] = chosen_threads(&r->stmts[i]), a->schedule[i] = chosen_text(&r->stmts[i]);
 }
 
-static void scenario_label(char *b, size_t n, const fe_program *p, int64_t ranks, const int64_t *vals) {
+static void scenario_label(char *b, size_t n, const fe_program *p, int64_t ranks, const int64_t *vals, bool grid) {
   int w = snprintf(b, n, "%lld rank%s", (long long)ranks, ranks == 1 ? "" : "s");
+  for (int q = 0, k = 0; grid && q < p->nparams && w > 0 && (size_t)w < n; q++) /* a free shape: its grid params */
+    if (p->params[q].is_grid) w += snprintf(b + w, n - (size_t)w, "%s%s=%lld", k++ ? " " : " on ", p->params[q].name, (long long)vals[q]);
   for (int q = 0; q < p->nparams && w > 0 && (size_t)w < n; q++)
     if (!p->params[q].is_grid && !p->params[q].is_float)
       w += snprintf(b + w, n - (size_t)w, "%s%s=%lld", q ? " " : ", ", p->params[q].name, (long long)vals[q]);
@@ -626,15 +628,21 @@ static int variants_in(const variants_args *A) {
   {
     int64_t *v0 = ir_alloc((size_t)(np + 1) * sizeof *v0);
     for (int q = 0; q < np; q++) v0[q] = compiled_value(p, params, q);
-    if (A->grid(A->grid_ctx, v0, A->ranks)) scenario_label(acc[0].label, sizeof acc[0].label, p, A->ranks, v0);
+    bool ok = A->grid(A->grid_ctx, v0, A->ranks, 0);
+    for (int q = 0; q < np && A->rep->grid; q++) /* the shape the compile chose */
+      if (p->params[q].is_grid) v0[q] = A->rep->grid[q];
+    if (ok) scenario_label(acc[0].label, sizeof acc[0].label, p, A->ranks, v0, u->shape_free);
   }
   /* the shapes: as compiled, all sizes x16, each size alone x16 and /16 */
   int nsize = 0;
   for (int q = 0; q < np; q++) nsize += !p->params[q].is_grid && !p->params[q].is_float;
   int nshapes = 2 + 2 * nsize;
   static const int64_t rank_counts[] = {64, 16, 8, 4, 2};
+  /* where the grid's shape is free (u->shape_free), the sizes as compiled on every shape of
+   * the grid at each rank count, the other sizes on the solver's shape */
   for (int rc = 0; rc < (int)(sizeof rank_counts / sizeof *rank_counts); rc++) {
-    for (int sh = 0; sh < nshapes; sh++) {
+    for (int sh = 0; sh < nshapes; sh++)
+    for (int gs = 0; gs == 0 || (sh == 0 && u->shape_free); gs++) {
       int64_t *v = ir_alloc((size_t)(np + 1) * sizeof *v);
       int which = sh >= 2 ? (sh - 2) / 2 : -1, seen = 0;
       for (int q = 0; q < np; q++) {
@@ -643,7 +651,7 @@ static int variants_in(const variants_args *A) {
         if (sh == 1 || seen == which) v[q] = (sh >= 2 && sh % 2) ? (v[q] / 16 > 0 ? v[q] / 16 : 1) : v[q] * 16;
         seen++;
       }
-      if (!A->grid(A->grid_ctx, v, rank_counts[rc])) continue;
+      if (!A->grid(A->grid_ctx, v, rank_counts[rc], gs)) break; /* not a grid, or past the last shape */
       dc_auto_report r = {0};
       ir_program *ir = NULL;
       fe_sink saved = u->src->sink;
@@ -660,7 +668,7 @@ static int variants_in(const variants_args *A) {
       if (at < 0 && nacc < cap) {
         at = nacc++;
         variant_from(&acc[at], &r, ir);
-        scenario_label(acc[at].label, sizeof acc[at].label, p, rank_counts[rc], v);
+        scenario_label(acc[at].label, sizeof acc[at].label, p, rank_counts[rc], v, u->shape_free);
       }
       if (at >= 0) acc[at].wins++;
     }
@@ -677,7 +685,7 @@ static int variants_in(const variants_args *A) {
     }
     pick[npick++] = best;
   }
-  if (npick < 2) return DC_OK;
+  if (npick < (u->shape_free ? 1 : 2)) return DC_OK;
   u->variants = ir_alloc((size_t)(npick + 1) * sizeof *u->variants);
   for (int q = 0; q < npick; q++) {
     variant_acc *a = &acc[pick[q]];
@@ -700,7 +708,7 @@ static int variants_scoped(const variants_args *A) {
     return DC_NOMEM;
   }
   int rc = variants_in(A);
-  if (u->nvariants < 2) u->nvariants = 0;
+  if (u->nvariants < (u->shape_free ? 1 : 2)) u->nvariants = 0;
   ir_scope_leave(&sc);
   return rc;
 }
@@ -715,7 +723,7 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
   u->nvariants = 0;
   bool sparse = false; /* sparse pieces and halo caches are per buffer slot: no variants */
   for (int t = 0; t < u->ast->ntensors; t++) sparse |= lw_sparse(u->ast, t);
-  if (!searched || maxv < 2 || u->cuda || sparse) return DC_OK;
+  if ((!searched && !u->shape_free) || maxv < 2 || u->cuda || sparse) return DC_OK;
   return variants_scoped(&A);
 }
 
@@ -833,15 +841,37 @@ typedef struct {
 
 static int cmp_edit(const void *a, const void *b) {
   size_t x = ((const edit *)a)->at, y = ((const edit *)b)->at;
-  return x < y ? -1 : x > y;
+  return x != y ? (x < y ? -1 : 1) : strcmp(((const edit *)a)->text, ((const edit *)b)->text);
 }
 
 void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
   const fe_source *src = u->src;
   const fe_program *p = u->ast;
-  edit *ed = calloc((size_t)(p->nstmts + p->ntensors + 1), sizeof *ed);
+  edit *ed = calloc((size_t)(p->nstmts + p->ntensors + p->nparams + 1), sizeof *ed);
   int ne = 0;
   if (!ed) return;
+  /* a grid shape --auto chose other than the solver's: the free grid params' values written,
+   * `param NAME = V;` before the machine for a param that grid(...) declares, ` = V` in an
+   * explicit declaration */
+  for (int q = 0; rep && rep->grid && rep->given && q < p->nparams; q++) {
+    const fe_param *pr = &p->params[q];
+    if (!pr->is_grid || rep->given[q] > 0) continue;
+    char *t = malloc(strlen(pr->name) + 64);
+    if (!t) continue;
+    if (pr->implicit) {
+      size_t at = 0;
+      for (int mi = 0; mi < p->nmachines; mi++) {
+        size_t m = offset_of(src, p->machines[mi].loc);
+        while (m > 0 && src->text[m - 1] != '\n') m--;
+        if (mi == 0 || m < at) at = m;
+      }
+      sprintf(t, "param %s = %lld; # the grid's shape --auto chose\n", pr->name, (long long)rep->grid[q]);
+      ed[ne++] = (edit){at, 0, t};
+    } else {
+      sprintf(t, " = %lld", (long long)rep->grid[q]);
+      ed[ne++] = (edit){stmt_end(src, offset_of(src, pr->loc)), 0, t};
+    }
+  }
   for (int i = 0; rep && i < rep->nstmts && i < p->nstmts; i++) {
     const dc_auto_stmt *st = &rep->stmts[i];
     if (st->chosen != 0 || !st->ncmds) continue;
@@ -887,6 +917,9 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
   qsort(ed, (size_t)ne, sizeof *ed, cmp_edit);
   fprintf(f, "# %s with every schedule the compiler chose written out (distalc --emit schedule%s)\n", src->path,
           rep ? " --auto" : "");
+  if (rep && rep->grid)
+    fprintf(f, "# the grid's params are written with the shape chosen for %lld ranks: remove them to let the rank count decide\n",
+            (long long)rep->ranks);
   size_t at = 0;
   for (int k = 0; k < ne; k++) {
     fwrite(src->text + at, 1, ed[k].at - at, f);
@@ -902,6 +935,7 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
   fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
              "by %s%s):\n",
           (long long)rep->ranks, rep->model ? "the machine model " : "the default machine model", rep->model ? rep->model : "");
+  if (rep->shape) fprintf(f, "  the grid's shape (its params are free; shapes and layouts chosen together):\n%s", rep->shape);
   if (rep->layouts) fprintf(f, "  layouts of the tensors declared `@ M` with no mapping:\n%s", rep->layouts);
   for (int i = 0; i < rep->nstmts; i++) {
     const dc_auto_stmt *st = &rep->stmts[i];
@@ -935,9 +969,8 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
 }
 
 /* ---- layouts -------------------------------------------------------------------------------- */
-/* The predicted time of the whole program of unit v: each statement without schedule
- * commands at its best candidate (as dc_auto searches), the others at their schedule. */
-static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out) {
+/* (autosched.h) */
+bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out) {
   dc_auto_report rep = {0};
   ir_program *chosen = NULL;
   if (dc_auto(v, params, 1, mem_limit, m, &chosen, &rep) != DC_OK) return false;
@@ -1084,7 +1117,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       double sec = 0;
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
-                program_seconds(v, params, mem_limit, m, &sec);
+                dc_program_seconds(v, params, mem_limit, m, &sec);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;

@@ -69,6 +69,9 @@ typedef struct {
   int64_t ranks;
   const char *model;   /* the machine model's file, NULL: the defaults */
   const char *layouts; /* dc_auto_layouts' report, NULL: no layout chosen */
+  const char *shape;   /* the grid's shape chosen where it is free (distalc), NULL: not free */
+  const int64_t *grid; /* the params at that shape where it is not the solver's, else NULL */
+  const int64_t *given; /* the params before the grid was solved (-1: no value) */
 } dc_auto_report;
 
 /* Search every statement of u->ir without schedule commands; *out is a copy of u->ir with
@@ -78,21 +81,29 @@ typedef struct {
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
             ir_program **out, dc_auto_report *rep);
 
-/* Solve the grid params of vals (a copy of the params) for `ranks` ranks; false where they do
- * not form the machine's grid. */
-typedef bool (*dc_grid_fn)(void *ctx, int64_t *vals, int64_t ranks);
+/* Solve the grid params of vals (a copy of the params) for `ranks` ranks, as shape number
+ * `shape` of dtl_grid_shapes (0: the solver's); false where they do not form the machine's
+ * grid or there are fewer shapes. */
+typedef bool (*dc_grid_fn)(void *ctx, int64_t *vals, int64_t ranks, int shape);
 
 /* The run-time choice (the rank count and params are known only when the program runs).
  * The search runs again at other rank counts (2, 4, 8, 16, 64: those that form the grid) and
- * shapes (every size param 16 times larger, and each alone 16 times larger and smaller); the
- * distinct programs it chooses, lp (the choice at the params and ranks of the compile) first
- * and then the most often chosen, at most `maxv`, become u->variants, each lowered, for the
- * generated plan_create to choose among by the same model at the real rank count and params
- * (spmd_variants).  Not for sparse tensors, GPU or when nothing was searched.  params: as for
+ * shapes (every size param 16 times larger, and each alone 16 times larger and smaller; where
+ * u->shape_free, the sizes as compiled also on every shape of the grid); the distinct programs
+ * it chooses, lp (the choice at the params and ranks of the compile) first and then the most
+ * often chosen, at most `maxv`, become u->variants, each lowered, for the generated
+ * plan_create to choose among by the same model at the real rank count and params
+ * (spmd_variants), and with them the grid's shape where u->shape_free.  Not for sparse
+ * tensors, GPU or when nothing was searched and the shape is not free.  params: as for
  * dc_auto before the grid is solved; rep: dc_auto's report for lp.  Returns DC_OK (with
- * u->nvariants 0 where one variant is all there is). */
+ * u->nvariants 0 where one variant is all there is and the shape is not free). */
 int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
                      int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv);
+
+/* The predicted time of the whole program of v at params (grid params solved): each statement
+ * without schedule commands at its best candidate (as dc_auto searches), the others at their
+ * schedule.  False where some statement cannot be costed. */
+bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out);
 
 /* --auto's layouts (LANGUAGE.md section 3, `@ M` with no mapping): each such tensor of a
  * flat CPU machine gets, one after another in declaration order (the others as chosen so

@@ -58,6 +58,8 @@ typedef struct {
    * limit (bytes of buffers per rank, 0: none) */
   int nvariants;
   dc_variant *variants;
+  bool shape_free;  /* --auto chose the grid's shape and plan_create chooses it too (nvariants
+                     * >= 1 then: a flat CPU machine with free grid params used once) */
   double model[3];
   int64_t mem_limit;
   ir_arena *arena;  /* holds ir, lp and every copy and lowering made through the unit */

@@ -256,16 +256,23 @@ static int64_t inner_ranks(const fe_machine *M, const int64_t *vals) {
  * too: a flat machine over all ranks; a hierarchical one its inner levels over the ranks of
  * one node, then level 0 over the nodes.  Fills vals; false with the message in err where
  * ranks do not fit. */
-static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks,
-                          int64_t per_node, char *err, size_t errlen) {
-  int param[FE_MAX_DIMS], nd = 0, n0 = M->levels[0].ndims;
-  int64_t lit[FE_MAX_DIMS];
+/* the dims of every level of M, outer first, as distal/grid.h takes them; their count */
+static int machine_dims(const fe_machine *M, int *param, int64_t *lit) {
+  int nd = 0;
   for (int l = 0; l < M->nlevels; l++)
     for (int d = 0; d < M->levels[l].ndims && nd < FE_MAX_DIMS; d++, nd++) {
       const fe_size *sz = &M->levels[l].dims[d];
       param[nd] = sz->is_param ? sz->param : -1;
       lit[nd] = sz->is_param ? 0 : sz->value;
     }
+  return nd;
+}
+
+static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks,
+                          int64_t per_node, char *err, size_t errlen) {
+  int param[FE_MAX_DIMS], n0 = M->levels[0].ndims;
+  int64_t lit[FE_MAX_DIMS];
+  int nd = machine_dims(M, param, lit);
   const char *names[prog->nparams + 1];
   for (int i = 0; i < prog->nparams; i++) names[i] = prog->params[i].name;
   names[prog->nparams] = NULL;
@@ -488,30 +495,125 @@ static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *va
   return true;
 }
 
-/* dc_auto_variants' grid: the grid params of vals at `ranks` ranks (a flat machine) */
+/* Whether --auto chooses the grid's shape (README, "Choices"): a flat CPU machine, no sparse
+ * tensor (plan_create chooses the shape with the variants' cost formulas), and at least two
+ * grid params with no value (vals: -1) used once each. */
+static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
+  const fe_program *prog = u->ast;
+  if (u->cuda || u->ir->machine < 0 || prog->machines[u->ir->machine].nlevels != 1) return false;
+  for (int t = 0; t < prog->ntensors; t++)
+    for (int x = 0; x < prog->tensors[t].order; x++)
+      if (prog->tensors[t].formats && prog->tensors[t].formats[x] == FE_COMPRESSED) return false;
+  int param[FE_MAX_DIMS], nfree = 0;
+  int64_t lit[FE_MAX_DIMS];
+  int nd = machine_dims(&prog->machines[u->ir->machine], param, lit);
+  for (int d = 0; d < nd; d++) {
+    int uses = 0;
+    for (int e = 0; e < nd; e++) uses += param[d] >= 0 && param[e] == param[d];
+    nfree += uses == 1 && vals[param[d]] <= 0;
+  }
+  return nfree >= 2;
+}
+
+/* Shape number `shape` (dtl_grid_shapes, 0: the solver's) of M's grid at `ranks` ranks into
+ * vals (the params, grid params without a value -1); false where the ranks do not form the
+ * grid or there are fewer shapes (at most SHAPES_MAX are tried).  A flat machine only. */
+enum { SHAPES_MAX = 64 };
+static bool grid_shape(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks, int shape) {
+  int param[FE_MAX_DIMS];
+  int64_t lit[FE_MAX_DIMS];
+  int nd = machine_dims(M, param, lit), nv = prog->nparams + 1;
+  int64_t *out = malloc(sizeof *out * (size_t)nv * SHAPES_MAX);
+  int n = out ? dtl_grid_shapes(ranks, nd, param, lit, vals, nv, out, SHAPES_MAX) : 0;
+  if (shape < n) memcpy(vals, out + (size_t)shape * (size_t)nv, sizeof *vals * (size_t)prog->nparams);
+  free(out);
+  return shape < n;
+}
+
+/* dc_auto_variants' grid: the grid params of vals at `ranks` ranks (a flat machine), shape
+ * number `shape` where the unit's shape is free */
 typedef struct {
   const fe_program *prog;
   const ir_program *ir;
 } grid_ctx;
-static bool grid_for(void *ctx, int64_t *vals, int64_t ranks) {
+static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
   const grid_ctx *g = ctx;
   char err[1024];
   const fe_machine *M = g->ir->machine >= 0 ? &g->prog->machines[g->ir->machine] : NULL;
   /* a rank count that does not form the grid is skipped, not reported */
-  return ranks > 0 && (!M || (M->nlevels == 1 && solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err)));
+  if (ranks <= 0 || (M && M->nlevels != 1)) return false;
+  if (!M) return shape == 0;
+  return shape ? grid_shape(g->prog, M, vals, ranks, shape) : solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err);
+}
+
+/* --auto's grid shape where it is free (shape_is_free): each shape of the grid at `ranks`
+ * ranks (grid_shape) with its own layouts (dc_auto_layouts) and schedules (dc_auto), the one
+ * whose whole program is predicted fastest (dc_program_seconds; within a millionth: the
+ * earlier, the solver's first).  given: the params before the grid was solved; vals: solved,
+ * set to the chosen shape.  Appends one line to *report (malloc'ed, NULL: none yet).  Returns
+ * the chosen shape's number (-1: none could be costed, vals unchanged). */
+static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64_t *given, int64_t *vals, int64_t ranks,
+                         int64_t mem, const dc_machine_model *mm, char **report) {
+  const fe_program *prog = u->ast;
+  const fe_machine *M = &prog->machines[u->ir->machine];
+  int np = prog->nparams;
+  int64_t *v = malloc(sizeof *v * (size_t)(np + 1)), *best = malloc(sizeof *best * (size_t)(np + 1));
+  double bs = 0, s0 = 0;
+  int nshapes = 0, at = -1;
+  for (int k = 0; v && best; k++) {
+    memcpy(v, given, sizeof *v * (size_t)(np + 1));
+    if (!grid_shape(prog, M, v, ranks, k)) break;
+    nshapes++;
+    dc_machine_model m2 = *mm;
+    char *lay = NULL, *text = dc_auto_layouts(u, v, mem, &m2, &lay);
+    dc_unit *w = NULL;
+    double s;
+    bool ok;
+    if (text && dc_compile(input, text, strlen(text), &(dc_options){.target = tg, .no_lower = true}, &w) == DC_OK) {
+      w->no_fuse = u->no_fuse;
+      ok = dc_program_seconds(w, v, mem, &m2, &s);
+      dc_unit_free(w);
+    } else
+      ok = !text && dc_program_seconds(u, v, mem, &m2, &s);
+    free(text);
+    free(lay);
+    if (!ok) continue;
+    if (k == 0) s0 = s;
+    if (at < 0 || s < bs * (1 - 1e-6)) at = k, bs = s, memcpy(best, v, sizeof *v * (size_t)(np + 1));
+  }
+  if (at > 0) memcpy(vals, best, sizeof *vals * (size_t)np);
+  char line[1024];
+  int w = snprintf(line, sizeof line, "  grid: %s(", M->name);
+  for (int d = 0; d < M->levels[0].ndims && w < (int)sizeof line; d++) {
+    const fe_size *sz = &M->levels[0].dims[d];
+    w += snprintf(line + w, sizeof line - (size_t)w, "%s%lld", d ? ", " : "", (long long)(sz->is_param ? vals[sz->param] : sz->value));
+  }
+  if (at < 0) snprintf(line + w, sizeof line - (size_t)w, ") at %lld ranks, the solver's (no shape could be costed)\n", (long long)ranks);
+  else
+    snprintf(line + w, sizeof line - (size_t)w, ") at %lld ranks, of %d shapes: the program predicted at %.3g s%s (the solver's shape: %.3g s)\n",
+             (long long)ranks, nshapes, bs, at == 0 ? ", the solver's shape" : "", s0);
+  size_t old = *report ? strlen(*report) : 0;
+  char *r = realloc(*report, old + strlen(line) + 1);
+  if (r) strcpy(r + old, line), *report = r;
+  free(v);
+  free(best);
+  return at;
 }
 
 /* distalc --emit svg: the plan of --emit plan for the same arguments, drawn; written to
  * stdout, or to `out` renamed into place once complete.  Without --ranks, the count --emit
- * plan picks, named on stderr (stdout holds the picture). */
+ * plan picks, named on stderr (stdout holds the picture).  shape_vals: --auto's grid shape
+ * (NULL: the solver's). */
 static int emit_svg(dc_unit *u, const lw_program *lp, const char *input, const char *out, char **sets, int nsets, int64_t ranks,
-                    int64_t per_node) {
+                    int64_t per_node, const int64_t *shape_vals) {
   int64_t *vals = param_values(u->ast, sets, nsets);
   bool chosen = !ranks;
   if (!vals || !solve_grid(u->ast, lp->ir, vals, &ranks, &per_node, true)) {
     free(vals);
     return 1;
   }
+  for (int q = 0; q < u->ast->nparams && shape_vals; q++) /* --auto's grid shape */
+    if (u->ast->params[q].is_grid) vals[q] = shape_vals[q];
   if (chosen) fprintf(stderr, "distalc: --emit svg at %lld ranks, the count --emit plan picks (--ranks N to choose)\n", (long long)ranks);
   sp_program *sp = NULL;
   if (dc_spmd(u, lp, &sp) != DC_OK) sp = NULL;
@@ -623,10 +725,15 @@ int main(int argc, char **argv) {
   dc_auto_report arep = {0};
   dc_machine_model amodel = dc_default_model; /* --auto's machine model */
   char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
+  char *shape_line = NULL; /* --auto: the grid's shape chosen (choose_shape's report) */
+  int64_t *shape_vals = NULL, *given = NULL; /* --auto: the params at the chosen shape (NULL: the solver's); before the solve */
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
     int64_t r = ranks, pn = per_node;
-    if (!vals || !solve_grid(prog, ir, vals, &r, &pn, true)) {
+    free(given);
+    given = vals ? malloc(sizeof *given * (size_t)(prog->nparams + 1)) : NULL;
+    if (given) memcpy(given, vals, sizeof *given * (size_t)(prog->nparams + 1));
+    if (!given || !solve_grid(prog, ir, vals, &r, &pn, true)) {
       free(vals);
       goto done;
     }
@@ -638,13 +745,20 @@ int main(int argc, char **argv) {
       free(vals);
       goto done;
     }
-    /* the layouts of `@ M` tensors first: the program is compiled again with them written */
+    /* the grid's shape where it is free, then the layouts of `@ M` tensors: the program is
+     * compiled again with them written */
     mm = amodel;
+    u->shape_free = shape_is_free(u, given);
+    if (u->shape_free && choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line) > 0) {
+      shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
+      if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
+    }
     char *text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
     if (text2) {
       dc_unit *u2 = NULL;
       if (dc_compile(input, text2, strlen(text2), &(dc_options){.target = tg, .no_lower = true}, &u2) == DC_OK) {
         u2->no_fuse = no_fuse;
+        u2->shape_free = u->shape_free;
         dc_unit_free(u);
         u = u2, prog = u->ast, ir = u->ir, src = u->src;
       }
@@ -653,6 +767,8 @@ int main(int argc, char **argv) {
     rc = dc_auto(u, vals, r, mem_per_rank, &mm, &chosen, &arep);
     arep.model = model && *model ? model : NULL;
     arep.layouts = layouts;
+    arep.shape = shape_line;
+    arep.grid = shape_vals, arep.given = given;
     free(vals);
     if (rc != DC_OK || !chosen) {
       status = rc ? rc : 1;
@@ -712,17 +828,19 @@ int main(int argc, char **argv) {
       free(vals);
       goto done;
     }
+    for (int q = 0; q < prog->nparams && shape_vals; q++) /* --auto's grid shape */
+      if (prog->params[q].is_grid) vals[q] = shape_vals[q];
     lw_print_plan(stdout, lp, vals, ranks);
     sp_program *sp = NULL;
     if (dc_spmd(u, lp, &sp) == DC_OK && sp) spmd_print_plan_notes(stdout, sp);
     if (autos) dc_print_auto(stdout, &arep);
-    if (sp) spmd_print_variants(stdout, sp, vals);
+    if (sp) spmd_print_variants(stdout, sp, vals, ranks, autos ? given : NULL);
     free(vals);
     status = 0;
     goto done;
   }
   if (emit && !strcmp(emit, "svg")) {
-    status = emit_svg(u, lp, input, out, sets, nsets, ranks, per_node);
+    status = emit_svg(u, lp, input, out, sets, nsets, ranks, per_node, shape_vals);
     goto done;
   }
   if (want_main || exe) {
@@ -863,6 +981,9 @@ int main(int argc, char **argv) {
 done:
   free(prefix);
   free(layouts);
+  free(shape_line);
+  free(shape_vals);
+  free(given);
   dc_unit_free(u);
   return status;
 }

@@ -510,7 +510,7 @@ class Plan:
 
     @property
     def schedule(self):
-        """PREFIX_schedule (programs compiled with --auto whose search kept several variants):
+        """PREFIX_schedule (programs compiled with --auto whose search kept variants):
         (the schedules plan_create chose for this plan's rank count and params, as text, and
         their predicted seconds per compute)."""
         if self.lib._schedule is None:

@@ -74,9 +74,9 @@ int cg_emit_api(FILE *f, const sp_program *sp, const cg_options *o) {
     json_tensor(f, sp, &sp->tensors[t]);
   }
   /* grid_dims: the length of each array of PREFIX_balance (PREFIX_plan_create_balanced) */
-  /* variants: how many schedules plan_create chooses among (distalc --auto; 0: one, no
-   * PREFIX_schedule) */
+  /* variants: how many schedules plan_create chooses among (distalc --auto; 0: no choice and no
+   * PREFIX_schedule; 1: one schedule on the grid shape plan_create chooses) */
   fprintf(f, "],\n \"sparse\": %s, \"iterations\": %s, \"grid_dims\": %d, \"variants\": %d}\n", sp->any_sparse ? "true" : "false",
-          sp->nloops ? "true" : "false", sp->ndims, sp->nvariants > 1 ? sp->nvariants : 0);
+          sp->nloops ? "true" : "false", sp->ndims, sp->nvariants);
   return ferror(f) ? 1 : 0;
 }

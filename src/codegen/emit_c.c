@@ -1370,7 +1370,7 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
     fprintf(h, "/* The iterations of the program's top-level loops that the last compute ran, summed. */\n"
                "int64_t %s_iterations(const %s_plan *plan);\n", o->prefix, o->prefix);
   fprintf(h, "const char *%s_error(const %s_plan *plan); /* message of the last failure */\n", o->prefix, o->prefix);
-  if (sp->nvariants > 1)
+  if (sp->nvariants > 0)
     fprintf(h, "/* distalc --auto: the schedules plan_create chose from the %d variants the search kept, by\n"
                " * their predicted time at the plan's params and rank count (as text), and in *predicted\n"
                " * (unless NULL) its predicted seconds per compute.  NULL without a plan. */\n"
@@ -1511,30 +1511,69 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
 
 /* plan_create's choice: the least predicted time among the variants whose buffers fit the
  * memory limit (else the least buffers), ties to the lower index; the same on every rank */
-static void emit_variant_choice(FILE *c, const sp_program *sp, const char *P) {
-  fprintf(c, "  { /* the schedule: of the %d variants --auto kept, the one predicted fastest at these params and this rank count */\n"
-             "    static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, double *, double *) = {", sp->nvariants, sp->nvariants);
-  for (int v = 0; v < sp->nvariants; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
-  fputs("};\n    int dtl_best = -1, dtl_least = 0;\n    double dtl_bs = 0, dtl_lb = 0;\n", c);
-  /* rank 0 and a rank off the grid's diagonal (lw_corner): the slower, the larger buffers */
-  fprintf(c, "    int64_t dtl_zero[%d] = {0}, dtl_corner[%d] = {0};\n", sp->ndims > 0 ? sp->ndims : 1, sp->ndims > 0 ? sp->ndims : 1);
-  for (int g = 0; g < sp->ndims; g++)
-    if (g % 2 == 0) fprintf(c, "    dtl_corner[%d] = dtl_plan->ctx->dims[%d] - 1;\n", g, g);
-  fprintf(c, "    for (int v = 0; v < %d; v++) {\n      double s, b, s1, b1;\n      dtl_cost[v](dtl_plan->p, dtl_zero, &s, &b);\n"
-             "      dtl_cost[v](dtl_plan->p, dtl_corner, &s1, &b1);\n      if (s1 > s) s = s1;\n      if (b1 > b) b = b1;\n"
-             "      dtl_plan->predicted[v] = s, dtl_plan->buffers[v] = b;\n", sp->nvariants);
-  if (sp->mem_limit > 0) fprintf(c, "      const int fits = b <= %lld.0;\n", (long long)sp->mem_limit);
-  else fputs("      const int fits = 1;\n", c);
-  /* (predictions within a millionth are ties, kept by the lower index whatever the rounding) */
-  fputs("      if (fits && (dtl_best < 0 || s < dtl_bs * (1 - 1e-6))) dtl_best = v, dtl_bs = s;\n"
-        "      if (v == 0 || b < dtl_lb) dtl_least = v, dtl_lb = b;\n    }\n"
-        "    dtl_plan->variant = dtl_best >= 0 ? dtl_best : dtl_least;\n", c);
-  /* DISTAL_VARIANT=N runs variant N whatever the prediction (to measure or test each one) */
-  fprintf(c, "    const char *dtl_force = getenv(\"DISTAL_VARIANT\");\n"
-             "    if (dtl_force && *dtl_force) {\n      char *end = NULL;\n      long f = strtol(dtl_force, &end, 10);\n"
-             "      if (*end || f < 0 || f >= %d) {\n"
-             "        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"DISTAL_VARIANT=%%s: not a variant of this program (0 to %d)\", dtl_force);\n"
-             "        return 1;\n      }\n      dtl_plan->variant = (int)f;\n    }\n  }\n", sp->nvariants, sp->nvariants - 1);
+/* PREFIX_choose: the variant plan_create runs at params dtl_p (grid params solved), by the
+ * variants' cost formulas at rank 0 and a rank off the grid's diagonal (lw_corner), the slower
+ * and the larger buffers: the one predicted fastest whose buffers fit the memory limit, else
+ * the least buffers (predictions within a millionth are ties, kept by the lower index whatever
+ * the rounding); dtl_forced >= 0: that one.  Its seconds and whether it fits in *dtl_sec,
+ * *dtl_fit; every variant's in dtl_pred, dtl_buf unless NULL. */
+static void emit_variant_chooser(FILE *c, const sp_program *sp, const char *P) {
+  int n = sp->nvariants, nd = sp->ndims > 0 ? sp->ndims : 1;
+  fprintf(c, "static int %s_choose(const int64_t *dtl_p, int dtl_forced, double *dtl_pred, double *dtl_buf, double *dtl_sec, int *dtl_fit) {\n"
+             "  static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, double *, double *) = {", P, n);
+  for (int v = 0; v < n; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
+  fprintf(c, "};\n  int64_t dtl_zero[%d] = {0}, dtl_corner[%d] = {0};\n", nd, nd);
+  for (int g = 0; g < sp->ndims; g += 2) {
+    int64_t lit;
+    if (sp->dims[g]->kind == SYM_PARAM) fprintf(c, "  dtl_corner[%d] = dtl_p[%d] - 1;\n", g, sp->dims[g]->id);
+    else fprintf(c, "  dtl_corner[%d] = %lld;\n", g, (long long)(sym_is_const(sp->dims[g], &lit) ? lit - 1 : 0));
+  }
+  fprintf(c, "  int dtl_best = -1, dtl_least = 0, dtl_f[%d];\n  double dtl_bs = 0, dtl_lb = 0, dtl_s[%d];\n"
+             "  for (int v = 0; v < %d; v++) {\n    double s, b, s1, b1;\n    dtl_cost[v](dtl_p, dtl_zero, &s, &b);\n"
+             "    dtl_cost[v](dtl_p, dtl_corner, &s1, &b1);\n    if (s1 > s) s = s1;\n    if (b1 > b) b = b1;\n"
+             "    if (dtl_pred) dtl_pred[v] = s, dtl_buf[v] = b;\n", n, n, n);
+  if (sp->mem_limit > 0) fprintf(c, "    dtl_f[v] = b <= %lld.0;\n", (long long)sp->mem_limit);
+  else fputs("    dtl_f[v] = 1;\n", c);
+  fputs("    dtl_s[v] = s;\n    if (dtl_f[v] && (dtl_best < 0 || s < dtl_bs * (1 - 1e-6))) dtl_best = v, dtl_bs = s;\n"
+        "    if (v == 0 || b < dtl_lb) dtl_least = v, dtl_lb = b;\n  }\n"
+        "  const int v = dtl_forced >= 0 ? dtl_forced : dtl_best >= 0 ? dtl_best : dtl_least;\n"
+        "  *dtl_sec = dtl_s[v], *dtl_fit = dtl_f[v];\n  return v;\n}\n\n", c);
+}
+
+/* DISTAL_VARIANT=N runs variant N whatever the prediction (to measure or test each one):
+ * parsed first in plan_create, into dtl_force (-1: none) */
+static void emit_variant_force(FILE *c, const sp_program *sp) {
+  fprintf(c, "  int dtl_force = -1;\n  {\n    const char *dtl_fv = getenv(\"DISTAL_VARIANT\");\n    if (dtl_fv && *dtl_fv) {\n"
+             "      char *end = NULL;\n      long f = strtol(dtl_fv, &end, 10);\n      if (*end || f < 0 || f >= %d) {\n"
+             "        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"DISTAL_VARIANT=%%s: not a variant of this program (0 to %d)\", dtl_fv);\n"
+             "        return 1;\n      }\n      dtl_force = (int)f;\n    }\n  }\n", sp->nvariants, sp->nvariants - 1);
+}
+
+/* plan_create where the grid's shape is free (sp->shape_free), after the solver filled values
+ * from dtl_given: every shape of dtl_grid_shapes, each with the variant PREFIX_choose picks
+ * there; the fastest pair that fits (else the solver's shape) gives the grid params */
+static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int nd) {
+  int nv = sp->nparams + 1;
+  fprintf(c, "    { /* the grid's shape: of every shape of the free grid params, the one whose chosen variant is predicted fastest */\n"
+             "      enum { DTL_SHAPES = 1024 };\n      int64_t *dtl_sh = malloc(sizeof *dtl_sh * DTL_SHAPES * %d);\n"
+             "      if (!dtl_sh) {\n        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory\");\n        return 1;\n      }\n"
+             "      int dtl_n = dtl_grid_shapes(dtl_size, %d, param, lit, dtl_given, %d, dtl_sh, DTL_SHAPES), dtl_at = 0, dtl_afit = 0;\n"
+             "      double dtl_as = 0;\n      for (int k = 0; k < dtl_n; k++) {\n        int64_t dtl_q[%d];\n        double s;\n        int fit;\n"
+             "        memcpy(dtl_q, dtl_prm, sizeof dtl_prm);\n", nv, nd, nv, nv);
+  for (int i = 0; i < sp->nparams; i++)
+    if (sp->params[i].is_grid) fprintf(c, "        dtl_q[%d] = dtl_sh[(size_t)k * %d + %d];\n", i, nv, i);
+  fprintf(c, "        (void)%s_choose(dtl_q, dtl_force, NULL, NULL, &s, &fit);\n"
+             "        if (k == 0 || (fit && (!dtl_afit || s < dtl_as * (1 - 1e-6)))) dtl_at = k, dtl_as = s, dtl_afit = fit;\n      }\n", P);
+  for (int i = 0; i < sp->nparams; i++)
+    if (sp->params[i].is_grid) fprintf(c, "      if (dtl_n > 0) values[%d] = dtl_sh[(size_t)dtl_at * %d + %d];\n", i, nv, i);
+  fputs("      free(dtl_sh);\n    }\n", c);
+}
+
+/* plan_create, once the plan holds the params: the variant compute runs */
+static void emit_variant_choice(FILE *c, const char *P) {
+  fprintf(c, "  { /* the schedule: of the variants --auto kept, the one predicted fastest at these params and this rank count */\n"
+             "    double dtl_sec;\n    int dtl_fit;\n"
+             "    dtl_plan->variant = %s_choose(dtl_plan->p, dtl_force, dtl_plan->predicted, dtl_plan->buffers, &dtl_sec, &dtl_fit);\n  }\n", P);
 }
 
 /* PREFIX_schedule: the chosen variant, as text */
@@ -1586,11 +1625,12 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                "  int64_t epoch; /* compute calls so far: the members of a halo exchange agree once per call */\n", nslots);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
-  if (sp->nvariants > 1)
+  if (sp->nvariants > 0)
     fprintf(c, "  int variant; /* the schedule compute runs: chosen in plan_create */\n  double predicted[%d], buffers[%d]; /* each variant's predicted seconds and buffer bytes */\n",
             sp->nvariants, sp->nvariants);
   fputs("};\n\n", c);
-  for (int v = 0; v < sp->nvariants && sp->nvariants > 1; v++) emit_variant_cost(c, sp, v, P);
+  for (int v = 0; v < sp->nvariants; v++) emit_variant_cost(c, sp, v, P);
+  if (sp->nvariants > 0) emit_variant_chooser(c, sp, P);
   if (sp->cuda)
     fprintf(c, "/* device buffers; a buffer that grows is freed once the device is done with it */\n"
                "static inline void *dtl_reserve_(%s_plan *plan, int slot, size_t bytes) {\n"
@@ -1641,6 +1681,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             i, sp->params[i].name,
             sp->params[i].has_default ? "must be positive" : "has no value and no default");
   }
+  if (sp->nvariants > 0) emit_variant_force(c, sp);
   /* grid params: solved from the communicator size */
   fputs("  {\n", c);
   if (sp->has_machine) {
@@ -1663,7 +1704,9 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     /* one solver for distalc and the executable (distal/grid.h): a hierarchical machine its
      * inner levels over the ranks of a node, level 0 over the nodes */
     if (sp->nlevels == 1) {
+      if (sp->shape_free) fprintf(c, "    int64_t dtl_given[%d];\n    memcpy(dtl_given, values, sizeof dtl_given);\n", sp->nparams + 1);
       fprintf(c, "    if (dtl_solve_machine(dtl_size, dtl_size, %d, 0, param, lit, values, names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", nd);
+      if (sp->shape_free) emit_shape_choice(c, sp, P, nd);
     } else {
       fputs("    int dtl_node, dtl_nnodes, dtl_local, dtl_per_node;\n"
             "    if (dtl_node_of(dtl_comm, &dtl_node, &dtl_nnodes, &dtl_local, &dtl_per_node, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n", c);
@@ -1740,9 +1783,9 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "  if (dtl_cu_attach(dtl_plan->ctx, %d, dtl_masks)) {\n"
                "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"%%s\", dtl_ctx_error(dtl_plan->ctx));\n    return 1;\n  }\n", nmasks);
   }
-  if (sp->nvariants > 1) emit_variant_choice(c, sp, P);
+  if (sp->nvariants > 0) emit_variant_choice(c, P);
   fputs("  return 0;\n}\n\n", c);
-  if (sp->nvariants > 1) emit_variant_query(c, sp, P);
+  if (sp->nvariants > 0) emit_variant_query(c, sp, P);
   if (sp->cuda)
     fprintf(c, "int %s_plan_destroy(%s_plan **plan) {\n  if (!plan || !*plan) return 0;\n"
                "  if ((*plan)->ctx && (*plan)->ctx->dev) dtl_cu_sync((*plan)->ctx);\n"

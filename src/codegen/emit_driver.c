@@ -263,9 +263,11 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     fputs("  /* ranks and their threads on an even share of the node's cores (DISTAL_BIND) */\n"
           "  dtl_bind(ctx, opt.verbose, stdout);\n", c);
   if (np) fputs("  memcpy(values, plan->p, sizeof plan->p);\n", c);
-  if (sp->nvariants > 1) /* --auto: the schedule plan_create chose for this rank count and these params */
+  if (sp->nvariants > 0) /* --auto: the schedule plan_create chose for this rank count and these params */
     fprintf(c, "  if ((opt.stats || opt.verbose) && rank == 0) {\n    double pred = 0;\n    const char *sched = %s_schedule(plan, &pred);\n"
-               "    printf(\"schedule: %%s\\nschedule: predicted %%.3g s per compute\\n\", sched, pred);\n"
+               "    printf(\"schedule: %%s\\nschedule: predicted %%.3g s per compute\\nschedule: grid\", sched, pred);\n"
+               "    for (int g = 0; g < ctx->ndims; g++) printf(\"%%s%%lld\", g ? \" x \" : \" \", (long long)ctx->dims[g]);\n"
+               "    printf(\" (%%d ranks)\\n\", ctx->size);\n"
                "    for (int v = 0; v < %d && opt.verbose; v++)\n"
                "      printf(\"schedule: variant %%d predicted %%.9g s, buffers %%.0f bytes%%s\\n\", v, plan->predicted[v], plan->buffers[v],\n"
                "             v == plan->variant ? \" (chosen)\" : \"\");\n  }\n",

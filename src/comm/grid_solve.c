@@ -201,3 +201,56 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
   }
   return 0;
 }
+
+/* The ordered tuples of s factors whose product is n, each into f[at..s) after the fixed
+ * f[0..at): appended to out (nvalues per shape, from base with the params single[] set) from
+ * the smallest first factor up, at most max shapes in all; the count so far is returned. */
+static int tuples(int64_t n, int at, int s, int64_t *f, const int *single, const int64_t *base, int nvalues, int64_t *out,
+                  int count, int max) {
+  if (at == s - 1) {
+    if (count >= max) return count;
+    f[at] = n;
+    int64_t *o = out + (size_t)count * (size_t)nvalues;
+    for (int q = 0; q < nvalues; q++) o[q] = base[q];
+    for (int i = 0; i < s; i++) o[single[i]] = f[i];
+    return count + 1;
+  }
+  for (int64_t d = 1; d <= n && count < max; d++)
+    if (n % d == 0) {
+      f[at] = d;
+      count = tuples(n / d, at + 1, s, f, single, base, nvalues, out, count, max);
+    }
+  return count;
+}
+
+int dtl_grid_shapes(int64_t nranks, int ndims, const int *param, const int64_t *lit, const int64_t *values, int nvalues,
+                    int64_t *out, int max) {
+  char err[512];
+  if (max < 1 || nvalues < 1) return 0;
+  for (int q = 0; q < nvalues; q++) out[q] = values[q];
+  if (ndims < 1 || ndims > DTL_MAX_DIMS || dtl_solve_grid(nranks, ndims, param, lit, out, NULL, err, sizeof err)) return 0;
+  /* the unknown params used once, in order of first use */
+  int single[DTL_MAX_DIMS], ns = 0;
+  for (int d = 0; d < ndims; d++) {
+    int p = param[d], uses = 0;
+    if (p < 0 || p >= nvalues || values[p] != -1) continue;
+    for (int e = 0; e < ndims; e++) uses += param[e] == p;
+    if (uses == 1) single[ns++] = p;
+  }
+  if (ns < 2) return 1;
+  int64_t rest = 1, f[DTL_MAX_DIMS];
+  for (int i = 0; i < ns; i++) rest *= out[single[i]];
+  /* shape 0 stays the solved one; the others follow, the solved one not repeated */
+  int64_t *more = out + nvalues;
+  int n = 1, m = tuples(rest, 0, ns, f, single, out, nvalues, more, 0, max - 1);
+  for (int k = 0; k < m; k++) {
+    const int64_t *o = more + (size_t)k * (size_t)nvalues;
+    bool same = true;
+    for (int i = 0; i < ns; i++) same &= o[single[i]] == out[single[i]];
+    if (same) continue;
+    if (n != k + 1)
+      for (int q = 0; q < nvalues; q++) out[(size_t)n * (size_t)nvalues + q] = o[q];
+    n++;
+  }
+  return n;
+}

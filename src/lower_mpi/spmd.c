@@ -1903,11 +1903,12 @@ void spmd_print(FILE *f, const sp_program *sp) {
     if (sp->log[q].why) fprintf(f, "  %s not applied at %s: %s\n", sp->log[q].rewrite, sp->log[q].where, sp->log[q].why);
     else fprintf(f, "  %s at %s\n", sp->log[q].rewrite, sp->log[q].where);
   }
-  if (sp->nvariants < 2) return;
+  if (sp->nvariants < 1) return;
   /* the run-time choice (variants.c): the other programs, each as above */
-  fprintf(f, "\nrun-time choice: plan_create runs the cost formulas of %d variants (the machine model: %.6g bytes/s, %.6g s per "
+  fprintf(f, "\nrun-time choice: plan_create runs the cost formulas of %d variant%s%s (the machine model: %.6g bytes/s, %.6g s per "
              "message, %.6g s per iteration%s) and compute runs the one predicted fastest; the program above is variant 0\n",
-          sp->nvariants, sp->bandwidth, sp->latency, sp->point_time, sp->mem_limit > 0 ? "; buffers within the memory limit" : "");
+          sp->nvariants, sp->nvariants == 1 ? "" : "s", sp->shape_free ? " on every shape of the grid's free params" : "", sp->bandwidth,
+          sp->latency, sp->point_time, sp->mem_limit > 0 ? "; buffers within the memory limit" : "");
   for (int v = 0; v < sp->nvariants; v++) {
     const sp_variant *x = &sp->variants[v];
     fprintf(f, "  variant %d: the search's choice at %s\n", v, x->label);

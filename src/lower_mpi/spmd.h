@@ -403,11 +403,14 @@ typedef struct sp_program {
   bool fuse;            /* the program-level rewrites run (distalc --no-fuse turns them off) */
   int nsplits;          /* the balanced partitions */
   sp_split *splits;
-  /* the run-time choice (variants.c): nvariants > 1 where plan_create picks one of these
+  /* the run-time choice (variants.c): nvariants > 1 (or 1 with shape_free) where plan_create picks one of these
    * programs by its predicted time at the real rank count and params; the machine model and
    * the memory limit (bytes of buffers per rank, 0: none) the formulas use */
   int nvariants;
   sp_variant *variants;
+  bool shape_free;      /* plan_create also chooses the grid's shape: every assignment of the
+                         * free grid params used once (dtl_grid_shapes) with every variant, the
+                         * pair predicted fastest (--auto; nvariants >= 1) */
   double bandwidth, latency, point_time;
   int64_t mem_limit;
 } sp_program;
@@ -441,8 +444,17 @@ void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, con
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);
 /* The variant plan_create picks at params (-1: none can be evaluated). */
 int spmd_variant_choice(const sp_program *sp, const int64_t *params);
-/* --emit plan: each variant's predicted cost at params and the one plan_create would pick. */
-void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params);
+/* Where sp->shape_free: the grid's shape plan_create chooses at `ranks` ranks (every shape of
+ * dtl_grid_shapes with the variant spmd_variant_choice picks there: the fastest pair whose
+ * buffers fit, else the solver's shape), written into the grid params of params (the others
+ * as given); given: the params before the grid was solved (-1: no value).  Returns the shape's
+ * number (0: the solver's; -1: the shape is not free or nothing could be evaluated) and the
+ * count of shapes in *nshapes. */
+int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given, int64_t *params, int *nshapes);
+/* --emit plan: each variant's predicted cost at params (grid params solved) and the one
+ * plan_create would pick, at the grid shape it would choose where sp->shape_free (given: the
+ * params before the solve, NULL: the solved grid). */
+void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params, int64_t ranks, const int64_t *given);
 /* Each statement's schedule in variant x, one line each ("its default" where none). */
 void spmd_print_variant_schedules(FILE *f, const sp_variant *x);
 

@@ -3,6 +3,8 @@
  * compile time (--emit plan), which the generated plan_create repeats at run time. */
 #include "lower_mpi/spmd.h"
 
+#include "distal/grid.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,10 +194,57 @@ int spmd_variant_choice(const sp_program *sp, const int64_t *params) {
   return best >= 0 ? best : least;
 }
 
-void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params) {
-  if (sp->nvariants < 2) return;
+int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given, int64_t *params, int *nshapes) {
+  *nshapes = 0;
+  if (!sp->shape_free || sp->nvariants < 1 || sp->nlevels != 1 || sp->ndims > DTL_MAX_DIMS) return -1;
+  int param[DTL_MAX_DIMS], nv = sp->nparams + 1;
+  int64_t lit[DTL_MAX_DIMS];
+  for (int d = 0; d < sp->ndims; d++) {
+    int64_t l = 0;
+    param[d] = sp->dims[d]->kind == SYM_PARAM ? sp->dims[d]->id : -1;
+    lit[d] = param[d] < 0 && sym_is_const(sp->dims[d], &l) ? l : 0;
+  }
+  enum { SHAPES = 1024 }; /* as plan_create */
+  int64_t *sh = malloc(sizeof *sh * (size_t)nv * SHAPES), *q = malloc(sizeof *q * (size_t)nv);
+  int n = sh && q ? dtl_grid_shapes(ranks, sp->ndims, param, lit, given, nv, sh, SHAPES) : 0, at = -1;
+  bool afit = false;
+  double as = 0;
+  for (int k = 0; k < n; k++) {
+    memcpy(q, params, sizeof *q * (size_t)nv);
+    for (int i = 0; i < sp->nparams; i++)
+      if (sp->params[i].is_grid) q[i] = sh[(size_t)k * (size_t)nv + (size_t)i];
+    int v = spmd_variant_choice(sp, q);
+    double s, b;
+    if (v < 0 || !spmd_variant_cost(sp, v, q, &s, &b)) continue;
+    bool fit = sp->mem_limit <= 0 || b <= (double)sp->mem_limit;
+    if (at < 0 || (fit && (!afit || s < as * (1 - 1e-6)))) at = k, as = s, afit = fit;
+  }
+  for (int i = 0; i < sp->nparams && at >= 0; i++)
+    if (sp->params[i].is_grid) params[i] = sh[(size_t)at * (size_t)nv + (size_t)i];
+  *nshapes = n;
+  free(sh);
+  free(q);
+  return at;
+}
+
+void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *solved, int64_t ranks, const int64_t *given) {
+  if (sp->nvariants < 1) return;
+  int64_t *params = malloc(sizeof *params * (size_t)(sp->nparams + 1));
+  if (!params) return;
+  memcpy(params, solved, sizeof *params * (size_t)(sp->nparams + 1));
+  int nshapes = 0, shape = given ? spmd_shape_choice(sp, ranks, given, params, &nshapes) : -1;
   int pick = spmd_variant_choice(sp, params);
-  fprintf(f, "run-time choice (plan_create; these params and rank count): %d variants kept by the search\n", sp->nvariants);
+  fprintf(f, "run-time choice (plan_create; these params and rank count): %d variant%s kept by the search\n", sp->nvariants,
+          sp->nvariants == 1 ? "" : "s");
+  if (shape >= 0) {
+    fprintf(f, "  the grid's shape: grid(");
+    for (int d = 0; d < sp->ndims; d++) {
+      int64_t l = 0;
+      if (sp->dims[d]->kind == SYM_PARAM) fprintf(f, "%s%s = %lld", d ? ", " : "", sp->params[sp->dims[d]->id].name, (long long)params[sp->dims[d]->id]);
+      else fprintf(f, "%s%lld", d ? ", " : "", (long long)(sym_is_const(sp->dims[d], &l) ? l : 0));
+    }
+    fprintf(f, "), of %d shapes%s\n", nshapes, shape == 0 ? " (the solver's)" : "");
+  }
   for (int v = 0; v < sp->nvariants; v++) {
     const sp_variant *x = &sp->variants[v];
     double s, b;
@@ -205,6 +254,7 @@ void spmd_print_variants(FILE *f, const sp_program *sp, const int64_t *params) {
     else fputs("not evaluated (give every param a value with --set)\n", f);
     spmd_print_variant_schedules(f, x);
   }
+  free(params);
 }
 
 void spmd_print_variant_schedules(FILE *f, const sp_variant *x) {

@@ -15,7 +15,14 @@ For auto_runtime.dtl (no param has a value) and auto_kernels.dtl:
   - with --mem-per-rank, the variant run fits the limit where any does;
   - DISTAL_VARIANT out of range is an error with a message and a nonzero exit;
   - a machine model of 2 threads per rank parallelizes loops (auto_threads.dtl), which
-    validate on 2 OpenMP threads per rank at 1 to 4 ranks; the default model does not."""
+    validate on 2 OpenMP threads per rank at 1 to 4 ranks; the default model does not;
+  - the grid's shape where its params are free (auto_shape.dtl): distalc --auto chooses one
+    other than the solver's for a flat product at 8 ranks, predicted faster, and --emit
+    schedule writes it so that the printed program gives the same plan without --auto; the
+    executable, compiled once, chooses the shape at run time, validates at 1 to 8 ranks and
+    three shapes of params, runs the grid `--emit plan` names for the same rank count and
+    params, never predicted slower than on the solver's grid (given with -gx, -gy), and not
+    one shape for every run; given grid params are kept."""
 import os
 import re
 import subprocess
@@ -83,6 +90,91 @@ SHAPES = {
                          {"n": 9, "m": 260, "k": 13}],
     "auto_kernels.dtl": [{"n": 37, "m": 29, "p": 11}, {"n": 300, "m": 9, "p": 260}, {"n": 5, "m": 400, "p": 3}],
 }
+
+
+def solver_grid(p):
+    """MPI_Dims_create's two dims for p ranks (distal/grid.h): balanced, larger first"""
+    a = max(d for d in range(1, p + 1) if p % d == 0 and d * d <= p)
+    return p // a, a
+
+
+def run_grid(out):
+    """(dims, predicted seconds) from a run's --stats lines"""
+    g = re.search(r"^schedule: grid ([0-9 x]+) \(", out, re.M)
+    s = re.search(r"^schedule: predicted ([0-9.e+-]+) s per compute", out, re.M)
+    return (tuple(int(x) for x in g.group(1).split(" x ")) if g else None, float(s.group(1)) if s else None)
+
+
+def shape_checks(d):
+    src = os.path.join(PROG, "auto_shape.dtl")
+    flat = ["--set", "m=37", "--set", "n=30001"]
+    rc, plan = run([DISTALC, "--auto", "--ranks", "8", "--emit", "plan", src] + flat)
+    m = re.search(r"grid: M\((\d+), (\d+)\) at 8 ranks, of (\d+) shapes: the program predicted at ([0-9.e+-]+) s.*"
+                  r"\(the solver's shape: ([0-9.e+-]+) s\)", plan)
+    if rc == 0 and m and (int(m.group(1)), int(m.group(2))) != (4, 2) and int(m.group(3)) == 4 and \
+            float(m.group(4)) < float(m.group(5)) and plan.startswith("grid: %s %s (8 ranks)" % (m.group(1), m.group(2))):
+        ok("auto_shape.dtl at 8 ranks, m=37 n=30001: --auto chooses grid(%s, %s) of 4 shapes, predicted %s s (4 x 2: %s s)"
+           % m.group(1, 2, 4, 5))
+    else:
+        bad("auto_shape.dtl at 8 ranks: no other shape chosen", plan)
+    rc, sched = run([DISTALC, "--auto", "--ranks", "8", "--emit", "schedule", src] + flat)
+    printed = os.path.join(d, "auto_shape_printed.dtl")
+    with open(printed, "w") as f:
+        f.write(sched)
+    rc2, plan2 = run([DISTALC, "--ranks", "8", "--emit", "plan", printed] + flat)
+    head = plan.split("auto-scheduling")[0]
+    if rc == 0 and rc2 == 0 and "param gx = " in sched and plan2.split("auto-scheduling")[0] == head:
+        ok("auto_shape.dtl: --emit schedule writes the grid's shape; compiled without --auto, the same plan")
+    else:
+        bad("auto_shape.dtl: the printed schedule does not give the same plan", sched + plan2)
+    rc, plan3 = run([DISTALC, "--auto", "--ranks", "8", "--set", "gx=2", "--emit", "plan", src] + flat)
+    if rc == 0 and plan3.startswith("grid: 2 4 (8 ranks)") and "the grid's shape" not in plan3:
+        ok("auto_shape.dtl: a grid param given with --set keeps the solver's shape")
+    else:
+        bad("auto_shape.dtl: --set gx=2 not kept", plan3)
+    exe = os.path.join(d, "auto_shape")
+    rc, out = run([DISTALC, "--auto", "--exe", src, "-o", exe])
+    if rc:
+        bad("auto_shape.dtl: distalc --auto --exe exits %d" % rc, out)
+        return
+    grids = set()
+    for ranks in (1, 2, 3, 4, 6, 8):
+        for params in ({"m": 37, "n": 3001}, {"m": 300, "n": 300}, {"m": 3001, "n": 37}):
+            what = "auto_shape.dtl at %d ranks, %s" % (ranks, params)
+            rc, out = mpirun(exe, ranks, params, ["--validate", "--stats"])
+            dims, pred = run_grid(out)
+            g0 = solver_grid(ranks)
+            rc3, out3 = mpirun(exe, ranks, dict(params, gx=g0[0], gy=g0[1]), ["--stats"])
+            dims0, pred0 = run_grid(out3)
+            if rc or rc3 or not validated(out) or not dims or dims0 != g0:
+                bad(what + ": failed, did not validate or printed no grid", out + out3)
+            elif pred > pred0 * (1 + 1e-6):
+                bad(what + ": grid %s predicted %g s, the solver's %s %g s" % (dims, pred, g0, pred0), out + out3)
+            else:
+                ok(what + ": validated on grid %s (predicted %.3g s; the solver's %s: %.3g s)"
+                   % (" x ".join(map(str, dims)), pred, " x ".join(map(str, g0)), pred0))
+                grids.add((ranks, dims != g0))
+    if any(other for _, other in grids) and any(not other for r, other in grids if r > 2):
+        ok("auto_shape.dtl: the run-time shape differs from the solver's for some runs, not all")
+    else:
+        bad("auto_shape.dtl: the run-time shape is the solver's always or never (%s)" % sorted(grids))
+    # compiled for one point, the run's grid is the one --emit plan names for the same options
+    for ranks, params in ((4, {"m": 3001, "n": 37}), (6, {"m": 37, "n": 3001}), (8, {"m": 300, "n": 300})):
+        sets = []
+        for k, v in params.items():
+            sets += ["--set", "%s=%d" % (k, v)]
+        what = "auto_shape.dtl compiled for %d ranks, %s" % (ranks, params)
+        rc1, out1 = run([DISTALC, "--auto", "--ranks", str(ranks)] + sets + ["--exe", src, "-o", exe + "_at"])
+        rc2, plan = run([DISTALC, "--auto", "--ranks", str(ranks), "--emit", "plan", src] + sets)
+        rc3, out = mpirun(exe + "_at", ranks, params, ["--validate", "--stats"])
+        pm = re.search(r"the grid's shape: grid\(gx = (\d+), gy = (\d+)\)", plan)
+        dims, _ = run_grid(out)
+        if rc1 or rc2 or rc3 or not validated(out) or not pm:
+            bad(what + ": failed", out1 + plan + out)
+        elif dims == (int(pm.group(1)), int(pm.group(2))):
+            ok(what + ": ran on grid %s, as --emit plan names" % " x ".join(map(str, dims)))
+        else:
+            bad(what + ": ran on grid %s, --emit plan names %s" % (dims, pm.group(1, 2)), plan + out)
 
 
 def main():
@@ -171,6 +263,7 @@ def main():
                     ok("%s: --mem-per-rank %d: ran variant %d (buffers %d bytes)" % (name, limit, c3, p3[c3][1]))
                 else:
                     bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
+        shape_checks(d)
         # threads: a model of 2 threads per rank parallelizes the loops no kernel runs, and the
         # programs validate on 2 OpenMP threads per rank
         model = os.path.join(d, "threads.model")

@@ -620,6 +620,12 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}], [1, 2, 4, 6],
                         compile_args=["--auto", "--ranks", "4"]))
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 3, "m": 7}], [3, 8], compile_args=["--auto", "--ranks", "4"]))
+    # the grid's shape chosen with the layouts and schedules, at compile time (for 8 ranks, a
+    # flat product: 1 x 8) and in plan_create (compiled once), uneven sizes
+    runs.extend(_expand("programs", pr("auto_shape.dtl"), [{"m": 7, "n": 301}], [1, 2, 3, 4, 6, 8],
+                        compile_args=["--auto", "--ranks", "8", "--set", "m=37", "--set", "n=30001"]))
+    runs.extend(_expand("programs", pr("auto_shape.dtl"), [{"m": 9, "n": 205}, {"m": 31, "n": 6}], [1, 2, 4, 6, 8],
+                        compile_args=["--auto"]))
     # a sparse operand that every rank along a grid dim needs: broadcast (uneven blocks, 1 x P
     # and P x 1 grids, chunks that do not divide n)
     runs.extend(_expand("programs", pr("sparse_bcast.dtl"), [{"n": 13, "chunk": 4}], [1, 2, 3, 4, 6, 8],

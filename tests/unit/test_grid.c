@@ -343,12 +343,67 @@ static void test_machine(void **state) {
   assert_int_equal(q[0], -1);
 }
 
+/* The shapes --auto chooses among (dtl_grid_shapes): shape 0 the solver's, then every other
+ * assignment of the params used once, each product right, none twice, for 1..64 ranks over
+ * grid(a, b), grid(a, b, c), grid(a, 2, b) and grid(q, q, a, b) (q solved first, a and b
+ * sharing the rest); one shape where fewer than two params are free, none where the ranks
+ * do not form the grid, at most `max`. */
+static void test_shapes(void **state) {
+  (void)state;
+  static int64_t out[4096 * 4];
+  const int grids[4][4] = {{0, 1}, {0, 1, 2}, {0, -1, 1}, {0, 0, 1, 2}};
+  const int nd[4] = {2, 3, 3, 4}, nfree[4] = {2, 3, 2, 2};
+  const int64_t lit[4] = {0, 2, 0, 0};
+  for (int g = 0; g < 4; g++)
+    for (int64_t p = 1; p <= 64; p++) {
+      int64_t v[4] = {-1, -1, -1, -1}, solved[4] = {-1, -1, -1, -1};
+      int64_t l2[4] = {0, g == 2 ? lit[1] : 0, 0, 0};
+      char err[256];
+      int ok = dtl_solve_grid(p, nd[g], grids[g], l2, solved, NAMES, err, sizeof err) == 0;
+      int n = dtl_grid_shapes(p, nd[g], grids[g], l2, v, 4, out, 4096);
+      assert_int_equal(v[0], -1); /* not changed */
+      if (!ok) {
+        assert_int_equal(n, 0);
+        continue;
+      }
+      assert_true(n >= 1);
+      for (int q = 0; q < 4; q++) assert_int_equal(out[q], solved[q]);
+      /* the free params' product: what the solver gave them together */
+      int first = g == 3 ? 1 : 0;
+      int64_t rest = 1, want = 0;
+      for (int q = first; q < first + nfree[g]; q++) rest *= solved[q];
+      for (int64_t d = 1; d <= rest; d++) /* count the ordered tuples */
+        if (nfree[g] == 2) want += rest % d == 0;
+        else if (rest % d == 0)
+          for (int64_t e = 1; e <= rest / d; e++) want += (rest / d) % e == 0;
+      assert_int_equal(n, want);
+      for (int k = 0; k < n; k++) {
+        const int64_t *o = out + 4 * k;
+        int64_t prod = 1;
+        for (int q = first; q < first + nfree[g]; q++) prod *= o[q];
+        assert_int_equal(prod, rest);
+        if (g == 3) assert_int_equal(o[0], solved[0]);
+        for (int j = 0; j < k; j++) assert_memory_not_equal(o, out + 4 * j, 4 * sizeof *o);
+      }
+    }
+  /* one free param: one shape; the given value stays */
+  int prm[2] = {0, 1};
+  int64_t lit2[2] = {0, 0}, v[2] = {4, -1};
+  assert_int_equal(dtl_grid_shapes(12, 2, prm, lit2, v, 2, out, 100), 1);
+  assert_true(out[0] == 4 && out[1] == 3);
+  /* at most max */
+  int64_t w[2] = {-1, -1};
+  assert_int_equal(dtl_grid_shapes(64, 2, prm, lit2, w, 2, out, 3), 3);
+  assert_true(out[0] == 8 && out[1] == 8 && out[2] == 1 && out[3] == 64 && out[4] == 2 && out[5] == 32);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reference),
       cmocka_unit_test(test_table),
       cmocka_unit_test(test_cases),
       cmocka_unit_test(test_machine),
+      cmocka_unit_test(test_shapes),
   };
   return cmocka_run_group_tests(tests, setup_tables, NULL);
 }

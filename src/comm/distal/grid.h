@@ -44,6 +44,17 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
                       const int64_t *lit, int64_t *values, const char *const *names, char *err,
                       size_t errlen);
 
+/* The shapes distalc --auto chooses among where a flat machine's grid params are free
+ * (README, "Choices"): every assignment of values to the unknown params used once whose
+ * product is what dtl_solve_grid gives them together (the params used several times and the
+ * known dims as it solves them).  values: nvalues params, unknown ones -1, not changed; out:
+ * room for max shapes of nvalues each, shape 0 the solution of dtl_solve_grid, then the
+ * others with the first such param's value smallest first (then the next param's, ...),
+ * at most max in all.  Returns the count: 0 where the ranks do not form the grid, 1 where
+ * fewer than two unknown params are used once (the grid has one shape). */
+int dtl_grid_shapes(int64_t nranks, int ndims, const int *param, const int64_t *lit, const int64_t *values, int nvalues,
+                    int64_t *out, int max);
+
 #ifdef __cplusplus
 }
 #endif
