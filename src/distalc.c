@@ -495,9 +495,31 @@ static bool solve_grid(const fe_program *prog, const ir_program *ir, int64_t *va
   return true;
 }
 
+/* whether param q appears in expression e */
+static bool expr_uses(const fe_expr *e, int q) {
+  return e && ((e->kind == FE_E_PARAM && e->param == q) || expr_uses(e->a, q) || expr_uses(e->b, q));
+}
+
+/* whether param q is part of the computation: a tensor's extent, a value in a statement, a
+ * loop's bound or condition (changing it would change what the program computes) */
+static bool param_in_data(const fe_program *prog, const fe_item *items, int nitems, int q) {
+  for (int t = 0; t < prog->ntensors && items == prog->items; t++)
+    for (int x = 0; x < prog->tensors[t].order; x++)
+      if (prog->tensors[t].dims[x].is_param && prog->tensors[t].dims[x].param == q) return true;
+  for (int i = 0; i < nitems; i++) {
+    const fe_item *it = &items[i];
+    if (it->kind == FE_ITEM_STMT && expr_uses(prog->stmts[it->stmt].rhs, q)) return true;
+    if (it->kind == FE_ITEM_LOOP && ((it->bound.is_param && it->bound.param == q) || expr_uses(it->cond, q) ||
+                                     param_in_data(prog, it->items, it->nitems, q)))
+      return true;
+  }
+  return false;
+}
+
 /* Whether --auto chooses the grid's shape (README, "Choices"): a flat CPU machine, no sparse
  * tensor (plan_create chooses the shape with the variants' cost formulas), and at least two
- * grid params with no value (vals: -1) used once each. */
+ * grid params with no value (vals: -1) used once each, none of them part of the computation
+ * (param_in_data; a grid param in a schedule is fine). */
 static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
   const fe_program *prog = u->ast;
   if (u->cuda || u->ir->machine < 0 || prog->machines[u->ir->machine].nlevels != 1) return false;
@@ -510,7 +532,9 @@ static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
   for (int d = 0; d < nd; d++) {
     int uses = 0;
     for (int e = 0; e < nd; e++) uses += param[d] >= 0 && param[e] == param[d];
-    nfree += uses == 1 && vals[param[d]] <= 0;
+    if (uses != 1 || vals[param[d]] > 0) continue;
+    if (param_in_data(prog, prog->items, prog->nitems, param[d])) return false;
+    nfree++;
   }
   return nfree >= 2;
 }
@@ -519,6 +543,11 @@ static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
  * vals (the params, grid params without a value -1); false where the ranks do not form the
  * grid or there are fewer shapes (at most SHAPES_MAX are tried).  A flat machine only. */
 enum { SHAPES_MAX = 64 };
+/* Another shape replaces the solver's where predicted faster than this fraction of its time
+ * (compile time and plan_create alike): predictions within 1% are near-ties of the model (a
+ * product whose communication hides under its loops), where the balanced shape receives the
+ * fewest bytes. */
+#define SHAPE_MARGIN DTL_SHAPE_MARGIN
 static bool grid_shape(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks, int shape) {
   int param[FE_MAX_DIMS];
   int64_t lit[FE_MAX_DIMS];
@@ -547,9 +576,9 @@ static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
 }
 
 /* --auto's grid shape where it is free (shape_is_free): each shape of the grid at `ranks`
- * ranks (grid_shape) with its own layouts (dc_auto_layouts) and schedules (dc_auto), the one
- * whose whole program is predicted fastest (dc_program_seconds; within a millionth: the
- * earlier, the solver's first).  given: the params before the grid was solved; vals: solved,
+ * ranks (grid_shape) with its own layouts (dc_auto_layouts) and schedules (dc_auto): the
+ * solver's shape unless another's whole program is predicted more than 1% faster
+ * (dc_program_seconds; SHAPE_MARGIN, as plan_create), then the fastest (ties: the earlier).  given: the params before the grid was solved; vals: solved,
  * set to the chosen shape.  Appends one line to *report (malloc'ed, NULL: none yet).  Returns
  * the chosen shape's number (-1: none could be costed, vals unchanged). */
 static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64_t *given, int64_t *vals, int64_t ranks,
@@ -560,6 +589,7 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
   int64_t *v = malloc(sizeof *v * (size_t)(np + 1)), *best = malloc(sizeof *best * (size_t)(np + 1));
   double bs = 0, s0 = 0;
   int nshapes = 0, at = -1;
+  bool have0 = false;
   for (int k = 0; v && best; k++) {
     memcpy(v, given, sizeof *v * (size_t)(np + 1));
     if (!grid_shape(prog, M, v, ranks, k)) break;
@@ -578,9 +608,13 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     free(text);
     free(lay);
     if (!ok) continue;
-    if (k == 0) s0 = s;
+    if (k == 0) {
+      s0 = s, have0 = true;
+      continue;
+    }
     if (at < 0 || s < bs * (1 - 1e-6)) at = k, bs = s, memcpy(best, v, sizeof *v * (size_t)(np + 1));
   }
+  if (have0 && (at < 0 || bs >= s0 * SHAPE_MARGIN)) at = 0, bs = s0; /* the solver's unless another is clearly faster */
   if (at > 0) memcpy(vals, best, sizeof *vals * (size_t)np);
   char line[1024];
   int w = snprintf(line, sizeof line, "  grid: %s(", M->name);

@@ -1416,6 +1416,25 @@ static void cstr(FILE *c, const char *s) {
 
 /* PREFIX_vN_cost: variant N's predicted seconds and buffer bytes at the plan's params, as
  * spmd_variant_cost evaluates them at compile time (for the rank at grid coordinates 0) */
+/* Opens a block of a cost function: dtl_mask, the grid dims of a collective (alt where the
+ * params of m's assumption are equal at run time), and dtl_q, the ranks along them */
+static void emit_group_ranks(FILE *c, const sp_program *sp, const sp_cost_comm *m, unsigned mask, unsigned alt) {
+  fputs("      {\n        unsigned dtl_mask = ", c);
+  if (m->nassume > 1) {
+    fputs("(", c);
+    for (int q = 1; q < m->nassume; q++)
+      fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
+    fprintf(c, ") ? %uu : %uu;\n", alt, mask);
+  } else
+    fprintf(c, "%uu;\n", mask);
+  fputs("        int64_t dtl_q = 1;\n", c);
+  for (int g = 0; g < sp->ndims; g++) {
+    fprintf(c, "        if (dtl_mask >> %d & 1) { const int64_t d = ", g);
+    cg_sym(c, sp, sp->dims[g], false);
+    fputs("; dtl_q *= d > 0 ? d : 1; }\n", c);
+  }
+}
+
 static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *P) {
   const sp_variant *x = &sp->variants[v];
   const sp_program *vs = x->sp;
@@ -1477,22 +1496,13 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         fprintf(c, ") dtl_wb = %.17g;\n", LW_EXCHANGE_WEIGHT);
       }
       if (m->bcast || m->alt_bcast) {
-        fputs("      {\n        unsigned dtl_mask = ", c);
-        if (m->nassume > 1) {
-          fputs("(", c);
-          for (int q = 1; q < m->nassume; q++)
-            fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
-          fprintf(c, ") ? %uu : %uu;\n", m->alt_bcast, m->bcast);
-        } else
-          fprintf(c, "%uu;\n", m->bcast);
-        fputs("        int64_t dtl_q = 1;\n", c);
-        for (int g = 0; g < sp->ndims; g++) {
-          fprintf(c, "        if (dtl_mask >> %d & 1) { const int64_t d = ", g);
-          cg_sym(c, sp, sp->dims[g], false);
-          fputs("; dtl_q *= d > 0 ? d : 1; }\n", c);
-        }
+        emit_group_ranks(c, sp, m, m->bcast, m->alt_bcast);
         fputs("        if (dtl_mask) {\n          int lg = 0;\n          while (dtl_q > 1 && ((int64_t)1 << lg) < dtl_q) lg++;\n"
               "          dtl_wb = dtl_q > 1 ? 2.0 * (double)(dtl_q - 1) / (double)dtl_q : 0, dtl_wm = lg;\n        }\n      }\n", c);
+      }
+      if (m->reduce || m->alt_reduce) { /* a reduction among one rank moves nothing */
+        emit_group_ranks(c, sp, m, m->reduce, m->alt_reduce);
+        fputs("        if (dtl_mask && dtl_q == 1) dtl_wb = dtl_wm = 0;\n      }\n", c);
       }
       fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
                  "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
@@ -1551,19 +1561,24 @@ static void emit_variant_force(FILE *c, const sp_program *sp) {
 
 /* plan_create where the grid's shape is free (sp->shape_free), after the solver filled values
  * from dtl_given: every shape of dtl_grid_shapes, each with the variant PREFIX_choose picks
- * there; the fastest pair that fits (else the solver's shape) gives the grid params */
+ * there; the solver's shape (0) unless another fits where it does not or, fitting alike, is
+ * predicted faster than DTL_SHAPE_MARGIN of its time (then the fastest, preferring those
+ * that fit) */
 static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int nd) {
   int nv = sp->nparams + 1;
   fprintf(c, "    { /* the grid's shape: of every shape of the free grid params, the one whose chosen variant is predicted fastest */\n"
              "      enum { DTL_SHAPES = 1024 };\n      int64_t *dtl_sh = malloc(sizeof *dtl_sh * DTL_SHAPES * %d);\n"
              "      if (!dtl_sh) {\n        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory\");\n        return 1;\n      }\n"
              "      int dtl_n = dtl_grid_shapes(dtl_size, %d, param, lit, dtl_given, %d, dtl_sh, DTL_SHAPES), dtl_at = 0, dtl_afit = 0;\n"
-             "      double dtl_as = 0;\n      for (int k = 0; k < dtl_n; k++) {\n        int64_t dtl_q[%d];\n        double s;\n        int fit;\n"
+             "      double dtl_as = 0, dtl_s0 = 0;\n      int dtl_f0 = 0;\n      for (int k = 0; k < dtl_n; k++) {\n        int64_t dtl_q[%d];\n        double s;\n        int fit;\n"
              "        memcpy(dtl_q, dtl_prm, sizeof dtl_prm);\n", nv, nd, nv, nv);
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_grid) fprintf(c, "        dtl_q[%d] = dtl_sh[(size_t)k * %d + %d];\n", i, nv, i);
   fprintf(c, "        (void)%s_choose(dtl_q, dtl_force, NULL, NULL, &s, &fit);\n"
-             "        if (k == 0 || (fit && (!dtl_afit || s < dtl_as * (1 - 1e-6)))) dtl_at = k, dtl_as = s, dtl_afit = fit;\n      }\n", P);
+             "        if (k == 0) dtl_s0 = s, dtl_f0 = fit;\n"
+             "        else if (dtl_at == 0 || (fit && (!dtl_afit || s < dtl_as * (1 - 1e-6)))) dtl_at = k, dtl_as = s, dtl_afit = fit;\n      }\n"
+             "      /* the solver's shape unless another fits where it does not, or is predicted clearly faster */\n"
+             "      if (dtl_at > 0 && !(dtl_afit && !dtl_f0) && !(dtl_afit == dtl_f0 && dtl_as < dtl_s0 * DTL_SHAPE_MARGIN)) dtl_at = 0;\n", P);
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_grid) fprintf(c, "      if (dtl_n > 0) values[%d] = dtl_sh[(size_t)dtl_at * %d + %d];\n", i, nv, i);
   fputs("      free(dtl_sh);\n    }\n", c);

@@ -739,6 +739,16 @@ unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *pa
   return c->pattern == PAT_BCAST ? c->mask : 0;
 }
 
+bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params) {
+  c = lw_comm_at(lp, c, params);
+  if ((c->pattern != PAT_BCAST && c->pattern != PAT_REDUCE) || !c->mask) return false;
+  for (int g = 0; g < lp->ndims; g++) {
+    int64_t d;
+    if (c->mask >> g & 1 && (!sym_eval(lp->dims[g], &(sym_env){.params = params}, &d) || d != 1)) return false;
+  }
+  return true;
+}
+
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out) {
   int64_t zero[LW_MAX_DIMS] = {0};
   return lw_stmt_cost_at(lp, i, params, zero, out);
@@ -785,8 +795,9 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
     sum_volume(lp, ls, c, 0, vars, &env, &a);
     if (a.budget < 0 || a.failed) ok = false;
-    out->bytes += a.total * es;
-    out->msgs += a.count;
+    bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
+    out->bytes += alone ? 0 : a.total * es;
+    out->msgs += alone ? 0 : a.count;
     double wb = 1, wm = 1;
     unsigned bm = lw_bcast_mask(lp, c, params);
     if (lw_comm_at(lp, c, params)->pattern == PAT_EXCHANGE) wb = LW_EXCHANGE_WEIGHT;
@@ -796,6 +807,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
         if (bm >> g & 1) q *= sym_eval(lp->dims[g], &env, &d) && d > 0 ? d : 1;
       lw_bcast_weight(q, &wb, &wm);
     }
+    if (alone) wb = wm = 0;
     out->wire_bytes += wb * (double)(a.total * es);
     out->wire_msgs += wm * (double)a.count;
     if (a.count > out->steps) out->steps = a.count;
@@ -897,6 +909,10 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       fputc('\n', f);
       if (c->pattern == PAT_LOCAL) {
         fputs("    bytes per rank: 0\n", f);
+        continue;
+      }
+      if (lw_comm_alone(lp, c, params)) {
+        fputs("    bytes per rank: 0 (one rank along these grid dims)\n", f);
         continue;
       }
       int64_t total, count;

@@ -129,6 +129,10 @@ void lw_bcast_weight(int64_t q, double *bytes, double *msgs);
 /* The grid dims a communicate point of statement i broadcasts along at params (0: it does
  * not broadcast), its alternative's where the run-time test of its assumption holds. */
 unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *params);
+/* Whether a communicate point is a broadcast or a reduction among one rank at params (the
+ * grid dims it runs along all of size 1, as on a 1 x P grid): it moves nothing, and the plan
+ * and the model count no bytes and no messages for it. */
+bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params);
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
 /* The same for the rank at grid coordinates `coords`. */
 bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, lw_cost *out);

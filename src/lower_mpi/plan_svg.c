@@ -376,6 +376,7 @@ static void bytes_text(const svg *s, int i, int q, char *out, size_t n, int64_t 
   bool known = c->pattern != PAT_LOCAL && lw_comm_volume(s->lp, i, q, s->params, &total, &count);
   *bytes = -1;
   if (c->pattern == PAT_LOCAL) *bytes = 0, snprintf(out, n, "bytes per rank: 0");
+  else if (lw_comm_alone(s->lp, c, s->params)) *bytes = 0, snprintf(out, n, "bytes per rank: 0 (one rank along these grid dims)");
   else if (lw_sparse(s->lp->ir->ast, c->tensor))
     snprintf(out, n, "bytes per rank: %lld per stored entry in the box (%d coordinates and the value)", (long long)(8 * c->order + es), c->order);
   else if (!known) snprintf(out, n, "bytes per rank: %lld x volume of the box per step (not evaluated)", (long long)es);

@@ -347,6 +347,9 @@ typedef struct {
   /* a broadcast along these grid dims (0: none) weighs as lw_bcast_weight says; where the
    * params in assume are equal at run time, alt_bcast applies instead (rotate's shifts) */
   unsigned bcast, alt_bcast;
+  /* a reduction along these grid dims (0: none): among one rank it moves nothing (as a
+   * broadcast among one; lw_comm_alone) */
+  unsigned reduce, alt_reduce;
   bool exchange, alt_exchange; /* a point-to-point exchange: LW_EXCHANGE_WEIGHT */
   int nassume;
   const int *assume;
@@ -445,8 +448,9 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
 /* The variant plan_create picks at params (-1: none can be evaluated). */
 int spmd_variant_choice(const sp_program *sp, const int64_t *params);
 /* Where sp->shape_free: the grid's shape plan_create chooses at `ranks` ranks (every shape of
- * dtl_grid_shapes with the variant spmd_variant_choice picks there: the fastest pair whose
- * buffers fit, else the solver's shape), written into the grid params of params (the others
+ * dtl_grid_shapes with the variant spmd_variant_choice picks there: the solver's shape unless
+ * another fits where it does not or is predicted faster than DTL_SHAPE_MARGIN of its time,
+ * then the fastest, those that fit first), written into the grid params of params (the others
  * as given); given: the params before the grid was solved (-1: no value).  Returns the shape's
  * number (0: the solver's; -1: the shape is not free or nothing could be evaluated) and the
  * count of shapes in *nshapes. */

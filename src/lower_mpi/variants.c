@@ -47,9 +47,11 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->nbuf = c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
     m->bcast = c->pattern == PAT_BCAST ? c->mask : 0;
     m->alt_bcast = m->bcast;
+    m->reduce = m->alt_reduce = c->pattern == PAT_REDUCE ? c->mask : 0;
     m->exchange = m->alt_exchange = c->pattern == PAT_EXCHANGE;
     if (c->alt && c->nassume > 1) {
       m->alt_bcast = c->alt->pattern == PAT_BCAST ? c->alt->mask : 0;
+      m->alt_reduce = c->alt->pattern == PAT_REDUCE ? c->alt->mask : 0;
       m->alt_exchange = c->alt->pattern == PAT_EXCHANGE;
       m->nassume = c->nassume;
       m->assume = c->assume;
@@ -118,6 +120,13 @@ static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, d
   if (equal) mask = m->alt_bcast;
   *wb = *wm = 1;
   if (equal ? m->alt_exchange : m->exchange) *wb = LW_EXCHANGE_WEIGHT;
+  unsigned red = equal ? m->alt_reduce : m->reduce;
+  if (red) { /* a reduction among one rank moves nothing */
+    int64_t q = 1, d;
+    for (int g = 0; g < sp->ndims; g++)
+      if (red >> g & 1) q *= sym_eval(sp->dims[g], env, &d) && d > 0 ? d : 1;
+    if (q == 1) *wb = *wm = 0;
+  }
   if (!mask) return;
   int64_t q = 1, d;
   for (int g = 0; g < sp->ndims; g++)
@@ -207,8 +216,8 @@ int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given,
   enum { SHAPES = 1024 }; /* as plan_create */
   int64_t *sh = malloc(sizeof *sh * (size_t)nv * SHAPES), *q = malloc(sizeof *q * (size_t)nv);
   int n = sh && q ? dtl_grid_shapes(ranks, sp->ndims, param, lit, given, nv, sh, SHAPES) : 0, at = -1;
-  bool afit = false;
-  double as = 0;
+  bool afit = false, f0 = false, have0 = false;
+  double as = 0, s0 = 0;
   for (int k = 0; k < n; k++) {
     memcpy(q, params, sizeof *q * (size_t)nv);
     for (int i = 0; i < sp->nparams; i++)
@@ -217,8 +226,11 @@ int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given,
     double s, b;
     if (v < 0 || !spmd_variant_cost(sp, v, q, &s, &b)) continue;
     bool fit = sp->mem_limit <= 0 || b <= (double)sp->mem_limit;
-    if (at < 0 || (fit && (!afit || s < as * (1 - 1e-6)))) at = k, as = s, afit = fit;
+    if (k == 0) s0 = s, f0 = fit, have0 = true, at = 0;
+    else if (at <= 0 || (fit && (!afit || s < as * (1 - 1e-6)))) at = k, as = s, afit = fit;
   }
+  /* as plan_create: the solver's shape unless another fits where it does not, or is clearly faster */
+  if (at > 0 && have0 && !(afit && !f0) && !(afit == f0 && as < s0 * DTL_SHAPE_MARGIN)) at = 0;
   for (int i = 0; i < sp->nparams && at >= 0; i++)
     if (sp->params[i].is_grid) params[i] = sh[(size_t)at * (size_t)nv + (size_t)i];
   *nshapes = n;

@@ -18,11 +18,12 @@ For auto_runtime.dtl (no param has a value) and auto_kernels.dtl:
     validate on 2 OpenMP threads per rank at 1 to 4 ranks; the default model does not;
   - the grid's shape where its params are free (auto_shape.dtl): distalc --auto chooses one
     other than the solver's for a flat product at 8 ranks, predicted faster, and --emit
-    schedule writes it so that the printed program gives the same plan without --auto; the
-    executable, compiled once, chooses the shape at run time, validates at 1 to 8 ranks and
-    three shapes of params, runs the grid `--emit plan` names for the same rank count and
-    params, never predicted slower than on the solver's grid (given with -gx, -gy), and not
-    one shape for every run; given grid params are kept."""
+    schedule writes it so that the printed program gives the same plan without --auto;
+    compiled for a rank count and params, the executable runs on the grid `--emit plan` names
+    for them; given grid params are kept; and auto_runtime.dtl, compiled once, chooses the
+    shape at run time: it validates at 1 to 8 ranks and three shapes of params, is never
+    predicted slower than on the solver's grid (given with -gx, -gy), and not on one shape
+    for every run."""
 import os
 import re
 import subprocess
@@ -132,15 +133,16 @@ def shape_checks(d):
         ok("auto_shape.dtl: a grid param given with --set keeps the solver's shape")
     else:
         bad("auto_shape.dtl: --set gx=2 not kept", plan3)
-    exe = os.path.join(d, "auto_shape")
-    rc, out = run([DISTALC, "--auto", "--exe", src, "-o", exe])
+    # compiled once (auto_runtime.dtl: its layouts written, no size known), the shape chosen at run time
+    exe = os.path.join(d, "auto_runtime_shape")
+    rc, out = run([DISTALC, "--auto", "--exe", os.path.join(PROG, "auto_runtime.dtl"), "-o", exe])
     if rc:
-        bad("auto_shape.dtl: distalc --auto --exe exits %d" % rc, out)
+        bad("auto_runtime.dtl: distalc --auto --exe exits %d" % rc, out)
         return
     grids = set()
     for ranks in (1, 2, 3, 4, 6, 8):
-        for params in ({"m": 37, "n": 3001}, {"m": 300, "n": 300}, {"m": 3001, "n": 37}):
-            what = "auto_shape.dtl at %d ranks, %s" % (ranks, params)
+        for params in ({"n": 45, "m": 38, "k": 41}, {"n": 301, "m": 7, "k": 9}, {"n": 6, "m": 11, "k": 700}):
+            what = "auto_runtime.dtl at %d ranks, %s, the grid's shape" % (ranks, params)
             rc, out = mpirun(exe, ranks, params, ["--validate", "--stats"])
             dims, pred = run_grid(out)
             g0 = solver_grid(ranks)
@@ -155,9 +157,9 @@ def shape_checks(d):
                    % (" x ".join(map(str, dims)), pred, " x ".join(map(str, g0)), pred0))
                 grids.add((ranks, dims != g0))
     if any(other for _, other in grids) and any(not other for r, other in grids if r > 2):
-        ok("auto_shape.dtl: the run-time shape differs from the solver's for some runs, not all")
+        ok("auto_runtime.dtl: the run-time shape differs from the solver's for some runs, not all")
     else:
-        bad("auto_shape.dtl: the run-time shape is the solver's always or never (%s)" % sorted(grids))
+        bad("auto_runtime.dtl: the run-time shape is the solver's always or never (%s)" % sorted(grids))
     # compiled for one point, the run's grid is the one --emit plan names for the same options
     for ranks, params in ((4, {"m": 3001, "n": 37}), (6, {"m": 37, "n": 3001}), (8, {"m": 300, "n": 300})):
         sets = []

@@ -52,6 +52,9 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
  * others with the first such param's value smallest first (then the next param's, ...),
  * at most max in all.  Returns the count: 0 where the ranks do not form the grid, 1 where
  * fewer than two unknown params are used once (the grid has one shape). */
+/* --auto's choice of shape (distalc and plan_create): another shape replaces the solver's
+ * (shape 0) only where predicted faster than this fraction of its time. */
+#define DTL_SHAPE_MARGIN 0.99
 int dtl_grid_shapes(int64_t nranks, int ndims, const int *param, const int64_t *lit, const int64_t *values, int nvalues,
                     int64_t *out, int max);
 
