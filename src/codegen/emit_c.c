@@ -1566,7 +1566,7 @@ static void emit_variant_force(FILE *c, const sp_program *sp) {
  * that fit) */
 static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int nd) {
   int nv = sp->nparams + 1;
-  fprintf(c, "    { /* the grid's shape: of every shape of the free grid params, the one whose chosen variant is predicted fastest */\n"
+  fprintf(c, "    { /* the grid's shape: every shape of the free grid params, each with the variant chosen there; the solver's unless another is clearly faster */\n"
              "      enum { DTL_SHAPES = 1024 };\n      int64_t *dtl_sh = malloc(sizeof *dtl_sh * DTL_SHAPES * %d);\n"
              "      if (!dtl_sh) {\n        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory\");\n        return 1;\n      }\n"
              "      int dtl_n = dtl_grid_shapes(dtl_size, %d, param, lit, dtl_given, %d, dtl_sh, DTL_SHAPES), dtl_at = 0, dtl_afit = 0;\n"
