@@ -782,8 +782,12 @@ int main(int argc, char **argv) {
     /* the grid's shape where it is free, then the layouts of `@ M` tensors: the program is
      * compiled again with them written */
     mm = amodel;
+    /* the shape at compile time only for the rank count of --ranks (without it, the layouts and
+     * variant 0 are chosen on the solver's shape and plan_create chooses the shape) */
     u->shape_free = shape_is_free(u, given);
-    if (u->shape_free && choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line) > 0) {
+    if (u->shape_free && !ranks)
+      shape_line = strdup("  the solver's shape here (no --ranks): plan_create chooses the shape for the rank count of the run\n");
+    else if (u->shape_free && choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line) > 0) {
       shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
       if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
     }
