@@ -944,11 +944,11 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
     for (int x = 0; x < p->tensors[t].order && known; x++) {
       if (o->everywhere) {
         known = sym_eval(sym_from_size(&p->tensors[t].dims[x]), &env, &hi);
-        v *= hi > 0 ? hi : 0;
+        v *= known && hi > 0 ? hi : 0;
         continue;
       }
       known = sym_eval(o->lo[x], &env, &lo) && sym_eval(o->hi[x], &env, &hi);
-      v *= hi > lo ? hi - lo : 0;
+      v *= known && hi > lo ? hi - lo : 0;
     }
     if (known) fprintf(f, " %s %lld", p->tensors[t].name, (long long)v);
     else fprintf(f, " %s ?", p->tensors[t].name);
