@@ -431,6 +431,15 @@ static int calibrate(const char *out) {
     fprintf(stderr, "distalc: --calibrate: the calibration printed no model: %s\n", err);
     rc = 1;
   }
+  /* the threads a rank runs: OpenMP's count where OMP_NUM_THREADS sets it (its first level),
+   * as the generated loops and libdistal's kernels take it (dtl_loop_threads) */
+  long threads = 1;
+  const char *omp = getenv("OMP_NUM_THREADS");
+  if (omp && *omp) {
+    char *end = NULL;
+    long t = strtol(omp, &end, 10);
+    if (end != omp && (*end == 0 || *end == ',') && t > 1 && t <= 4096) threads = t;
+  }
   if (!rc) {
     /* the model as read back (the file --auto will read), renamed into place when written */
     outfile of = {0};
@@ -438,10 +447,11 @@ static int calibrate(const char *out) {
     if (!rc) {
       fprintf(of.f, "# machine model for distalc --auto (distalc --calibrate)\nbandwidth %.6g\nlatency %.6g\npoint_time %.6g\n",
               m.bandwidth, m.latency, m.point_time);
+      if (threads > 1) fprintf(of.f, "# OMP_NUM_THREADS at the calibration: the threads each rank runs\nthreads %ld\n", threads);
       rc = !out_commit(&of);
     }
-    if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration)\n", out,
-                    m.bandwidth, m.latency, m.point_time);
+    if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration, %ld thread%s a rank)\n",
+                    out, m.bandwidth, m.latency, m.point_time, threads, threads > 1 ? "s" : "");
   }
   unlink(src), unlink(exe), unlink(res), rmdir(dir);
   return rc;

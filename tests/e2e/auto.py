@@ -40,9 +40,9 @@ def bad(msg, out=""):
         print("    | " + line)
 
 
-def distalc(*args):
+def distalc(*args, env=None):
     p = subprocess.run([DISTALC] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                       timeout=120)
+                       timeout=120, env=env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -168,7 +168,7 @@ def main():
                 ok("distalc %s rejected" % " ".join(args))
         # the machine model: measured, read, and bad files rejected with their line
         model = os.path.join(d, "m.model")
-        rc, out, err = distalc("--calibrate", "-o", model)
+        rc, out, err = distalc("--calibrate", "-o", model, env=dict(os.environ, OMP_NUM_THREADS="1"))
         vals = {}
         if rc == 0 and os.path.exists(model):
             with open(model) as f:
@@ -185,6 +185,15 @@ def main():
                 bad("--auto --model: the listing does not name the model", out + err)
             else:
                 ok("--auto --model reads the calibrated model")
+        # with OMP_NUM_THREADS=2 the model says each rank runs 2 threads
+        model2 = os.path.join(d, "m2.model")
+        rc, out, err = distalc("--calibrate", "-o", model2, env=dict(os.environ, OMP_NUM_THREADS="2"))
+        text = open(model2).read() if rc == 0 and os.path.exists(model2) else ""
+        rc2, out2, err2 = distalc(PROGRAMS[0], "--auto", "--model", model2, "--emit", "plan", "--ranks", "2")
+        if rc == 0 and re.search(r"^threads 2$", text, re.M) and rc2 == 0 and "2 threads a rank" in out:
+            ok("distalc --calibrate under OMP_NUM_THREADS=2 writes threads 2, which --auto reads")
+        else:
+            bad("distalc --calibrate under OMP_NUM_THREADS=2: no threads 2", out + err + text + err2)
         for k, (text, pat) in enumerate((("bandwidth 0\n", ":1: error: the value must be a positive number: bandwidth"),
                                          ("# ok\nlatency 1e-6\nspeed 3\n", ":3: error: unknown name"),
                                          ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),
