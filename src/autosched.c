@@ -615,11 +615,35 @@ static int64_t compiled_value(const fe_program *p, const int64_t *params, int q)
   return params[q] > 0 || p->params[q].is_grid ? params[q] : 1024;
 }
 
+/* The search at one scenario (params v, grid solved, at `ranks` ranks): its choice counted
+ * among the distinct ones found so far in acc (a new one added while there is room). */
+static void count_scenario(const variants_args *A, variant_acc *acc, int *nacc, int cap, const int64_t *v, int64_t ranks) {
+  dc_unit *u = A->u;
+  dc_auto_report r = {0};
+  ir_program *ir = NULL;
+  fe_sink saved = u->src->sink;
+  int nerr = u->src->nerrors;
+  u->src->sink = (fe_sink){quiet, NULL};
+  int st = dc_auto(u, v, ranks, A->mem_limit, A->m, &ir, &r);
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  if (st != DC_OK || !ir) return;
+  char *key = report_key(&r);
+  int at = -1;
+  for (int k = 0; k < *nacc && at < 0; k++)
+    if (!strcmp(acc[k].key, key)) at = k;
+  if (at < 0 && *nacc < cap) {
+    at = (*nacc)++;
+    variant_from(&acc[at], &r, ir);
+    scenario_label(acc[at].label, sizeof acc[at].label, u->ast, ranks, v, u->shape_free);
+  }
+  if (at >= 0) acc[at].wins++;
+}
+
 /* dc_auto_variants inside its scope */
 static int variants_in(const variants_args *A) {
   dc_unit *u = A->u;
   const fe_program *p = u->ast;
-  const dc_machine_model *mm = A->m;
   const int64_t *params = A->params;
   int np = p->nparams;
   int cap = 64, nacc = 1;
@@ -641,36 +665,19 @@ static int variants_in(const variants_args *A) {
   /* where the grid's shape is free (u->shape_free), the sizes as compiled on every shape of
    * the grid at each rank count, the other sizes on the solver's shape */
   for (int rc = 0; rc < (int)(sizeof rank_counts / sizeof *rank_counts); rc++) {
-    for (int sh = 0; sh < nshapes; sh++)
-    for (int gs = 0; gs == 0 || (sh == 0 && u->shape_free); gs++) {
-      int64_t *v = ir_alloc((size_t)(np + 1) * sizeof *v);
-      int which = sh >= 2 ? (sh - 2) / 2 : -1, seen = 0;
-      for (int q = 0; q < np; q++) {
-        v[q] = compiled_value(p, params, q);
-        if (p->params[q].is_grid || p->params[q].is_float) continue;
-        if (sh == 1 || seen == which) v[q] = (sh >= 2 && sh % 2) ? (v[q] / 16 > 0 ? v[q] / 16 : 1) : v[q] * 16;
-        seen++;
+    for (int sh = 0; sh < nshapes; sh++) {
+      for (int gs = 0; gs == 0 || (sh == 0 && u->shape_free); gs++) {
+        int64_t *v = ir_alloc((size_t)(np + 1) * sizeof *v);
+        int which = sh >= 2 ? (sh - 2) / 2 : -1, seen = 0;
+        for (int q = 0; q < np; q++) {
+          v[q] = compiled_value(p, params, q);
+          if (p->params[q].is_grid || p->params[q].is_float) continue;
+          if (sh == 1 || seen == which) v[q] = (sh >= 2 && sh % 2) ? (v[q] / 16 > 0 ? v[q] / 16 : 1) : v[q] * 16;
+          seen++;
+        }
+        if (!A->grid(A->grid_ctx, v, rank_counts[rc], gs)) break; /* not a grid, or past the last shape */
+        count_scenario(A, acc, &nacc, cap, v, rank_counts[rc]);
       }
-      if (!A->grid(A->grid_ctx, v, rank_counts[rc], gs)) break; /* not a grid, or past the last shape */
-      dc_auto_report r = {0};
-      ir_program *ir = NULL;
-      fe_sink saved = u->src->sink;
-      int nerr = u->src->nerrors;
-      u->src->sink = (fe_sink){quiet, NULL};
-      int st = dc_auto(u, v, rank_counts[rc], A->mem_limit, mm, &ir, &r);
-      u->src->sink = saved;
-      u->src->nerrors = nerr;
-      if (st != DC_OK || !ir) continue;
-      char *key = report_key(&r);
-      int at = -1;
-      for (int k = 0; k < nacc && at < 0; k++)
-        if (!strcmp(acc[k].key, key)) at = k;
-      if (at < 0 && nacc < cap) {
-        at = nacc++;
-        variant_from(&acc[at], &r, ir);
-        scenario_label(acc[at].label, sizeof acc[at].label, p, rank_counts[rc], v, u->shape_free);
-      }
-      if (at >= 0) acc[at].wins++;
     }
   }
   /* the compile's choice, then the most often chosen (the first found among equals) */

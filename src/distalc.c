@@ -251,11 +251,6 @@ static int64_t inner_ranks(const fe_machine *M, const int64_t *vals) {
   return inner;
 }
 
-/* The grid params of machine M at `ranks` ranks, nodes of per_node ranks if it is
- * hierarchical, by the runtime's dtl_solve_machine, which plan_create of generated code calls
- * too: a flat machine over all ranks; a hierarchical one its inner levels over the ranks of
- * one node, then level 0 over the nodes.  Fills vals; false with the message in err where
- * ranks do not fit. */
 /* the dims of every level of M, outer first, as distal/grid.h takes them; their count */
 static int machine_dims(const fe_machine *M, int *param, int64_t *lit) {
   int nd = 0;
@@ -268,6 +263,11 @@ static int machine_dims(const fe_machine *M, int *param, int64_t *lit) {
   return nd;
 }
 
+/* The grid params of machine M at `ranks` ranks, nodes of per_node ranks if it is
+ * hierarchical, by the runtime's dtl_solve_machine, which plan_create of generated code calls
+ * too: a flat machine over all ranks; a hierarchical one its inner levels over the ranks of
+ * one node, then level 0 over the nodes.  Fills vals; false with the message in err where
+ * ranks do not fit. */
 static bool solve_machine(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks,
                           int64_t per_node, char *err, size_t errlen) {
   int param[FE_MAX_DIMS], n0 = M->levels[0].ndims;
