@@ -95,7 +95,7 @@ const char dc_calibrate_source[] =
 
 /* ---- building commands ------------------------------------------------------------------- */
 typedef struct {
-  fe_command cmds[8];
+  fe_command cmds[10];
   int n;
   char text[1024];
   double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
@@ -113,6 +113,7 @@ static const struct {
 
 static fe_arg a_ident(const char *s) { return (fe_arg){.kind = FE_ARG_IDENT, .name = ir_strdup(s)}; }
 static fe_arg a_int(int64_t v) { return (fe_arg){.kind = FE_ARG_INT, .ival = v}; }
+static fe_arg a_level(const char *machine, int level) { return (fe_arg){.kind = FE_ARG_LEVEL, .name = ir_strdup(machine), .ival = level}; }
 static fe_arg a_list(int n, char *const *names) {
   fe_arg a = {.kind = FE_ARG_LIST, .nitems = n, .items = ir_alloc((size_t)(n + 1) * sizeof(fe_arg))};
   for (int k = 0; k < n; k++) a.items[k] = a_ident(names[k]);
@@ -142,6 +143,7 @@ static void add_cmd(cmdlist *c, const char *name, int nargs, ...) {
     if (k) fputs(", ", f);
     if (a->kind == FE_ARG_IDENT) fputs(a->name, f);
     else if (a->kind == FE_ARG_INT) fprintf(f, "%lld", (long long)a->ival);
+    else if (a->kind == FE_ARG_LEVEL) fprintf(f, "%s[%lld]", a->name, (long long)a->ival);
     else {
       fputc('{', f);
       for (int q = 0; q < a->nitems; q++) fprintf(f, "%s%s", q ? ", " : "", a->items[q].name);
@@ -322,7 +324,10 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
   const ir_program *ir = u->ir;
   if (s->ast->ncmds) return "it has schedule commands";
   if (ir->machine < 0) return "the program has no machine";
-  if (p->machines[ir->machine].nlevels != 1) return "the machine is hierarchical (the owner-computes default applies)";
+  const fe_machine *M = &p->machines[ir->machine];
+  if (M->nlevels > 2) return "the machine has more than two levels (the owner-computes default applies)";
+  if (M->nlevels == 2 && M->levels[1].ndims > M->levels[0].ndims)
+    return "the machine's inner level has more dims than level 0 (the owner-computes default applies)";
   if (u->cuda) return "the CUDA target (the owner-computes default applies)";
   int lhs = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
   if (lhs >= 0 && lw_sparse(p, lhs)) return "it writes a sparse tensor (the owner-computes default applies)";
@@ -373,7 +378,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   const ir_stmt *s = &u->ir->stmts[i];
   const ir_stmt *base = s->before_owner ? s->before_owner : s;
   const fe_machine *M = &p->machines[u->ir->machine];
-  const int k = M->levels[0].ndims;
+  const int k = M->levels[0].ndims, k1 = M->nlevels > 1 ? M->levels[1].ndims : 0;
   S->ncand = 0;
   S->best = HUGE_VAL, S->pruned = 0;
   /* the default first: ties keep it */
@@ -415,116 +420,145 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       for (int r = 0; r < q; r++) distinct &= pick[r] != pick[q];
     }
     if (!distinct) continue;
-    char *taken[64], *outer[FE_MAX_DIMS], *inner[FE_MAX_DIMS], *targ[FE_MAX_DIMS];
-    int ntaken = 0;
+    char *taken[64], *outer[FE_MAX_DIMS], *inner0[FE_MAX_DIMS], *targ[FE_MAX_DIMS];
+    int ntaken0 = 0;
     for (int q = 0; q < k; q++) {
       targ[q] = (char *)s->vars[vars[pick[q]]].name;
-      outer[q] = fresh(s, p, taken, &ntaken, targ[q], "o");
-      inner[q] = fresh(s, p, taken, &ntaken, targ[q], "i");
+      outer[q] = fresh(s, p, taken, &ntaken0, targ[q], "o");
+      inner0[q] = fresh(s, p, taken, &ntaken0, targ[q], "i");
     }
-    cmdlist d = {0};
-    add_cmd(&d, "distribute", 4, a_list(k, targ), a_list(k, outer), a_list(k, inner), a_ident(M->name));
-    /* the loops under the distributed ones: the variables in their order, the distributed
-     * ones by their inner loops */
-    char *under[16];
-    int nunder = 0;
-    /* a loop of an index variable, or the inner loop of a distributed one, that no sum runs
-     * over: what the rank's threads may split */
-    const char *par = NULL;
-    for (int q = 0; q < nl; q++) {
-      int at = -1;
-      for (int x = 0; x < k; x++)
-        if (pick[x] == q) at = x;
-      under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
-      if (!par && !summed[q]) par = under[nunder - 1];
-    }
-    int at_d = S->ncand;
-    consider_kernels(S, i, &d, nunder, under, par);
-    /* what the distribution alone receives: its panels (below) receive the same bytes in
-     * more messages */
-    double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? S->cand[at_d].cost.wire_bytes / S->m->bandwidth : -1;
-    /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
-    for (int r = 0; r < nl; r++) {
-      bool used = false;
-      for (int q = 0; q < k; q++) used |= pick[q] == r;
-      if (used || !summed[r] || !nreads) continue;
-      int64_t E;
-      sym_env env = {.params = S->params};
-      if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
-      /* panels of a half, a quarter, ... a 64th (COSMA's sequential steps: more steps hide
-       * more of the communication under the loops and hold smaller buffers, at more
-       * messages), at least 128 wide: a leaf kernel over a thinner panel runs far below its
-       * rate; and (w == NW) as many panels as grid dim 0 has ranks, rotated along the grid
-       * so that each step's panel is a neighbour's (Cannon: shifts instead of broadcasts
-       * where the grid is square) */
-      enum { NW = 6 };
-      int64_t widths[NW];
-      for (int w = 0; w < NW; w++) widths[w] = (E + (2 << w) - 1) / (2 << w);
-      const fe_size *g0 = &M->levels[0].dims[0];
-      for (int w = 0; w <= NW; w++) {
-        if (w < NW && ((w && widths[w] == widths[w - 1]) || widths[w] < 128)) continue;
-        if (w < NW && bytes_bound >= 0 &&
-            dominated(S, bytes_bound, 1 + (S->m->threads > 1) + (int)(sizeof kernels / sizeof kernels[0])))
-          continue;
-        char *t2[64];
-        int nt2 = ntaken;
-        memcpy(t2, taken, (size_t)ntaken * sizeof *t2);
-        const char *rn = s->vars[vars[r]].name;
-        char *ro = fresh(s, p, t2, &nt2, rn, "o"), *ri = fresh(s, p, t2, &nt2, rn, "i");
-        char *order[FE_MAX_DIMS + 2];
-        int no = 0;
-        order[no++] = ro;
-        for (int q = 0; q < k; q++) order[no++] = inner[q];
-        order[no++] = ri;
-        cmdlist ds = d;
-        if (w < NW) {
-          add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
-          add_cmd(&ds, "reorder", 1, a_list(no, order));
-          add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
-        } else {
-          char *rs = fresh(s, p, t2, &nt2, rn, "s");
-          add_cmd(&ds, "divide", 4, a_ident(rn), a_ident(ro), a_ident(ri),
-                  g0->is_param ? a_ident(p->params[g0->param].name) : a_int(g0->value));
-          add_cmd(&ds, "reorder", 1, a_list(no, order));
-          add_cmd(&ds, "rotate", 3, a_ident(ro), a_list(k, outer), a_ident(rs));
-          add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(rs));
+    cmdlist d0 = {0};
+    add_cmd(&d0, "distribute", 4, a_list(k, targ), a_list(k, outer), a_list(k, inner0), a_ident(M->name));
+    /* a machine of two levels: every ordered choice of k1 of these inner loops for the inner
+     * level's k1 dims, distributed onto M[1] by a second compound distribute (their inner
+     * loops then stand for them below, as in examples/hier_summa.dtl) */
+    int64_t ncode1 = 1;
+    for (int q = 0; q < k1; q++) ncode1 *= k;
+    for (int64_t code1 = 0; code1 < ncode1; code1++) {
+      int pick1[FE_MAX_DIMS];
+      int64_t c1 = code1;
+      bool distinct1 = true;
+      for (int q = 0; q < k1; q++) {
+        pick1[q] = (int)(c1 % k), c1 /= k;
+        for (int r = 0; r < q; r++) distinct1 &= pick1[r] != pick1[q];
+      }
+      if (!distinct1) continue;
+      char *inner[FE_MAX_DIMS];
+      memcpy(inner, inner0, sizeof inner);
+      int ntaken = ntaken0;
+      cmdlist d = d0;
+      if (k1) {
+        char *t1[FE_MAX_DIMS], *o1[FE_MAX_DIMS], *i1[FE_MAX_DIMS];
+        for (int q = 0; q < k1; q++) {
+          t1[q] = inner0[pick1[q]];
+          o1[q] = fresh(s, p, taken, &ntaken, t1[q], "o");
+          i1[q] = fresh(s, p, taken, &ntaken, t1[q], "i");
+          inner[pick1[q]] = i1[q];
         }
-        /* the loops under ro: the reorder puts ro, the inner loops and ri, in that order, at
-         * the places of those loops among the others */
-        char *loopv[16], *inside[16];
-        int nlv = 0, ni = 0, slot = 0;
-        for (int q = 0; q < nl; q++) {
-          int at = -1;
-          for (int x = 0; x < k; x++)
-            if (pick[x] == q) at = x;
-          if (q == r) {
-            loopv[nlv++] = ro;
-            loopv[nlv++] = ri;
-          } else
-            loopv[nlv++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
-        }
-        for (int q = 0; q < nlv; q++) {
-          bool listed = false;
-          for (int x = 0; x < no; x++) listed |= !strcmp(loopv[q], order[x]);
-          if (listed) loopv[q] = order[slot++];
-        }
-        bool after = false;
-        for (int q = 0; q < nlv; q++) {
-          if (after) inside[ni++] = loopv[q];
-          after |= loopv[q] == ro;
-        }
-        /* the first loop under the panels that no sum runs over */
-        const char *ppar = NULL;
-        for (int q = 0; q < ni && !ppar; q++) {
-          for (int x = 0; x < nl; x++) {
-            int at = -1;
-            for (int y = 0; y < k; y++)
-              if (pick[y] == x) at = y;
-            const char *nm = at >= 0 ? inner[at] : s->vars[vars[x]].name;
-            if (!strcmp(nm, inside[q]) && !summed[x]) ppar = inside[q];
+        add_cmd(&d, "distribute", 4, a_list(k1, t1), a_list(k1, o1), a_list(k1, i1), a_level(M->name, 1));
+      }
+      /* the loops under the distributed ones: the variables in their order, the distributed
+       * ones by their inner loops */
+      char *under[16];
+      int nunder = 0;
+      /* a loop of an index variable, or the inner loop of a distributed one, that no sum runs
+       * over: what the rank's threads may split */
+      const char *par = NULL;
+      for (int q = 0; q < nl; q++) {
+        int at = -1;
+        for (int x = 0; x < k; x++)
+          if (pick[x] == q) at = x;
+        under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
+        if (!par && !summed[q]) par = under[nunder - 1];
+      }
+      int at_d = S->ncand;
+      consider_kernels(S, i, &d, nunder, under, par);
+      /* what the distribution alone receives: its panels (below) receive the same bytes in
+       * more messages */
+      double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? S->cand[at_d].cost.wire_bytes / S->m->bandwidth : -1;
+      /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
+      for (int r = 0; r < nl; r++) {
+        bool used = false;
+        for (int q = 0; q < k; q++) used |= pick[q] == r;
+        if (used || !summed[r] || !nreads) continue;
+        int64_t E;
+        sym_env env = {.params = S->params};
+        if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
+        /* panels of a half, a quarter, ... a 64th (COSMA's sequential steps: more steps hide
+         * more of the communication under the loops and hold smaller buffers, at more
+         * messages), at least 128 wide: a leaf kernel over a thinner panel runs far below its
+         * rate; and (w == NW) as many panels as grid dim 0 has ranks, rotated along the grid
+         * so that each step's panel is a neighbour's (Cannon: shifts instead of broadcasts
+         * where the grid is square) */
+        enum { NW = 6 };
+        int64_t widths[NW];
+        for (int w = 0; w < NW; w++) widths[w] = (E + (2 << w) - 1) / (2 << w);
+        const fe_size *g0 = &M->levels[0].dims[0];
+        for (int w = 0; w <= NW; w++) {
+          if (w < NW && ((w && widths[w] == widths[w - 1]) || widths[w] < 128)) continue;
+          if (w < NW && bytes_bound >= 0 &&
+              dominated(S, bytes_bound, 1 + (S->m->threads > 1) + (int)(sizeof kernels / sizeof kernels[0])))
+            continue;
+          char *t2[64];
+          int nt2 = ntaken;
+          memcpy(t2, taken, (size_t)ntaken * sizeof *t2);
+          const char *rn = s->vars[vars[r]].name;
+          char *ro = fresh(s, p, t2, &nt2, rn, "o"), *ri = fresh(s, p, t2, &nt2, rn, "i");
+          char *order[FE_MAX_DIMS + 2];
+          int no = 0;
+          order[no++] = ro;
+          for (int q = 0; q < k; q++) order[no++] = inner[q];
+          order[no++] = ri;
+          cmdlist ds = d;
+          if (w < NW) {
+            add_cmd(&ds, "split", 4, a_ident(rn), a_ident(ro), a_ident(ri), a_int(widths[w]));
+            add_cmd(&ds, "reorder", 1, a_list(no, order));
+            add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(ro));
+          } else {
+            char *rs = fresh(s, p, t2, &nt2, rn, "s");
+            add_cmd(&ds, "divide", 4, a_ident(rn), a_ident(ro), a_ident(ri),
+                    g0->is_param ? a_ident(p->params[g0->param].name) : a_int(g0->value));
+            add_cmd(&ds, "reorder", 1, a_list(no, order));
+            add_cmd(&ds, "rotate", 3, a_ident(ro), a_list(k, outer), a_ident(rs));
+            add_cmd(&ds, "communicate", 2, a_list(nreads, reads), a_ident(rs));
           }
+          /* the loops under ro: the reorder puts ro, the inner loops and ri, in that order, at
+           * the places of those loops among the others */
+          char *loopv[16], *inside[16];
+          int nlv = 0, ni = 0, slot = 0;
+          for (int q = 0; q < nl; q++) {
+            int at = -1;
+            for (int x = 0; x < k; x++)
+              if (pick[x] == q) at = x;
+            if (q == r) {
+              loopv[nlv++] = ro;
+              loopv[nlv++] = ri;
+            } else
+              loopv[nlv++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
+          }
+          for (int q = 0; q < nlv; q++) {
+            bool listed = false;
+            for (int x = 0; x < no; x++) listed |= !strcmp(loopv[q], order[x]);
+            if (listed) loopv[q] = order[slot++];
+          }
+          bool after = false;
+          for (int q = 0; q < nlv; q++) {
+            if (after) inside[ni++] = loopv[q];
+            after |= loopv[q] == ro;
+          }
+          /* the first loop under the panels that no sum runs over */
+          const char *ppar = NULL;
+          for (int q = 0; q < ni && !ppar; q++) {
+            for (int x = 0; x < nl; x++) {
+              int at = -1;
+              for (int y = 0; y < k; y++)
+                if (pick[y] == x) at = y;
+              const char *nm = at >= 0 ? inner[at] : s->vars[vars[x]].name;
+              if (!strcmp(nm, inside[q]) && !summed[x]) ppar = inside[q];
+            }
+          }
+          consider_kernels(S, i, &ds, ni, inside, ppar);
         }
-        consider_kernels(S, i, &ds, ni, inside, ppar);
       }
     }
   }

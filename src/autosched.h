@@ -3,12 +3,16 @@
  * as it would compile them; and distalc --emit schedule, the program with the chosen
  * schedules and the default distributions written out as .dtl.
  *
- * The search (per statement with no schedule commands, on a flat CPU machine, reading and
- * writing dense tensors): the owner-computes default; every assignment of the machine's k
- * grid dims to k distinct index variables (`distribute`); with a summed variable left
- * undistributed, the same with that variable split into panels (a quarter and a sixteenth of
- * its extent, at least 128 wide) that every rank receives along the grid (`split`,
- * `reorder`, `communicate`, as SUMMA); and each of these with its innermost loops replaced by
+ * The search (per statement with no schedule commands, on a CPU machine of one level or two
+ * (the inner one of at most as many dims), reading and writing dense tensors): the
+ * owner-computes default; every assignment of the machine's k grid dims to k distinct index
+ * variables (`distribute`), on a machine of two levels each with every ordered choice of k1
+ * of its inner loops for the inner level's k1 dims (a second `distribute`, onto M[1]); with
+ * a summed variable left undistributed, the same with that variable split into panels (a
+ * half, a quarter, ... a 64th of its extent, at least 128 wide) that every rank receives
+ * along the grid (`split`, `reorder`, `communicate`, as SUMMA) or divided into as many panels
+ * as grid dim 0 has ranks and rotated (`divide`, `rotate`: Cannon); each of these also with a
+ * loop on the rank's threads where the model gives it several (`parallelize`); and each of these with its innermost loops replaced by
  * every catalogue kernel the compiler accepts for them (`substitute`).  Each candidate is
  * scheduled on a copy of the program, lowered, and costed from the plan's formulas
  * (lw_stmt_cost) at the params and rank count given: predicted seconds = messages x latency

@@ -620,6 +620,17 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}], [1, 2, 4, 6],
                         compile_args=["--auto", "--ranks", "4"]))
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 3, "m": 7}], [3, 8], compile_args=["--auto", "--ranks", "4"]))
+    # a machine of two levels: the search distributes onto M and M[1] (compiled for 16 ranks in
+    # nodes of 4, and for 4 in nodes of 2), run on nodes of other sizes (simulated with
+    # DISTAL_RANKS_PER_NODE), uneven sizes
+    for np_, rpn, sizes, ca in ((1, 1, {"n": 24, "m": 20, "k": 18}, ["--ranks", "16", "--ranks-per-node", "4"]),
+                                (4, 2, {"n": 24, "m": 20, "k": 18}, ["--ranks", "16", "--ranks-per-node", "4"]),
+                                (8, 4, {"n": 13, "m": 7, "k": 29}, ["--ranks", "16", "--ranks-per-node", "4"]),
+                                (6, 3, {"n": 24, "m": 20, "k": 18}, ["--ranks", "4", "--ranks-per-node", "2"]),
+                                (3, 1, {"n": 5, "m": 11, "k": 9}, ["--ranks", "4", "--ranks-per-node", "2"]),
+                                (8, 2, {"n": 24, "m": 20, "k": 18}, ["--ranks", "4", "--ranks-per-node", "2"])):
+        runs.append(Run("programs", pr("auto_hier.dtl"), np_, sizes, validate=np_ == 4, compile_args=["--auto"] + ca,
+                        run_env={"DISTAL_RANKS_PER_NODE": str(rpn)}, label="nodes of %d" % rpn))
     # the grid's shape chosen with the layouts and schedules, at compile time (for 8 ranks, a
     # flat product: 1 x 8) and in plan_create (compiled once), uneven sizes
     runs.extend(_expand("programs", pr("auto_shape.dtl"), [{"m": 7, "n": 301}], [1, 2, 3, 4, 6, 8],

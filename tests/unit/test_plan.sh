@@ -53,7 +53,7 @@ field() {
     /^  (read|write) / {
       split($0, w, " "); cur = w[1] " " w[2]; line = $0; sub(/^  /, "", line); next
     }
-    cur == key && /^    bytes per rank: 0$/ { print 0, 0, 0, 0, line; exit }
+    cur == key && /^    bytes per rank: 0( \(.*\))?$/ { print 0, 0, 0, 0, line; exit }
     cur == key && /^    bytes per rank \(rank 0\): / {
       # bytes per rank (rank 0): BYTES = STEPS steps, ELEMENTS elements of SIZE bytes
       print $10, $8, $13, $6, line; exit
