@@ -372,6 +372,17 @@ static int cmp_cand(const void *a, const void *b) {
   return p->cost.buffer < q->cost.buffer ? -1 : p->cost.buffer > q->cost.buffer;
 }
 
+/* choice number `code` (0 .. n^k - 1) of k of n things, in order: pick[q] = digit q of code in
+ * base n; false where two repeat (not a choice of distinct things) */
+static bool ordered_choice(int64_t code, int n, int k, int *pick) {
+  bool distinct = true;
+  for (int q = 0; q < k; q++) {
+    pick[q] = (int)(code % n), code /= n;
+    for (int r = 0; r < q; r++) distinct &= pick[r] != pick[q];
+  }
+  return distinct;
+}
+
 static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   dc_unit *u = S->u;
   const fe_program *p = u->ast;
@@ -413,13 +424,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   int64_t total = 1;
   for (int q = 0; q < k; q++) total *= nl;
   for (int64_t code = 0; code < total && k <= nl; code++) {
-    int64_t c = code;
-    bool distinct = true;
-    for (int q = 0; q < k; q++) {
-      pick[q] = (int)(c % nl), c /= nl;
-      for (int r = 0; r < q; r++) distinct &= pick[r] != pick[q];
-    }
-    if (!distinct) continue;
+    if (!ordered_choice(code, nl, k, pick)) continue;
     char *taken[64], *outer[FE_MAX_DIMS], *inner0[FE_MAX_DIMS], *targ[FE_MAX_DIMS];
     int ntaken0 = 0;
     for (int q = 0; q < k; q++) {
@@ -436,13 +441,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     for (int q = 0; q < k1; q++) ncode1 *= k;
     for (int64_t code1 = 0; code1 < ncode1; code1++) {
       int pick1[FE_MAX_DIMS];
-      int64_t c1 = code1;
-      bool distinct1 = true;
-      for (int q = 0; q < k1; q++) {
-        pick1[q] = (int)(c1 % k), c1 /= k;
-        for (int r = 0; r < q; r++) distinct1 &= pick1[r] != pick1[q];
-      }
-      if (!distinct1) continue;
+      if (!ordered_choice(code1, k, k1, pick1)) continue;
       char *inner[FE_MAX_DIMS];
       memcpy(inner, inner0, sizeof inner);
       int ntaken = ntaken0;
