@@ -553,11 +553,6 @@ static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
  * vals (the params, grid params without a value -1); false where the ranks do not form the
  * grid or there are fewer shapes (at most SHAPES_MAX are tried).  A flat machine only. */
 enum { SHAPES_MAX = 64 };
-/* Another shape replaces the solver's where predicted faster than this fraction of its time
- * (compile time and plan_create alike): predictions within 1% are near-ties of the model (a
- * product whose communication hides under its loops), where the balanced shape receives the
- * fewest bytes. */
-#define SHAPE_MARGIN DTL_SHAPE_MARGIN
 static bool grid_shape(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks, int shape) {
   int param[FE_MAX_DIMS];
   int64_t lit[FE_MAX_DIMS];
@@ -587,12 +582,15 @@ static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
 
 /* --auto's grid shape where it is free (shape_is_free): each shape of the grid at `ranks`
  * ranks (grid_shape) with its own layouts (dc_auto_layouts) and schedules (dc_auto): the
- * solver's shape unless another's whole program is predicted more than 1% faster
- * (dc_program_seconds; SHAPE_MARGIN, as plan_create), then the fastest (ties: the earlier).  given: the params before the grid was solved; vals: solved,
- * set to the chosen shape.  Appends one line to *report (malloc'ed, NULL: none yet).  Returns
- * the chosen shape's number (-1: none could be costed, vals unchanged). */
+ * solver's shape unless another's whole program is predicted faster than DTL_SHAPE_MARGIN of
+ * its time (as plan_create: within 1% the model sees near-ties, where the balanced shape
+ * receives the fewest bytes), then the fastest (ties: the earlier).  given: the params before
+ * the grid was solved; vals: solved, set to the chosen shape.  Appends one line to *report
+ * (malloc'ed, NULL: none yet).  Returns the chosen shape's number (-1: none could be costed,
+ * vals unchanged) with, in *text and *layouts, what dc_auto_layouts wrote for it (malloc'ed;
+ * NULL where no layout is left to choose). */
 static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64_t *given, int64_t *vals, int64_t ranks,
-                         int64_t mem, const dc_machine_model *mm, char **report) {
+                         int64_t mem, const dc_machine_model *mm, char **report, char **text, char **layouts) {
   const fe_program *prog = u->ast;
   const fe_machine *M = &prog->machines[u->ir->machine];
   int np = prog->nparams;
@@ -600,32 +598,37 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
   double bs = 0, s0 = 0;
   int nshapes = 0, at = -1;
   bool have0 = false;
+  char *text0 = NULL, *lay0 = NULL, *tbest = NULL, *lbest = NULL; /* the layouts of shape 0 and of the best other */
   for (int k = 0; v && best; k++) {
     memcpy(v, given, sizeof *v * (size_t)(np + 1));
     if (!grid_shape(prog, M, v, ranks, k)) break;
     nshapes++;
-    dc_machine_model m2 = *mm;
-    char *lay = NULL, *text = dc_auto_layouts(u, v, mem, &m2, &lay);
+    char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, &lay);
     dc_unit *w = NULL;
     double s;
     bool ok;
-    if (text && dc_compile(input, text, strlen(text), &(dc_options){.target = tg, .no_lower = true}, &w) == DC_OK) {
+    if (t && dc_compile(input, t, strlen(t), &(dc_options){.target = tg, .no_lower = true}, &w) == DC_OK) {
       w->no_fuse = u->no_fuse;
-      ok = dc_program_seconds(w, v, mem, &m2, &s);
+      ok = dc_program_seconds(w, v, mem, mm, &s);
       dc_unit_free(w);
     } else
-      ok = !text && dc_program_seconds(u, v, mem, &m2, &s);
-    free(text);
-    free(lay);
-    if (!ok) continue;
-    if (k == 0) {
+      ok = !t && dc_program_seconds(u, v, mem, mm, &s);
+    if (ok && k == 0) {
       s0 = s, have0 = true;
-      continue;
+      text0 = t, lay0 = lay, t = lay = NULL;
+    } else if (ok && (at < 0 || s < bs * (1 - 1e-6))) {
+      at = k, bs = s, memcpy(best, v, sizeof *v * (size_t)(np + 1));
+      free(tbest), free(lbest);
+      tbest = t, lbest = lay, t = lay = NULL;
     }
-    if (at < 0 || s < bs * (1 - 1e-6)) at = k, bs = s, memcpy(best, v, sizeof *v * (size_t)(np + 1));
+    free(t);
+    free(lay);
   }
-  if (have0 && (at < 0 || bs >= s0 * SHAPE_MARGIN)) at = 0, bs = s0; /* the solver's unless another is clearly faster */
+  if (have0 && (at < 0 || bs >= s0 * DTL_SHAPE_MARGIN)) at = 0, bs = s0; /* the solver's unless another is clearly faster */
   if (at > 0) memcpy(vals, best, sizeof *vals * (size_t)np);
+  *text = at == 0 ? text0 : at > 0 ? tbest : NULL, *layouts = at == 0 ? lay0 : at > 0 ? lbest : NULL;
+  if (at != 0) free(text0), free(lay0);
+  if (at <= 0) free(tbest), free(lbest);
   char line[1024];
   int w = snprintf(line, sizeof line, "  grid: %s(", M->name);
   for (int d = 0; d < M->levels[0].ndims && w < (int)sizeof line; d++) {
@@ -774,7 +777,6 @@ int main(int argc, char **argv) {
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
     int64_t r = ranks, pn = per_node;
-    free(given);
     given = vals ? malloc(sizeof *given * (size_t)(prog->nparams + 1)) : NULL;
     if (given) memcpy(given, vals, sizeof *given * (size_t)(prog->nparams + 1));
     if (!given || !solve_grid(prog, ir, vals, &r, &pn, true)) {
@@ -795,13 +797,15 @@ int main(int argc, char **argv) {
     /* the shape at compile time only for the rank count of --ranks (without it, the layouts and
      * variant 0 are chosen on the solver's shape and plan_create chooses the shape) */
     u->shape_free = shape_is_free(u, given);
+    int shape = -1; /* choose_shape's choice, its layouts already chosen */
+    char *text2 = NULL;
     if (u->shape_free && !ranks)
       shape_line = strdup("  the solver's shape here (no --ranks): plan_create chooses the shape for the rank count of the run\n");
-    else if (u->shape_free && choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line) > 0) {
+    else if (u->shape_free && (shape = choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line, &text2, &layouts)) > 0) {
       shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
       if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
     }
-    char *text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
+    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
     if (text2) {
       dc_unit *u2 = NULL;
       if (dc_compile(input, text2, strlen(text2), &(dc_options){.target = tg, .no_lower = true}, &u2) == DC_OK) {
