@@ -113,25 +113,22 @@ static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk
 }
 
 /* the broadcast weights of m at params (1, 1: not a broadcast) */
-static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm) {
-  unsigned mask = m->bcast;
-  bool equal = m->nassume > 1;
-  for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
-  if (equal) mask = m->alt_bcast;
-  *wb = *wm = 1;
-  if (equal ? m->alt_exchange : m->exchange) *wb = LW_EXCHANGE_WEIGHT;
-  unsigned red = equal ? m->alt_reduce : m->reduce;
-  if (red) { /* a reduction among one rank moves nothing */
-    int64_t q = 1, d;
-    for (int g = 0; g < sp->ndims; g++)
-      if (red >> g & 1) q *= sym_eval(sp->dims[g], env, &d) && d > 0 ? d : 1;
-    if (q == 1) *wb = *wm = 0;
-  }
-  if (!mask) return;
+/* the ranks along the grid dims of mask at env's params */
+static int64_t group_ranks(const sp_program *sp, unsigned mask, sym_env *env) {
   int64_t q = 1, d;
   for (int g = 0; g < sp->ndims; g++)
     if (mask >> g & 1) q *= sym_eval(sp->dims[g], env, &d) && d > 0 ? d : 1;
-  lw_bcast_weight(q, wb, wm);
+  return q;
+}
+
+static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm) {
+  bool equal = m->nassume > 1;
+  for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
+  unsigned mask = equal ? m->alt_bcast : m->bcast, red = equal ? m->alt_reduce : m->reduce;
+  *wb = *wm = 1;
+  if (equal ? m->alt_exchange : m->exchange) *wb = LW_EXCHANGE_WEIGHT;
+  if (red && group_ranks(sp, red, env) == 1) *wb = *wm = 0; /* a reduction among one rank moves nothing */
+  if (mask) lw_bcast_weight(group_ranks(sp, mask, env), wb, wm);
 }
 
 /* the cost at one rank's coordinates */
