@@ -1989,6 +1989,9 @@ int cg_emit(FILE *h, FILE *c, FILE *cu, const sp_program *sp, const cg_options *
   for (int t = 0; t < sp->ntensors; t++)
     if (!sp->tensors[t].temp) cg_tensor_param(c, sp, t);
   fputs(") {\n  if (!dtl_plan || !dtl_plan->ctx) return 1;\n  dtl_plan->err[0] = 0;\n  dtl_plan->iters = 0;\n", c);
+  if (sp->cuda)
+    fputs("  /* the blocks may come from the application's copies on the default stream */\n"
+          "  if (dtl_cu_after_default(dtl_plan->ctx)) return 1;\n", c);
   if (has_halo(sp)) fputs("  dtl_plan->epoch++; /* the sparse pieces may have changed since the last call */\n", c);
   for (int t = 0; t < sp->ntensors; t++) {
     const sp_tensor *x = &sp->tensors[t];

@@ -44,6 +44,7 @@ typedef struct {
   int device;
   cudaStream_t compute, comm;
   cudaEvent_t computed, communicated; /* hand-overs of blocking operations (reused) */
+  cudaEvent_t entered;                /* the default stream's work before a compute call */
   cublasHandle_t blas;                /* bound to the compute stream */
   ncclComm_t grid;                    /* over ctx->cart, rank = cart rank; NULL on one rank */
   bool have[NMASKS];                  /* masks attached */
@@ -247,14 +248,21 @@ int dtl_cu_memcpy(dtl_ctx *ctx, void *dst, const void *src, size_t bytes) {
   return e == cudaSuccess ? 0 : cuda_fail(ctx, e, "memcpy: cudaMemcpyAsync");
 }
 
-/* cudaMemcpy runs on the default stream, which does not wait for non-blocking streams: the
- * compute stream is synchronized first. */
+/* A copy between host and device memory that is complete when it returns, ordered after the
+ * work queued so far on both streams of the context and on the default stream.  Not
+ * cudaMemcpy: from pageable host memory it may return before its copy has landed, on the
+ * default stream, which the non-blocking compute stream does not wait for, so that a kernel
+ * queued next could read the destination before the data arrives. */
 static int sync_copy(dtl_ctx *ctx, void *dst, const void *src, size_t bytes,
                      enum cudaMemcpyKind kind, const char *what) {
   cudaStream_t s = compute_stream(ctx);
-  cudaError_t e = s ? cudaStreamSynchronize(s) : cudaDeviceSynchronize();
+  cudaError_t e = s ? cudaStreamSynchronize(((dev_state *)ctx->dev)->comm) : cudaSuccess;
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(NULL); /* the application's copies and kernels before the call */
   if (e == cudaSuccess && bytes > 0)
-    e = cudaMemcpy(dst, src, bytes, kind);
+    e = cudaMemcpyAsync(dst, src, bytes, kind, s);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(s);
   return e == cudaSuccess ? 0 : cuda_fail(ctx, e, what);
 }
 
@@ -319,7 +327,8 @@ static int local_setup(dtl_ctx *ctx, dev_state *st) {
       (e = cudaStreamCreateWithFlags(&st->comm, cudaStreamNonBlocking)) != cudaSuccess)
     return cuda_fail(ctx, e, "dtl_cu_attach: cudaStreamCreateWithFlags");
   if ((e = cudaEventCreateWithFlags(&st->computed, cudaEventDisableTiming)) != cudaSuccess ||
-      (e = cudaEventCreateWithFlags(&st->communicated, cudaEventDisableTiming)) != cudaSuccess)
+      (e = cudaEventCreateWithFlags(&st->communicated, cudaEventDisableTiming)) != cudaSuccess ||
+      (e = cudaEventCreateWithFlags(&st->entered, cudaEventDisableTiming)) != cudaSuccess)
     return cuda_fail(ctx, e, "dtl_cu_attach: cudaEventCreateWithFlags");
   cublasStatus_t s = cublasCreate(&st->blas);
   if (s != CUBLAS_STATUS_SUCCESS) {
@@ -352,6 +361,8 @@ static void release(void *p) {
     cudaEventDestroy(st->computed);
   if (st->communicated)
     cudaEventDestroy(st->communicated);
+  if (st->entered)
+    cudaEventDestroy(st->entered);
   if (st->compute)
     cudaStreamDestroy(st->compute);
   if (st->comm)
@@ -425,6 +436,16 @@ fail:
 }
 
 void *dtl_cu_stream(dtl_ctx *ctx) { return (void *)compute_stream(ctx); }
+
+int dtl_cu_after_default(dtl_ctx *ctx) {
+  dev_state *st = state(ctx, "after_default");
+  if (!st)
+    return 1;
+  cudaError_t e = cudaEventRecord(st->entered, NULL);
+  if (e == cudaSuccess)
+    e = cudaStreamWaitEvent(st->compute, st->entered, 0);
+  return e == cudaSuccess ? 0 : cuda_fail(ctx, e, "ordering the computation after the default stream");
+}
 
 int dtl_cu_sync(dtl_ctx *ctx) {
   dev_state *st = ctx->dev && ctx->dev_free == release ? ctx->dev : NULL;

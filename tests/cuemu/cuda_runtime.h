@@ -99,6 +99,9 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
  * launch (DTL_LAUNCH of distal/kernel.cuh, which declares them too). */
 void cuemu_device_enter(void);
 void cuemu_device_leave(void);
+/* A kernel launch on this stream: the default stream's late copies land first unless the
+ * stream is non-blocking. */
+void cuemu_stream_op(void *stream);
 
 /* ---- errors ------------------------------------------------------------------------------ */
 const char *cudaGetErrorString(cudaError_t error);

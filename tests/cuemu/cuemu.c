@@ -23,12 +23,22 @@
  * debugger).
  *
  * Streams run everything at once, in the calling thread, so events and waits are
- * bookkeeping only (the handles are still checked).  NCCL communicators wrap a duplicate of
+ * bookkeeping only (the handles are still checked), with one exception that CUDA documents
+ * and a GPU shows: a copy from host to device memory queued on the default stream
+ * (cudaMemcpy, or cudaMemcpyAsync on stream 0) returns once its source is staged, and lands
+ * later, in the order of the default stream, which streams created with
+ * cudaStreamNonBlocking do not follow.  The emulation lands such copies at the latest point
+ * CUDA allows: before the next work ordered after the default stream (on it or on a blocking
+ * stream, an event recorded or a synchronization there, cudaDeviceSynchronize, cudaMalloc and
+ * cudaFree).  Device code that reads the destination from a non-blocking stream before then
+ * reads what was there before the copy, as a kernel may on a GPU.  CUEMU_EAGER_COPIES=1,
+ * read at each copy, lands them at once.  NCCL communicators wrap a duplicate of
  * the MPI communicator named by cuemu_use_comm; operations are MPI nonblocking calls that the
  * outermost ncclGroupEnd completes (an operation outside a group is its own group).  cuBLAS
  * calls are validated as cuBLAS documents and run by CBLAS.
  *
- * Not emulated: concurrency between streams (a missing event or stream wait goes unnoticed),
+ * Not emulated: concurrency between streams otherwise (a missing event or stream wait between
+ * two non-blocking streams goes unnoticed),
  * the other half of the separation of device from host memory (a kernel, a plain C function
  * here, can read host memory), host accesses from one thread while another one runs a device
  * operation (the memory is open to the whole process then), several ranks sharing one
@@ -354,7 +364,11 @@ cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return need_device("cudaDeviceSynchronize"); }
+static void land(void);
+cudaError_t cudaDeviceSynchronize(void) {
+  land();
+  return need_device("cudaDeviceSynchronize");
+}
 
 const char *cudaGetErrorString(cudaError_t error) {
   switch (error) { /* the real runtime's wording */
@@ -403,6 +417,74 @@ static cudaError_t check_event(const char *fn, cudaEvent_t ev) {
   return cudaSuccess;
 }
 
+/* ---- the default stream's late copies (see the top of the file) --------------------------- */
+typedef struct {
+  void *dst, *staged;
+  size_t count;
+} late_copy;
+static late_copy *late;
+static size_t nlate, cap_late;
+
+/* Land every late copy, in the order they were queued. */
+static void land(void) {
+  pthread_mutex_lock(&lock);
+  late_copy *l = late;
+  size_t n = nlate;
+  late = NULL;
+  nlate = cap_late = 0;
+  pthread_mutex_unlock(&lock);
+  if (n == 0) {
+    free(l);
+    return;
+  }
+  cuemu_device_enter();
+  for (size_t i = 0; i < n; i++) memmove(l[i].dst, l[i].staged, l[i].count);
+  cuemu_device_leave();
+  for (size_t i = 0; i < n; i++) free(l[i].staged);
+  free(l);
+}
+
+/* Work queued on stream s is ordered after the default stream's unless s is non-blocking. */
+static void ordered(cudaStream_t s) {
+  if (!s || !(s->flags & cudaStreamNonBlocking))
+    land();
+}
+
+static bool eager_copies(void) {
+  const char *e = getenv("CUEMU_EAGER_COPIES");
+  return e && *e && strcmp(e, "0") != 0;
+}
+
+/* Queue the copy of count bytes of host memory src to device memory dst on the default
+ * stream: the source is staged now, the copy lands later.  False without host memory. */
+static bool queue_late(void *dst, const void *src, size_t count) {
+  void *staged = malloc(count);
+  if (!staged)
+    return false;
+  memcpy(staged, src, count);
+  pthread_mutex_lock(&lock);
+  if (nlate == cap_late) {
+    size_t cap = cap_late ? 2 * cap_late : 16;
+    late_copy *g = realloc(late, cap * sizeof *g);
+    if (!g) {
+      pthread_mutex_unlock(&lock);
+      free(staged);
+      return false;
+    }
+    late = g;
+    cap_late = cap;
+  }
+  late[nlate++] = (late_copy){dst, staged, count};
+  pthread_mutex_unlock(&lock);
+  return true;
+}
+
+/* A kernel launch on stream (DTL_LAUNCH in distal/kernel.cuh). */
+void cuemu_stream_op(void *stream) {
+  if (stream_ok((cudaStream_t)stream))
+    ordered((cudaStream_t)stream);
+}
+
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
   const char *fn = "cudaStreamCreateWithFlags";
   if (!pStream)
@@ -432,7 +514,10 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return check_stream("cudaStreamSynchronize", stream);
+  cudaError_t e = check_stream("cudaStreamSynchronize", stream);
+  if (!e)
+    ordered(stream);
+  return e;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
@@ -442,6 +527,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     e = check_event(fn, event);
   if (!e && flags != 0)
     e = cuda_fail(cudaErrorInvalidValue, fn, "unknown flags %#x", flags);
+  if (!e)
+    ordered(stream);
   return e;
 }
 
@@ -470,8 +557,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   cudaError_t e = check_event("cudaEventRecord", event);
   if (!e)
     e = check_stream("cudaEventRecord", stream);
-  if (!e)
+  if (!e) {
+    ordered(stream);
     event->recorded = true;
+  }
   return e;
 }
 
@@ -572,6 +661,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   if (!devPtr)
     return cuda_fail(cudaErrorInvalidValue, "cudaMalloc", "devPtr is NULL");
   *devPtr = NULL;
+  land();
   cudaError_t e = need_device("cudaMalloc");
   if (e)
     return e;
@@ -601,6 +691,7 @@ cudaError_t cudaFree(void *devPtr) {
   size_t pages;
   if (!devPtr)
     return cudaSuccess;
+  land();
   if (!alloc_remove(devPtr, &pages))
     return cuda_fail(cudaErrorInvalidValue, "cudaFree",
                      "%p is not the start of a live device allocation", devPtr);
@@ -629,7 +720,7 @@ static const char *kind_name(int kind) {
  * memory (the real runtime does not check either; a wrong kind is undefined behaviour on a
  * GPU).  cudaMemcpyDefault and HostToHost copy anything. */
 static cudaError_t copy(const char *fn, void *dst, const void *src, size_t count,
-                        enum cudaMemcpyKind kind) {
+                        enum cudaMemcpyKind kind, cudaStream_t stream) {
   int k = (int)kind;
   if (k < cudaMemcpyHostToHost || k > cudaMemcpyDefault)
     return cuda_fail(cudaErrorInvalidValue, fn, "invalid cudaMemcpyKind %d", k);
@@ -654,6 +745,9 @@ static cudaError_t copy(const char *fn, void *dst, const void *src, size_t count
   if (k == cudaMemcpyDeviceToHost && is_dev(dst))
     return cuda_fail(cudaErrorInvalidValue, fn, "DeviceToHost: the destination %p is device memory",
                      dst);
+  if (!stream && dst_dev && !src_dev && !eager_copies() && queue_late(dst, src, count))
+    return cudaSuccess;
+  ordered(stream);
   cuemu_device_enter();
   memmove(dst, src, count);
   cuemu_device_leave();
@@ -661,13 +755,13 @@ static cudaError_t copy(const char *fn, void *dst, const void *src, size_t count
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  return copy("cudaMemcpy", dst, src, count, kind);
+  return copy("cudaMemcpy", dst, src, count, kind, NULL);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   cudaError_t e = check_stream("cudaMemcpyAsync", stream);
-  return e ? e : copy("cudaMemcpyAsync", dst, src, count, kind);
+  return e ? e : copy("cudaMemcpyAsync", dst, src, count, kind, stream);
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
@@ -680,6 +774,7 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
   if (!dev_range(devPtr, count))
     return cuda_fail(cudaErrorInvalidValue, fn, "[%p, +%zu) is not inside a live device allocation",
                      devPtr, count);
+  ordered(stream);
   cuemu_device_enter();
   memset(devPtr, value, count);
   cuemu_device_leave();
@@ -982,6 +1077,7 @@ static ncclResult_t check_comm(const char *fn, ncclComm_t comm, cudaStream_t str
     return nccl_fail(ncclInvalidArgument, fn, "comm %p is not a live communicator", (void *)comm);
   if (!stream_ok(stream)) /* NCCL reports the failing CUDA call */
     return nccl_fail(ncclUnhandledCudaError, fn, "stream %p is not a live stream", (void *)stream);
+  ordered(stream);
   return ncclSuccess;
 }
 
@@ -1350,6 +1446,7 @@ static cublasStatus_t check_scalars_stream(const char *fn, cublasHandle_t handle
   if (!stream_ok(handle->stream))
     return blas_fail(CUBLAS_STATUS_INVALID_VALUE, fn, "the handle's stream %p was destroyed",
                      (void *)handle->stream);
+  ordered(handle->stream);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -419,6 +419,70 @@ static void test_memory(void **state) {
   all_ok();
 }
 
+/* ---- the default stream's late copies ------------------------------------------------------
+ * A cudaMemcpy from host memory lands in the order of the default stream, which a
+ * non-blocking stream does not follow: work queued there before a synchronization with the
+ * default stream reads what was there before. */
+static void expect_d(cudaStream_t s, const double *d, double first, double last, const char *when) {
+  double back[4] = {-1, -1, -1, -1};
+  CHECK(cudaMemcpyAsync(back, d, sizeof back, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+  CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECKF(back[0] == first && back[3] == last, "%s: read %g .. %g, expected %g .. %g", when,
+         back[0], back[3], first, last);
+}
+
+static void test_late_copies(void **state) {
+  (void)state;
+  setenv("CUEMU_EAGER_COPIES", "0", 1);
+  cudaStream_t nb = NULL, bl = NULL;
+  cudaEvent_t ev = NULL;
+  CHECK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking) == cudaSuccess);
+  CHECK(cudaStreamCreateWithFlags(&bl, 0) == cudaSuccess);
+  CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) == cudaSuccess);
+  double a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, *d = NULL, *e = NULL;
+  CHECK(cudaMalloc((void **)&d, sizeof a) == cudaSuccess);
+  CHECK(cudaMalloc((void **)&e, sizeof a) == cudaSuccess);
+  CHECK(cudaMemsetAsync(d, 0, sizeof a, nb) == cudaSuccess);
+
+  CHECK(cudaMemcpy(d, a, sizeof a, cudaMemcpyHostToDevice) == cudaSuccess);
+  a[0] = 100; /* the source was staged by the call */
+  CHECK(cudaMemcpyAsync(e, d, sizeof a, cudaMemcpyDeviceToDevice, nb) == cudaSuccess);
+  expect_d(nb, e, 0, 0, "a non-blocking stream before the copy landed");
+  CHECK(cudaStreamSynchronize(NULL) == cudaSuccess);
+  expect_d(nb, d, 1, 4, "after cudaStreamSynchronize(0)");
+
+  CHECK(cudaMemcpy(d, b, sizeof b, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaMemsetAsync(e, 0, sizeof b, bl) == cudaSuccess);
+  expect_d(nb, d, 5, 8, "after work on a blocking stream");
+
+  CHECK(cudaMemcpyAsync(d, a, sizeof a, cudaMemcpyHostToDevice, NULL) == cudaSuccess);
+  expect_d(nb, d, 5, 8, "cudaMemcpyAsync on stream 0, before");
+  CHECK(cudaEventRecord(ev, NULL) == cudaSuccess);
+  CHECK(cudaStreamWaitEvent(nb, ev, 0) == cudaSuccess);
+  expect_d(nb, d, 100, 4, "after an event recorded on stream 0");
+
+  CHECK(cudaMemcpy(d, b, sizeof b, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  expect_d(nb, d, 5, 8, "after cudaDeviceSynchronize");
+
+  CHECK(cudaMemcpy(d, a, sizeof a, cudaMemcpyHostToDevice) == cudaSuccess);
+  double back[4] = {0};
+  CHECK(cudaMemcpy(back, d, sizeof back, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back[0] == 100 && back[3] == 4); /* the default stream is in order */
+
+  CHECK(cudaMemcpy(d, b, sizeof b, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaFree(e) == cudaSuccess); /* cudaFree synchronizes */
+  expect_d(nb, d, 5, 8, "after cudaFree");
+
+  setenv("CUEMU_EAGER_COPIES", "1", 1);
+  CHECK(cudaMemcpy(d, a, sizeof a, cudaMemcpyHostToDevice) == cudaSuccess);
+  expect_d(nb, d, 100, 4, "CUEMU_EAGER_COPIES=1");
+  CHECK(cudaFree(d) == cudaSuccess);
+  CHECK(cudaEventDestroy(ev) == cudaSuccess);
+  CHECK(cudaStreamDestroy(nb) == cudaSuccess && cudaStreamDestroy(bl) == cudaSuccess);
+  all_ok();
+}
+
 /* ---- streams and events ------------------------------------------------------------------------
  */
 static void test_streams_events(void **state) {
@@ -1429,6 +1493,9 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   /* the tests provoke failures on purpose: keep the emulation's explanations out of the log */
   setenv("CUEMU_QUIET", "1", 1);
+  /* the other tests queue work on non-blocking streams right after a cudaMemcpy, which a GPU
+   * may run before the copy lands: copies land at once but in test_late_copies */
+  setenv("CUEMU_EAGER_COPIES", "1", 1);
   /* rank 0 speaks for everyone: all_ok() brings the other ranks' failures to it */
   if (g_rank != 0) {
     if (!freopen("/dev/null", "w", stdout))
@@ -1451,6 +1518,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_error_strings, reset, NULL),
       cmocka_unit_test_setup_teardown(test_memory, reset, NULL),
       cmocka_unit_test_setup_teardown(test_streams_events, reset, NULL),
+      cmocka_unit_test_setup_teardown(test_late_copies, reset, NULL),
       cmocka_unit_test_setup_teardown(test_gemm, reset, NULL),
       cmocka_unit_test_setup_teardown(test_gemv, reset, NULL),
       cmocka_unit_test_setup_teardown(test_nccl_init, reset, NULL),

@@ -50,6 +50,10 @@ int dtl_gpu_assign(int nranks, int ngpus, const unsigned char *near, int *out);
 int dtl_cu_attach(dtl_ctx *ctx, int nmasks, const unsigned *masks);
 /* The compute stream (a cudaStream_t) on which generated kernels are launched. */
 void *dtl_cu_stream(dtl_ctx *ctx);
+/* Order the compute stream after the work queued so far on the default stream (the
+ * application's cudaMemcpy and kernels that fill the blocks a compute call reads); generated
+ * compute functions call it first.  Asynchronous: the host does not wait. */
+int dtl_cu_after_default(dtl_ctx *ctx);
 /* Block the host until all work of this context on both streams is done. */
 int dtl_cu_sync(dtl_ctx *ctx);
 /* Turn a CUDA error code (cudaError_t as int; 0 = success) of a kernel launch into a failure
@@ -63,8 +67,8 @@ void *dtl_cu_malloc(size_t bytes);
 void dtl_cu_free(void *p);
 /* Device to device copy of bytes, ordered on the compute stream. */
 int dtl_cu_memcpy(dtl_ctx *ctx, void *dst, const void *src, size_t bytes);
-/* Synchronous copies between host memory and device memory (any current work on the
- * compute stream completes first). */
+/* Copies between host memory and device memory, complete when they return; ordered after the
+ * work queued so far on both streams of the context and on the default stream. */
 int dtl_cu_to_host(dtl_ctx *ctx, void *host, const void *dev, size_t bytes);
 int dtl_cu_to_device(dtl_ctx *ctx, void *dev, const void *host, size_t bytes);
 /* Zero count elements of buf (compute stream). */

@@ -44,12 +44,14 @@
 #else
 /* The emulation keeps device memory PROT_NONE outside device operations, so that host code
  * that dereferences it faults as it would on a GPU; a launch opens it for the kernel's run
- * (both functions come from tests/cuemu/cuemu.c, linked into every emulated program). */
+ * (these functions come from tests/cuemu/cuemu.c, linked into every emulated program; the
+ * launch also tells it the stream, for the order of the default stream's copies). */
 #ifdef __cplusplus
 extern "C" {
 #endif
 void cuemu_device_enter(void);
 void cuemu_device_leave(void);
+void cuemu_stream_op(void *stream);
 #ifdef __cplusplus
 }
 #endif
@@ -64,9 +66,9 @@ void cuemu_device_leave(void);
  * for the copy (GCC and Clang, the compilers of the emulation). */
 #define DTL_LAUNCH(name, total, stream, args)                                                 \
   __extension__({                                                                             \
-    (void)(stream);                                                                           \
     if ((total) > 0) {                                                                        \
       __typeof__(args) dtl_launch_args_ = (args);                                             \
+      cuemu_stream_op((void *)(stream));                                                      \
       cuemu_device_enter();                                                                   \
       name(dtl_launch_args_);                                                                 \
       cuemu_device_leave();                                                                   \
