@@ -14,13 +14,21 @@
  * schedules (the absolute values only scale the predictions). */
 const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .threads = 1};
 
+/* A rank of a GPU machine (the CUDA target): about 25 GB/s received through NCCL (a
+ * 200 Gb/s network; NVLink within a node is faster), 10 us per message (NCCL's launch and
+ * synchronization), and 0.01 ns per iteration of a generated kernel (a GPU's thousands of
+ * threads at its memory bandwidth): communication weighs 40 times more against the local
+ * work than on a CPU rank, so the search prefers the schedules that move less. */
+const dc_machine_model dc_gpu_model = {.bandwidth = 2.5e10, .latency = 1e-5, .point_time = 1e-11, .threads = 1};
+
+const dc_machine_model *dc_target_model(const dc_unit *u) { return u->cuda ? &dc_gpu_model : &dc_default_model; }
+
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen) {
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "%s: error: cannot read the machine model: %s", path, strerror(errno));
     return false;
   }
-  *m = dc_default_model;
   char line[512];
   bool seen[4] = {false};
   for (int ln = 1; fgets(line, sizeof line, f); ln++) {
@@ -328,7 +336,6 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
   if (M->nlevels > 2) return "the machine has more than two levels (the owner-computes default applies)";
   if (M->nlevels == 2 && M->levels[1].ndims > M->levels[0].ndims)
     return "the machine's inner level has more dims than level 0 (the owner-computes default applies)";
-  if (u->cuda) return "the CUDA target (the owner-computes default applies)";
   int lhs = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
   if (lhs >= 0 && lw_sparse(p, lhs)) return "it writes a sparse tensor (the owner-computes default applies)";
   return NULL;
@@ -755,7 +762,7 @@ static int variants_scoped(const variants_args *A) {
 
 int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
                      int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv) {
-  const variants_args A = {u, lp, rep, params, ranks, mem_limit, m ? m : &dc_default_model, grid, grid_ctx, maxv};
+  const variants_args A = {u, lp, rep, params, ranks, mem_limit, m ? m : dc_target_model(u), grid, grid_ctx, maxv};
   bool searched = false;
   for (int i = 0; i < rep->nstmts; i++) searched |= rep->stmts[i].chosen == 0;
   u->model[0] = A.m->bandwidth, u->model[1] = A.m->latency, u->model[2] = A.m->point_time;
@@ -824,9 +831,10 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
     return DC_NOMEM;
   }
   const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
-  search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : &dc_default_model,
+  search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : dc_target_model(u),
               .exhaustive = ex && *ex && strcmp(ex, "0")};
   rep->ranks = ranks;
+  rep->gpu = u->cuda;
   rep->nstmts = u->ir->nstmts;
   rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
   const bool *fused = fused_by_default(u);
@@ -974,7 +982,9 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
 void dc_print_auto(FILE *f, const dc_auto_report *rep) {
   fprintf(f, "auto-scheduling (distalc --auto; predicted for %lld ranks and these params, a param without a value at 1024, "
              "by %s%s):\n",
-          (long long)rep->ranks, rep->model ? "the machine model " : "the default machine model", rep->model ? rep->model : "");
+          (long long)rep->ranks,
+          rep->model ? "the machine model " : rep->gpu ? "the default machine model of a GPU rank" : "the default machine model",
+          rep->model ? rep->model : "");
   if (rep->shape) fprintf(f, "  the grid's shape (its params are free; shapes and layouts chosen together):\n%s", rep->shape);
   if (rep->layouts) fprintf(f, "  layouts of the tensors declared `@ M` with no mapping:\n%s", rep->layouts);
   for (int i = 0; i < rep->nstmts; i++) {
@@ -1106,7 +1116,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
   const fe_program *p = u->ast;
   const fe_source *src = u->src;
   *report = NULL;
-  if (u->ir->machine < 0 || p->machines[u->ir->machine].nlevels != 1 || u->cuda) return NULL;
+  if (u->ir->machine < 0 || p->machines[u->ir->machine].nlevels != 1) return NULL;
   const fe_machine *M = &p->machines[u->ir->machine];
   const int k = M->levels[0].ndims;
   layout_slot sl[64];

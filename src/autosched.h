@@ -37,10 +37,13 @@ typedef struct {
   double threads;      /* threads per rank: a catalogue kernel (BLAS) and a parallelized loop
                         * run on all of them, other loops on one (1: no parallelize candidates) */
 } dc_machine_model;
-extern const dc_machine_model dc_default_model;
+extern const dc_machine_model dc_default_model; /* a CPU rank */
+extern const dc_machine_model dc_gpu_model;     /* a rank with one GPU (the CUDA target) */
+/* The defaults of u's target: dc_gpu_model for the CUDA target, else dc_default_model. */
+const dc_machine_model *dc_target_model(const dc_unit *u);
 /* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
  * `latency S`, `point_time S`, `threads T` (positive numbers, T whole; `#` starts a comment), each at most once,
- * the others keeping the defaults.  Returns false with "PATH:LINE: error: ..." in err. */
+ * the others keeping *m's values (the caller's defaults).  Returns false with "PATH:LINE: error: ..." in err. */
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);
 /* The source of the calibration program: an MPI C program that rank 0 and 1 run, printing
  * the model file on rank 0's stdout. */
@@ -72,6 +75,7 @@ typedef struct {
   dc_auto_stmt *stmts;
   int64_t ranks;
   const char *model;   /* the machine model's file, NULL: the defaults */
+  bool gpu;            /* the CUDA target: the defaults are dc_gpu_model */
   const char *layouts; /* dc_auto_layouts' report, NULL: no layout chosen */
   const char *shape;   /* the grid's shape chosen where it is free (distalc), NULL: not free */
   const int64_t *grid; /* the params at that shape where it is not the solver's, else NULL */

@@ -425,7 +425,7 @@ static int calibrate(const char *out) {
              res);
     rc = run_cmd(cmd, "the calibration run (--calibrate)");
   }
-  dc_machine_model m;
+  dc_machine_model m = dc_default_model;
   char err[1024];
   if (!rc && !dc_read_model(res, &m, err, sizeof err)) {
     fprintf(stderr, "distalc: --calibrate: the calibration printed no model: %s\n", err);
@@ -770,7 +770,7 @@ int main(int argc, char **argv) {
   char *prefix = NULL;
   int rc;
   dc_auto_report arep = {0};
-  dc_machine_model amodel = dc_default_model; /* --auto's machine model */
+  dc_machine_model amodel = *dc_target_model(u); /* --auto's machine model */
   char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
   char *shape_line = NULL; /* --auto: the grid's shape chosen (choose_shape's report) */
   int64_t *shape_vals = NULL, *given = NULL; /* --auto: the params at the chosen shape (NULL: the solver's); before the solve */

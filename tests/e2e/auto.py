@@ -83,73 +83,93 @@ def listing(text):
     return out
 
 
+def check_auto(d, path, ranks, target=()):
+    """One program at one rank count: the printed schedule gives the same plan and SPMD
+    program, no choice predicted slower than the default, pruning keeps the choice, the
+    memory limit is respected.  target: ("--target", "cuda") checks the CUDA target."""
+    name = os.path.basename(path) + (" (cuda)" if target else "")
+    def distalc_t(*args, env=None):
+        return distalc(*(list(args) + list(target)), env=env)
+    rc, sched, err = distalc_t(path, "--auto", "--emit", "schedule", "--ranks", str(ranks))
+    if rc != 0:
+        bad("%s at %d ranks: --emit schedule --auto exits %d" % (name, ranks, rc), err)
+        return
+    out = os.path.join(d, "sched_%d_%s%s.dtl" % (ranks, os.path.basename(path), "_cuda" if target else ""))
+    with open(out, "w") as f:
+        f.write(sched)
+    r1, p1, e1 = distalc_t(path, "--auto", "--emit", "plan", "--ranks", str(ranks))
+    r2, p2, e2 = distalc_t(out, "--emit", "plan", "--ranks", str(ranks))
+    s1 = distalc_t(path, "--auto", "--emit", "spmd", "--ranks", str(ranks))
+    s2 = distalc_t(out, "--emit", "spmd")
+    if r1 or r2 or plan_only(p1) != plan_only(p2) or spmd_body(s1[1]) != spmd_body(s2[1]):
+        bad("%s at %d ranks: the printed schedule does not give the same plan" % (name, ranks),
+            e1 + e2 + "\n".join(l for l in sched.splitlines() if l.startswith("  .")))
+    else:
+        ok("%s at %d ranks: the printed schedule gives the plan and SPMD program of --auto" % (name, ranks))
+    lst = listing(p1)
+    wrong = []
+    for st, cands in lst.items():
+        chosen = [c for c in cands if c[3]]
+        default = [c for c in cands if c[2]]
+        if len(chosen) != 1 or len(default) != 1:
+            wrong.append("statement %d: no chosen or default line" % st)
+        elif chosen[0][0] > default[0][0] * (1 + 1e-9):
+            wrong.append("statement %d: chosen %g s > default %g s" % (st, chosen[0][0], default[0][0]))
+    if wrong:
+        bad("%s at %d ranks: %s" % (name, ranks, "; ".join(wrong)), p1)
+    elif lst:
+        ok("%s at %d ranks: %d statements searched, none predicted slower than the default" % (name, ranks, len(lst)))
+    # dominance by bound: the search that costs every candidate chooses the same
+    env = dict(os.environ, DISTAL_AUTO_EXHAUSTIVE="1")
+    ex = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks)] + list(target), stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, universal_newlines=True, timeout=300, env=env)
+    pruned = sum(int(m) for m in re.findall(r"\((\d+) more schedules not tried", p1))
+    counts = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", p1)]
+    counts_ex = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", ex.stdout)]
+    chosen_of = lambda t: [l for l in t.splitlines() if l.startswith("    chosen")]
+    if ex.returncode or plan_only(ex.stdout) != plan_only(p1) or chosen_of(ex.stdout) != chosen_of(p1) or \
+            "not tried" in ex.stdout or sum(counts_ex) > sum(counts) + pruned:
+        bad("%s at %d ranks: the pruned search differs from the exhaustive one" % (name, ranks), ex.stdout + ex.stderr)
+    else:
+        ok("%s at %d ranks: pruning (%d schedules not tried; the exhaustive search costs %d) keeps its choice" % (
+            name, ranks, pruned, sum(counts_ex)))
+    # a memory limit: half of the default's buffers of the first searched statement
+    if lst:
+        st, cands = sorted(lst.items())[0]
+        limit = max(1, [c for c in cands if c[2]][0][4] // 2)
+        r3, p3, e3 = distalc_t(path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank", str(limit))
+        l3 = listing(p3).get(st, [])
+        ch = [c for c in l3 if c[3]]
+        nothing = "no candidate fits" in p3
+        ex3 = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank",
+                              str(limit)] + list(target), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                             timeout=300, env=env)
+        if chosen_of(ex3.stdout) != chosen_of(p3):
+            bad("%s at %d ranks: --mem-per-rank %d: the pruned search differs from the exhaustive one" % (
+                name, ranks, limit), p3 + ex3.stdout)
+        if r3 or not ch or (ch[0][4] > limit and not (nothing and ch[0][2])):
+            bad("%s at %d ranks: --mem-per-rank %d: the choice's buffers exceed it" % (name, ranks, limit), p3 + e3)
+        else:
+            ok("%s at %d ranks: --mem-per-rank %d respected (buffers %d%s)" % (name, ranks, limit, ch[0][4],
+                                                                          ", nothing fits: the default" if nothing else ""))
+
+
 def main():
     with tempfile.TemporaryDirectory() as d:
         for path in PROGRAMS:
-            name = os.path.basename(path)
             for ranks in (1, 2, 4, 6, 8, 12, 64):
-                rc, sched, err = distalc(path, "--auto", "--emit", "schedule", "--ranks", str(ranks))
-                if rc != 0:
-                    bad("%s at %d ranks: --emit schedule --auto exits %d" % (name, ranks, rc), err)
-                    continue
-                out = os.path.join(d, "sched_%d_%s" % (ranks, name))
-                with open(out, "w") as f:
-                    f.write(sched)
-                r1, p1, e1 = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks))
-                r2, p2, e2 = distalc(out, "--emit", "plan", "--ranks", str(ranks))
-                s1 = distalc(path, "--auto", "--emit", "spmd", "--ranks", str(ranks))
-                s2 = distalc(out, "--emit", "spmd")
-                if r1 or r2 or plan_only(p1) != plan_only(p2) or spmd_body(s1[1]) != spmd_body(s2[1]):
-                    bad("%s at %d ranks: the printed schedule does not give the same plan" % (name, ranks),
-                        e1 + e2 + "\n".join(l for l in sched.splitlines() if l.startswith("  .")))
-                else:
-                    ok("%s at %d ranks: the printed schedule gives the plan and SPMD program of --auto" % (name, ranks))
-                lst = listing(p1)
-                wrong = []
-                for st, cands in lst.items():
-                    chosen = [c for c in cands if c[3]]
-                    default = [c for c in cands if c[2]]
-                    if len(chosen) != 1 or len(default) != 1:
-                        wrong.append("statement %d: no chosen or default line" % st)
-                    elif chosen[0][0] > default[0][0] * (1 + 1e-9):
-                        wrong.append("statement %d: chosen %g s > default %g s" % (st, chosen[0][0], default[0][0]))
-                if wrong:
-                    bad("%s at %d ranks: %s" % (name, ranks, "; ".join(wrong)), p1)
-                elif lst:
-                    ok("%s at %d ranks: %d statements searched, none predicted slower than the default" % (name, ranks, len(lst)))
-                # dominance by bound: the search that costs every candidate chooses the same
-                env = dict(os.environ, DISTAL_AUTO_EXHAUSTIVE="1")
-                ex = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks)], stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, universal_newlines=True, timeout=300, env=env)
-                pruned = sum(int(m) for m in re.findall(r"\((\d+) more schedules not tried", p1))
-                counts = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", p1)]
-                counts_ex = [int(m) for m in re.findall(r"  statement \d+: (\d+) candidates", ex.stdout)]
-                chosen_of = lambda t: [l for l in t.splitlines() if l.startswith("    chosen")]
-                if ex.returncode or plan_only(ex.stdout) != plan_only(p1) or chosen_of(ex.stdout) != chosen_of(p1) or \
-                        "not tried" in ex.stdout or sum(counts_ex) > sum(counts) + pruned:
-                    bad("%s at %d ranks: the pruned search differs from the exhaustive one" % (name, ranks), ex.stdout + ex.stderr)
-                else:
-                    ok("%s at %d ranks: pruning (%d schedules not tried; the exhaustive search costs %d) keeps its choice" % (
-                        name, ranks, pruned, sum(counts_ex)))
-                # a memory limit: half of the default's buffers of the first searched statement
-                if lst:
-                    st, cands = sorted(lst.items())[0]
-                    limit = max(1, [c for c in cands if c[2]][0][4] // 2)
-                    r3, p3, e3 = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank", str(limit))
-                    l3 = listing(p3).get(st, [])
-                    ch = [c for c in l3 if c[3]]
-                    nothing = "no candidate fits" in p3
-                    ex3 = subprocess.run([DISTALC, path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--mem-per-rank",
-                                          str(limit)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                                         timeout=300, env=env)
-                    if chosen_of(ex3.stdout) != chosen_of(p3):
-                        bad("%s at %d ranks: --mem-per-rank %d: the pruned search differs from the exhaustive one" % (
-                            name, ranks, limit), p3 + ex3.stdout)
-                    if r3 or not ch or (ch[0][4] > limit and not (nothing and ch[0][2])):
-                        bad("%s at %d ranks: --mem-per-rank %d: the choice's buffers exceed it" % (name, ranks, limit), p3 + e3)
-                    else:
-                        ok("%s at %d ranks: --mem-per-rank %d respected (buffers %d%s)" % (name, ranks, limit, ch[0][4],
-                                                                                      ", nothing fits: the default" if nothing else ""))
+                check_auto(d, path, ranks)
+        # GPU machines are searched too, with the GPU rank's model
+        for f in ("auto_kernels.dtl", "auto_3d.dtl", "auto_layout.dtl"):
+            path = os.path.join(TOP, "tests", "e2e", "programs", f)
+            for ranks in (1, 4, 8, 64):
+                check_auto(d, path, ranks, ("--target", "cuda"))
+            rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", "8", "--target", "cuda")
+            if rc or "the default machine model of a GPU rank" not in out or "kept: the CUDA target" in out or \
+                    "    chosen" not in out:
+                bad("%s (cuda): not searched with the GPU rank's model" % os.path.basename(path), out + err)
+            else:
+                ok("%s (cuda): searched with the GPU rank's model" % os.path.basename(path))
         # scheduled statements are kept as written
         summa = os.path.join(TOP, "examples", "summa.dtl")
         rc, sched, _ = distalc(summa, "--auto", "--emit", "schedule", "--ranks", "4")
