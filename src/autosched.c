@@ -770,7 +770,7 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
   u->nvariants = 0;
   bool sparse = false; /* sparse pieces and halo caches are per buffer slot: no variants */
   for (int t = 0; t < u->ast->ntensors; t++) sparse |= lw_sparse(u->ast, t);
-  if ((!searched && !u->shape_free) || maxv < 2 || u->cuda || sparse) return DC_OK;
+  if ((!searched && !u->shape_free) || maxv < 2 || sparse) return DC_OK;
   return variants_scoped(&A);
 }
 

@@ -111,7 +111,7 @@ int dc_lower(dc_unit *u, ir_program *ir, lw_program **out) {
  * unit's arena, inside a scope) */
 static sp_program *build_sp(dc_unit *u, const lw_program *lp) {
   sp_program *sp = spmd_build_ex(lp, !u->no_fuse);
-  if (u->nvariants < (u->shape_free ? 1 : 2) || lp != u->variants[0].lp || sp->any_sparse || sp->cuda) return sp;
+  if (u->nvariants < (u->shape_free ? 1 : 2) || lp != u->variants[0].lp || sp->any_sparse) return sp;
   sp->shape_free = u->shape_free;
   int n = u->nvariants;
   const sp_program **alts = ir_alloc((size_t)n * sizeof *alts);

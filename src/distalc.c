@@ -526,13 +526,13 @@ static bool param_in_data(const fe_program *prog, const fe_item *items, int nite
   return false;
 }
 
-/* Whether --auto chooses the grid's shape (README, "Choices"): a flat CPU machine, no sparse
+/* Whether --auto chooses the grid's shape (README, "Choices"): a flat machine (CPU or GPU), no sparse
  * tensor (plan_create chooses the shape with the variants' cost formulas), and at least two
  * grid params with no value (vals: -1) used once each, none of them part of the computation
  * (param_in_data; a grid param in a schedule is fine). */
 static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
   const fe_program *prog = u->ast;
-  if (u->cuda || u->ir->machine < 0 || prog->machines[u->ir->machine].nlevels != 1) return false;
+  if (u->ir->machine < 0 || prog->machines[u->ir->machine].nlevels != 1) return false;
   for (int t = 0; t < prog->ntensors; t++)
     for (int x = 0; x < prog->tensors[t].order; x++)
       if (prog->tensors[t].formats && prog->tensors[t].formats[x] == FE_COMPRESSED) return false;

@@ -1790,6 +1790,8 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
     unsigned masks[256];
     int nmasks = 0;
     for (int i = 0; i < sp->nfuncs; i++) collect_masks(sp->funcs[i].body, masks, &nmasks);
+    for (int v = 1; v < sp->nvariants; v++) /* and every run-time variant's */
+      for (int i = 0; i < sp->variants[v].sp->nfuncs; i++) collect_masks(sp->variants[v].sp->funcs[i].body, masks, &nmasks);
     fputs("  /* device state on the current GPU: streams, cuBLAS, NCCL communicators */\n", c);
     fprintf(c, "  static const unsigned dtl_masks[%d] = {", nmasks + 1);
     for (int k = 0; k < nmasks; k++) fprintf(c, "%s0x%xu", k ? ", " : "", masks[k]);

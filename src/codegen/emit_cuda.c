@@ -17,7 +17,8 @@ void cg_emit_device(cg_st *g, const sp_node *n) {
   const sp_program *sp = g->sp;
   const sp_func *fn = g->fn;
   char kn[256];
-  snprintf(kn, sizeof kn, "%s_%s", g->o->prefix, n->kname);
+  /* a run-time variant's kernels carry its functions' prefix (PREFIX_vN) */
+  snprintf(kn, sizeof kn, "%s_%s", g->o->fn_prefix ? g->o->fn_prefix : g->o->prefix, n->kname);
   int nm = n->nmapped;
   char *td = NULL;
   size_t tl = 0;
