@@ -102,8 +102,9 @@ const char dc_calibrate_source[] =
     "  MPI_Finalize();\n  return 0;\n}\n";
 
 /* ---- building commands ------------------------------------------------------------------- */
+enum { MAX_SEARCH_LEVELS = 4 }; /* the machine levels the search distributes onto */
 typedef struct {
-  fe_command cmds[10];
+  fe_command cmds[10]; /* MAX_SEARCH_LEVELS distributes and 6 other commands at most */
   int n;
   char text[1024];
   double speedup; /* of the leaf: a catalogue kernel's over the generated loops (1: none) */
@@ -333,9 +334,10 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
   if (s->ast->ncmds) return "it has schedule commands";
   if (ir->machine < 0) return "the program has no machine";
   const fe_machine *M = &p->machines[ir->machine];
-  if (M->nlevels > 2) return "the machine has more than two levels (the owner-computes default applies)";
-  if (M->nlevels == 2 && M->levels[1].ndims > M->levels[0].ndims)
-    return "the machine's inner level has more dims than level 0 (the owner-computes default applies)";
+  if (M->nlevels > MAX_SEARCH_LEVELS) return "the machine has more than four levels (the owner-computes default applies)";
+  for (int l = 1; l < M->nlevels; l++)
+    if (M->levels[l].ndims > M->levels[l - 1].ndims)
+      return "an inner level of the machine has more dims than the level around it (the owner-computes default applies)";
   int lhs = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
   if (lhs >= 0 && lw_sparse(p, lhs)) return "it writes a sparse tensor (the owner-computes default applies)";
   return NULL;
@@ -396,7 +398,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   const ir_stmt *s = &u->ir->stmts[i];
   const ir_stmt *base = s->before_owner ? s->before_owner : s;
   const fe_machine *M = &p->machines[u->ir->machine];
-  const int k = M->levels[0].ndims, k1 = M->nlevels > 1 ? M->levels[1].ndims : 0;
+  const int k = M->levels[0].ndims, L = M->nlevels;
   S->ncand = 0;
   S->best = HUGE_VAL, S->pruned = 0;
   /* the default first: ties keep it */
@@ -441,28 +443,43 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     }
     cmdlist d0 = {0};
     add_cmd(&d0, "distribute", 4, a_list(k, targ), a_list(k, outer), a_list(k, inner0), a_ident(M->name));
-    /* a machine of two levels: every ordered choice of k1 of these inner loops for the inner
-     * level's k1 dims, distributed onto M[1] by a second compound distribute (their inner
-     * loops then stand for them below, as in examples/hier_summa.dtl) */
+    /* a machine of several levels: for each inner level l, every ordered choice of its k_l
+     * dims' loops among the inner loops of the k_(l-1) loops that level l-1 distributed,
+     * distributed onto M[l] by another compound distribute (their inner loops then stand for
+     * them below, as in examples/hier_summa.dtl); choice number code1 holds one digit of
+     * base k_(l-1) per dim of each inner level */
     int64_t ncode1 = 1;
-    for (int q = 0; q < k1; q++) ncode1 *= k;
+    for (int l = 1; l < L; l++)
+      for (int q = 0; q < M->levels[l].ndims; q++) ncode1 *= M->levels[l - 1].ndims;
     for (int64_t code1 = 0; code1 < ncode1; code1++) {
-      int pick1[FE_MAX_DIMS];
-      if (!ordered_choice(code1, k, k1, pick1)) continue;
       char *inner[FE_MAX_DIMS];
       memcpy(inner, inner0, sizeof inner);
       int ntaken = ntaken0;
       cmdlist d = d0;
-      if (k1) {
+      int prev[FE_MAX_DIMS], nprev = k; /* the level-0 positions the level above distributed */
+      for (int q = 0; q < k; q++) prev[q] = q;
+      int64_t rest = code1;
+      bool distinct = true;
+      for (int l = 1; l < L && distinct; l++) {
+        const int kl = M->levels[l].ndims;
+        int64_t radix = 1;
+        for (int q = 0; q < kl; q++) radix *= nprev;
+        int pk[FE_MAX_DIMS], pos[FE_MAX_DIMS];
+        if (!(distinct = ordered_choice(rest % radix, nprev, kl, pk))) break;
+        rest /= radix;
         char *t1[FE_MAX_DIMS], *o1[FE_MAX_DIMS], *i1[FE_MAX_DIMS];
-        for (int q = 0; q < k1; q++) {
-          t1[q] = inner0[pick1[q]];
+        for (int q = 0; q < kl; q++) {
+          pos[q] = prev[pk[q]];
+          t1[q] = inner[pos[q]];
           o1[q] = fresh(s, p, taken, &ntaken, t1[q], "o");
           i1[q] = fresh(s, p, taken, &ntaken, t1[q], "i");
-          inner[pick1[q]] = i1[q];
+          inner[pos[q]] = i1[q];
         }
-        add_cmd(&d, "distribute", 4, a_list(k1, t1), a_list(k1, o1), a_list(k1, i1), a_level(M->name, 1));
+        add_cmd(&d, "distribute", 4, a_list(kl, t1), a_list(kl, o1), a_list(kl, i1), a_level(M->name, l));
+        memcpy(prev, pos, sizeof pos);
+        nprev = kl;
       }
+      if (!distinct) continue;
       /* the loops under the distributed ones: the variables in their order, the distributed
        * ones by their inner loops */
       char *under[16];

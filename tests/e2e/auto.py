@@ -20,7 +20,7 @@ import tempfile
 TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
 DISTALC = os.environ.get("DISTALC", "distalc")
 PROGRAMS = [os.path.join(TOP, "tests", "e2e", "programs", f) for f in ("auto_kernels.dtl", "auto_3d.dtl", "auto_layout.dtl", "auto_shape.dtl",
-                                                                        "auto_hier.dtl")]
+                                                                        "auto_hier.dtl", "auto_hier3.dtl")]
 PROGRAMS += [os.path.join(TOP, "examples", f) for f in ("summa.dtl", "ttv.dtl", "cg.dtl")]
 
 checks = fails = 0

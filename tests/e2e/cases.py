@@ -631,6 +631,18 @@ def sparse_programs(long=False):
                                 (8, 2, {"n": 24, "m": 20, "k": 18}, ["--ranks", "4", "--ranks-per-node", "2"])):
         runs.append(Run("programs", pr("auto_hier.dtl"), np_, sizes, validate=np_ == 4, compile_args=["--auto"] + ca,
                         run_env={"DISTAL_RANKS_PER_NODE": str(rpn)}, label="nodes of %d" % rpn))
+    # a machine of three levels: the search distributes onto M, M[1] and M[2] (compiled for
+    # 64 ranks in nodes of 8 with sizes where the GEMM takes SUMMA's panels and a kernel, and
+    # for 16 in nodes of 4), run on nodes of other sizes, uneven sizes
+    big3 = ["--set", "n=4096", "--set", "m=4096", "--set", "k=4096"]
+    for np_, rpn, sizes, ca in ((1, 1, {"n": 26, "m": 19, "k": 17}, ["--ranks", "64", "--ranks-per-node", "8"] + big3),
+                                (4, 2, {"n": 23, "m": 14, "k": 9}, ["--ranks", "64", "--ranks-per-node", "8"] + big3),
+                                (8, 8, {"n": 26, "m": 19, "k": 17}, ["--ranks", "64", "--ranks-per-node", "8"] + big3),
+                                (6, 3, {"n": 13, "m": 31, "k": 5}, ["--ranks", "64", "--ranks-per-node", "8"] + big3),
+                                (8, 4, {"n": 26, "m": 19, "k": 17}, ["--ranks", "16", "--ranks-per-node", "4"]),
+                                (3, 3, {"n": 7, "m": 5, "k": 11}, ["--ranks", "16", "--ranks-per-node", "4"])):
+        runs.append(Run("programs", pr("auto_hier3.dtl"), np_, sizes, validate=np_ == 4, compile_args=["--auto"] + ca,
+                        run_env={"DISTAL_RANKS_PER_NODE": str(rpn)}, label="nodes of %d" % rpn))
     # the grid's shape chosen with the layouts and schedules, at compile time (for 8 ranks, a
     # flat product: 1 x 8) and in plan_create (compiled once), uneven sizes
     runs.extend(_expand("programs", pr("auto_shape.dtl"), [{"m": 7, "n": 301}], [1, 2, 3, 4, 6, 8],
