@@ -564,19 +564,24 @@ static bool grid_shape(const fe_program *prog, const fe_machine *M, int64_t *val
   return shape < n;
 }
 
-/* dc_auto_variants' grid: the grid params of vals at `ranks` ranks (a flat machine), shape
- * number `shape` where the unit's shape is free */
+/* dc_auto_variants' grid: the grid params of vals at `ranks` ranks, shape number `shape`
+ * where the unit's shape is free; on a hierarchical machine, in nodes of the compile's size
+ * (per_node: the run's node count varies, a node's cores do not) */
 typedef struct {
   const fe_program *prog;
   const ir_program *ir;
+  int64_t per_node;
 } grid_ctx;
 static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
   const grid_ctx *g = ctx;
   char err[1024];
   const fe_machine *M = g->ir->machine >= 0 ? &g->prog->machines[g->ir->machine] : NULL;
   /* a rank count that does not form the grid is skipped, not reported */
-  if (ranks <= 0 || (M && M->nlevels != 1)) return false;
+  if (ranks <= 0) return false;
   if (!M) return shape == 0;
+  if (M->nlevels != 1)
+    return shape == 0 && g->per_node > 0 && ranks % g->per_node == 0 &&
+           solve_machine(g->prog, M, vals, ranks, g->per_node, err, sizeof err);
   return shape ? grid_shape(g->prog, M, vals, ranks, shape) : solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err);
 }
 
@@ -771,12 +776,14 @@ int main(int argc, char **argv) {
   int rc;
   dc_auto_report arep = {0};
   dc_machine_model amodel = *dc_target_model(u); /* --auto's machine model */
+  int64_t auto_per_node = 0; /* --auto: the node size the search ran for */
   char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
   char *shape_line = NULL; /* --auto: the grid's shape chosen (choose_shape's report) */
   int64_t *shape_vals = NULL, *given = NULL; /* --auto: the params at the chosen shape (NULL: the solver's); before the solve */
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
     int64_t r = ranks, pn = per_node;
+    auto_per_node = pn;
     given = vals ? malloc(sizeof *given * (size_t)(prog->nparams + 1)) : NULL;
     if (given) memcpy(given, vals, sizeof *given * (size_t)(prog->nparams + 1));
     if (!given || !solve_grid(prog, ir, vals, &r, &pn, true)) {
@@ -852,7 +859,7 @@ int main(int argc, char **argv) {
   }
   if (autos) { /* the variants plan_create chooses among at run time */
     int64_t *vals = param_values(prog, sets, nsets);
-    grid_ctx gc = {prog, ir};
+    grid_ctx gc = {prog, ir, auto_per_node};
     rc = vals ? dc_auto_variants(u, lp, &arep, vals, arep.ranks, mem_per_rank, &amodel, grid_for, &gc, 4) : DC_NOMEM;
     free(vals);
     if (rc != DC_OK) {

@@ -19,7 +19,10 @@ For auto_runtime.dtl (no param has a value) and auto_kernels.dtl:
   - the grid's shape where its params are free (auto_shape.dtl): distalc --auto chooses one
     other than the solver's for a flat product at 8 ranks, predicted faster, and --emit
     schedule writes it so that the printed program gives the same plan without --auto;
-    compiled for a rank count and params, the executable runs on the grid `--emit plan` names
+    compiled for a rank count and params, the executable runs on the grid `--emit plan` names;
+  - machines of two and three levels (auto_hier.dtl, auto_hier3.dtl), compiled once for nodes
+    of 4 ranks: several variants, the one run is the least predicted, and every variant,
+    forced, validates on 1 to 12 ranks in nodes of 1 to 8 (DISTAL_RANKS_PER_NODE)
     for them; given grid params are kept; and auto_runtime.dtl, compiled once, chooses the
     shape at run time: it validates at 1 to 8 ranks and three shapes of params, is never
     predicted slower than on the solver's grid (given with -gx, -gy), and not on one shape
@@ -104,6 +107,46 @@ def run_grid(out):
     g = re.search(r"^schedule: grid ([0-9 x]+) \(", out, re.M)
     s = re.search(r"^schedule: predicted ([0-9.e+-]+) s per compute", out, re.M)
     return (tuple(int(x) for x in g.group(1).split(" x ")) if g else None, float(s.group(1)) if s else None)
+
+
+def hier_checks(d):
+    """Run-time variants of hierarchical machines: compiled once (nodes of 4 ranks), run in
+    nodes of other sizes."""
+    runs = ((1, 1), (4, 2), (8, 4), (6, 3), (8, 8), (12, 4))
+    sizes = ({"n": 23, "m": 14, "k": 9}, {"n": 40, "m": 7, "k": 30})
+    for name in ("auto_hier.dtl", "auto_hier3.dtl"):
+        src = os.path.join(PROG, name)
+        exe = os.path.join(d, "h_" + name[:-4])
+        rc, out = run([DISTALC, "--auto", "--ranks-per-node", "4", "--exe", src, "-o", exe])
+        if rc:
+            bad("%s: distalc --auto --ranks-per-node 4 --exe exits %d" % (name, rc), out)
+            continue
+        rc, plan = run([DISTALC, "--auto", "--ranks-per-node", "4", "--emit", "plan", src])
+        nvar = len(re.findall(r"^  (?:chosen|      ) variant \d+", plan, re.M))
+        if nvar >= 2:
+            ok("%s: --emit plan lists %d variants (nodes of 4)" % (name, nvar))
+        else:
+            bad("%s: --emit plan lists %d variants, expected several" % (name, nvar), plan)
+        for i, (ranks, rpn) in enumerate(runs):
+            shape = sizes[i % len(sizes)]
+            what = "%s at %d ranks in nodes of %d, %s" % (name, ranks, rpn, shape)
+            rc, out = mpirun(exe, ranks, shape, ["--validate", "--verbose"], {"DISTAL_RANKS_PER_NODE": str(rpn)})
+            pred, chosen = predictions(out)
+            if rc or not validated(out) or chosen is None or len(pred) != nvar:
+                bad(what + ": run failed, did not validate or printed no choice", out)
+                continue
+            least = min(p[0] for p in pred)
+            if pred[chosen][0] <= least * (1 + 1e-6):
+                ok(what + ": validated, ran variant %d, the least predicted" % chosen)
+            else:
+                bad(what + ": ran variant %d, not the least predicted" % chosen, out)
+            for v in range(nvar):
+                rc, out = mpirun(exe, ranks, shape, ["--validate", "--verbose"],
+                                 {"DISTAL_RANKS_PER_NODE": str(rpn), "DISTAL_VARIANT": str(v)})
+                _, ch = predictions(out)
+                if rc or not validated(out) or ch != v:
+                    bad(what + ": DISTAL_VARIANT=%d" % v, out)
+        ok("%s: every variant validated at %d rank counts and node sizes" % (name, len(runs)))
 
 
 def shape_checks(d):
@@ -266,6 +309,7 @@ def main():
                 else:
                     bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
         shape_checks(d)
+        hier_checks(d)
         # threads: a model of 2 threads per rank parallelizes the loops no kernel runs, and the
         # programs validate on 2 OpenMP threads per rank
         model = os.path.join(d, "threads.model")
