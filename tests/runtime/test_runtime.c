@@ -13,6 +13,8 @@
 
 #include "distal/runtime.h"
 
+void openblas_set_num_threads(int num_threads); /* OpenBLAS's (the runtime links it) */
+
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -1792,15 +1794,18 @@ static void gemm_and_reference(dtl_type t, int ta, int tb, bool store, int64_t m
         Cd[i * ldc + j] += (ta ? Ad[p * lda + i] : Ad[i * lda + p]) * (tb ? Bd[j * ldb + p] : Bd[p * ldb + j]);
 }
 
-/* dtl_gemm and dtl_gemm_store on the shapes that run as panels on one BLAS thread (tall and
- * skinny: row panels; few short rows with a long sum: panels of the sum), every transpose,
+/* dtl_gemm and dtl_gemm_store on the shapes that run as panels (tall and skinny: row panels;
+ * few short rows with a long sum: panels of the sum), on one BLAS thread and shared among 3
+ * (each thread's panels on one BLAS thread, the sums' blocks added up), every transpose,
  * leading dimensions above the minimum, against a plain loop in double */
 static void test_gemm_panels(void **state) {
   (void)state;
   static const int64_t shapes[][3] = {{700, 20, 30}, {1030, 3, 256}, {513, 256, 1}, {50, 10, 1300}, {128, 64, 513}, {1, 1, 2000}};
   uint64_t s = 7;
+  for (int threads = 1; threads <= 3; threads += 2)
   for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
     for (int trial = 0; trial < 16; trial++) {
+      openblas_set_num_threads(threads);
       dtl_type t = trial % 2 ? DTL_FLOAT : DTL_DOUBLE;
       int ta = (trial / 2) % 2, tb = (trial / 4) % 2, store = (trial / 8) % 2;
       int64_t m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
@@ -1817,10 +1822,11 @@ static void test_gemm_panels(void **state) {
       int64_t bad = 0;
       for (int64_t i = 0; i < nc; i++)
         bad += !(fabs(get_el(t, c, i) - Cd[i]) <= (t == DTL_FLOAT ? 1e-3 : 1e-9) * (1 + fabs(Cd[i]))); /* NaN counts */
-      CHECKF(bad == 0, "gemm%s %s ta=%d tb=%d %lldx%lldx%lld: %lld wrong", store ? "_store" : "", dtl_type_name(t), ta, tb,
-             (long long)m, (long long)n, (long long)k, (long long)bad);
+      CHECKF(bad == 0, "gemm%s %s ta=%d tb=%d %lldx%lldx%lld on %d threads: %lld wrong", store ? "_store" : "",
+             dtl_type_name(t), ta, tb, (long long)m, (long long)n, (long long)k, threads, (long long)bad);
       free(Ad), free(Bd), free(Cd), free(a), free(b), free(c);
     }
+  openblas_set_num_threads(1);
   all_ok();
 }
 
