@@ -1830,6 +1830,33 @@ static void test_gemm_panels(void **state) {
   all_ok();
 }
 
+/* dtl_gemv on shapes of every remainder of four rows and four columns and long rows, leading
+ * dimensions above the minimum, unit and other strides, against a plain loop */
+static void test_gemv_rows(void **state) {
+  (void)state;
+  static const int64_t ms[] = {1, 3, 4, 5, 37, 130}, ns[] = {1, 3, 4, 7, 17, 1029};
+  uint64_t s = 11;
+  for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+      for (int inc = 1; inc <= 2; inc++) {
+        int64_t m = ms[a], n = ns[b], lda = n + 3;
+        double *A = malloc((size_t)(m * lda) * sizeof *A), *x = malloc((size_t)(n * inc) * sizeof *x);
+        double *y = malloc((size_t)(m * inc) * sizeof *y), *r = malloc((size_t)(m * inc) * sizeof *r);
+        CHECK(A && x && y && r);
+        for (int64_t i = 0; i < m * lda; i++) A[i] = (double)(rnd(&s, 9) - 4) / 4;
+        for (int64_t i = 0; i < n * inc; i++) x[i] = (double)(rnd(&s, 9) - 4) / 8;
+        for (int64_t i = 0; i < m * inc; i++) y[i] = r[i] = (double)rnd(&s, 5);
+        dtl_gemv(DTL_DOUBLE, 0, m, n, A, lda, x, inc, y, inc);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) r[i * inc] += A[i * lda + j] * x[j * inc];
+        int64_t bad = 0;
+        for (int64_t i = 0; i < m * inc; i++) bad += !(fabs(y[i] - r[i]) <= 1e-12 * (1 + fabs(r[i])));
+        CHECKF(bad == 0, "gemv %lldx%lld inc %d: %lld wrong", (long long)m, (long long)n, inc, (long long)bad);
+        free(A), free(x), free(y), free(r);
+      }
+  all_ok();
+}
+
 static void test_kernels(void **state) {
   (void)state;
   uint64_t s = 99;
@@ -2622,6 +2649,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_report, reset, report_time),
       cmocka_unit_test_setup_teardown(test_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemm_panels, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_gemv_rows, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),
