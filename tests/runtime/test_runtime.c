@@ -1831,7 +1831,8 @@ static void test_gemm_panels(void **state) {
 }
 
 /* dtl_gemv on shapes of every remainder of four rows and four columns and long rows, leading
- * dimensions above the minimum, unit and other strides, against a plain loop */
+ * dimensions above the minimum, unit and other strides, and dtl_ttv's contiguous path, against
+ * plain loops */
 static void test_gemv_rows(void **state) {
   (void)state;
   static const int64_t ms[] = {1, 3, 4, 5, 37, 130}, ns[] = {1, 3, 4, 7, 17, 1029};
@@ -1854,6 +1855,24 @@ static void test_gemv_rows(void **state) {
         CHECKF(bad == 0, "gemv %lldx%lld inc %d: %lld wrong", (long long)m, (long long)n, inc, (long long)bad);
         free(A), free(x), free(y), free(r);
       }
+  /* ttv with (i, j) contiguous: four streams of rows (AVX2 where the CPU has it) */
+  static const int64_t nks[] = {1, 3, 4, 64, 67};
+  for (size_t q = 0; q < sizeof nks / sizeof *nks; q++) {
+    int64_t ni = 7, nj = 9, nk = nks[q];
+    double *B = malloc((size_t)(ni * nj * nk) * sizeof *B), *c = malloc((size_t)nk * sizeof *c);
+    double *A = malloc((size_t)(ni * nj) * sizeof *A), *r = malloc((size_t)(ni * nj) * sizeof *r);
+    CHECK(B && c && A && r);
+    for (int64_t i = 0; i < ni * nj * nk; i++) B[i] = (double)(rnd(&s, 9) - 4) / 4;
+    for (int64_t k = 0; k < nk; k++) c[k] = (double)(rnd(&s, 9) - 4) / 8;
+    for (int64_t i = 0; i < ni * nj; i++) A[i] = r[i] = (double)rnd(&s, 5);
+    dtl_ttv(DTL_DOUBLE, ni, nj, nk, B, nj * nk, nk, 1, c, 1, A, nj, 1);
+    for (int64_t i = 0; i < ni * nj; i++)
+      for (int64_t k = 0; k < nk; k++) r[i] += B[i * nk + k] * c[k];
+    int64_t bad = 0;
+    for (int64_t i = 0; i < ni * nj; i++) bad += !(fabs(A[i] - r[i]) <= 1e-12 * (1 + fabs(r[i])));
+    CHECKF(bad == 0, "ttv 7x9x%lld: %lld wrong", (long long)nk, (long long)bad);
+    free(B), free(c), free(A), free(r);
+  }
   all_ok();
 }
 
