@@ -8,35 +8,10 @@
 #include <string.h>
 
 #include "distal/runtime.h"
+#include "kernels/simd.h"
 
 #define AT(p, t, off) ((char *)(p) + (size_t)(off) * dtl_type_size(t))
 #define CAT(p, t, off) ((const char *)(p) + (size_t)(off) * dtl_type_size(t))
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-/* The four sums of dtl_ttv's four streams over nk with AVX2 and FMA (the compiler does not
- * vectorize the plain loop's sums without reassociating them). */
-__attribute__((target("avx2,fma"))) static void dot4_avx2(const double *b0, const double *b1, const double *b2,
-                                                          const double *b3, const double *cv, int64_t nk, double *out) {
-  __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t k = 0;
-  for (; k + 4 <= nk; k += 4) {
-    __m256d c = _mm256_loadu_pd(cv + k);
-    s0 = _mm256_fmadd_pd(_mm256_loadu_pd(b0 + k), c, s0);
-    s1 = _mm256_fmadd_pd(_mm256_loadu_pd(b1 + k), c, s1);
-    s2 = _mm256_fmadd_pd(_mm256_loadu_pd(b2 + k), c, s2);
-    s3 = _mm256_fmadd_pd(_mm256_loadu_pd(b3 + k), c, s3);
-  }
-  double r[4][4];
-  _mm256_storeu_pd(r[0], s0), _mm256_storeu_pd(r[1], s1), _mm256_storeu_pd(r[2], s2), _mm256_storeu_pd(r[3], s3);
-  const double *bs[4] = {b0, b1, b2, b3};
-  for (int q = 0; q < 4; q++) {
-    double t = (r[q][0] + r[q][1]) + (r[q][2] + r[q][3]);
-    for (int64_t kk = k; kk < nk; kk++) t += bs[q][kk] * cv[kk];
-    out[q] = t;
-  }
-}
-#endif
 
 /* A(i,j) += sum_k B(i,j,k) c(k): a gemv per i. */
 void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int64_t sBi,
@@ -49,11 +24,8 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
     const int64_t rows = ni * nj, q = (rows + 3) / 4;
     const double *b = B, *cv = c;
     double *a = A;
-#if defined(__x86_64__) && defined(__GNUC__)
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    const bool avx2 = false;
-#endif
+    const bool v4 = dtl_dot4_available();
+
     /* the rank's threads share the rows (generated loops' rule: dtl_loop_threads) */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(dtl_loop_threads()) if (dtl_threads_share(rows * nk))
@@ -63,12 +35,10 @@ void dtl_ttv(dtl_type t, int64_t ni, int64_t nj, int64_t nk, const void *B, int6
       const double *b0 = b + r * sBj, *b1 = b + (r + q) * sBj, *b2 = b + (r + 2 * q) * sBj,
                    *b3 = b + (r + 3 * q) * sBj;
       bool h1 = r + q < rows, h2 = r + 2 * q < rows, h3 = r + 3 * q < rows;
-      if (h1 && h2 && h3 && avx2) {
-#if defined(__x86_64__) && defined(__GNUC__)
+      if (h1 && h2 && h3 && v4) { /* AVX2: the compiler leaves the plain loop's sums scalar */
         double o[4];
-        dot4_avx2(b0, b1, b2, b3, cv, nk, o);
+        dtl_dot4_rows(b0, b1, b2, b3, cv, nk, o);
         s0 = o[0], s1 = o[1], s2 = o[2], s3 = o[3];
-#endif
       } else if (h1 && h2 && h3) {
         for (int64_t k = 0; k < nk; k++) {
           s0 += b0[k] * cv[k], s1 += b1[k] * cv[k];
