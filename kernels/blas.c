@@ -3,7 +3,7 @@
  * except the storing entry points (C = ..., named _store), which the SPMD rewrite "store"
  * calls where one call writes the whole output block. */
 #include "distal/runtime.h"
-#include "kernels/simd.h"
+#include "simd.h" /* beside this file */
 
 #include <cblas.h>
 #include <limits.h>

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "distal/runtime.h"
-#include "kernels/simd.h"
+#include "simd.h" /* beside this file */
 
 #define AT(p, t, off) ((char *)(p) + (size_t)(off) * dtl_type_size(t))
 #define CAT(p, t, off) ((const char *)(p) + (size_t)(off) * dtl_type_size(t))
