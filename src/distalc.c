@@ -783,15 +783,14 @@ int main(int argc, char **argv) {
   if (autos) { /* the search, for the params and rank count of --emit plan */
     int64_t *vals = param_values(prog, sets, nsets);
     int64_t r = ranks, pn = per_node;
-    auto_per_node = pn;
     given = vals ? malloc(sizeof *given * (size_t)(prog->nparams + 1)) : NULL;
     if (given) memcpy(given, vals, sizeof *given * (size_t)(prog->nparams + 1));
     if (!given || !solve_grid(prog, ir, vals, &r, &pn, true)) {
       free(vals);
       goto done;
     }
+    auto_per_node = pn; /* as solve_grid set it where --ranks-per-node is not given */
     ir_program *chosen = NULL;
-    dc_machine_model mm = dc_default_model;
     char merr[1024];
     if (model && *model && !dc_read_model(model, &amodel, merr, sizeof merr)) {
       fprintf(stderr, "%s\n", merr);
@@ -800,7 +799,6 @@ int main(int argc, char **argv) {
     }
     /* the grid's shape where it is free, then the layouts of `@ M` tensors: the program is
      * compiled again with them written */
-    mm = amodel;
     /* the shape at compile time only for the rank count of --ranks (without it, the layouts and
      * variant 0 are chosen on the solver's shape and plan_create chooses the shape) */
     u->shape_free = shape_is_free(u, given);
@@ -808,11 +806,11 @@ int main(int argc, char **argv) {
     char *text2 = NULL;
     if (u->shape_free && !ranks)
       shape_line = strdup("  the solver's shape here (no --ranks): plan_create chooses the shape for the rank count of the run\n");
-    else if (u->shape_free && (shape = choose_shape(u, input, tg, given, vals, r, mem_per_rank, &mm, &shape_line, &text2, &layouts)) > 0) {
+    else if (u->shape_free && (shape = choose_shape(u, input, tg, given, vals, r, mem_per_rank, &amodel, &shape_line, &text2, &layouts)) > 0) {
       shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
       if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
     }
-    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &mm, &layouts);
+    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, &layouts);
     if (text2) {
       dc_unit *u2 = NULL;
       if (dc_compile(input, text2, strlen(text2), &(dc_options){.target = tg, .no_lower = true}, &u2) == DC_OK) {
@@ -823,7 +821,7 @@ int main(int argc, char **argv) {
       }
       free(text2);
     }
-    rc = dc_auto(u, vals, r, mem_per_rank, &mm, &chosen, &arep);
+    rc = dc_auto(u, vals, r, mem_per_rank, &amodel, &chosen, &arep);
     arep.model = model && *model ? model : NULL;
     arep.layouts = layouts;
     arep.shape = shape_line;
