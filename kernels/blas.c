@@ -69,42 +69,50 @@ static int panel_threads(void) {
 #endif
 }
 
-/* Row panels of a tall and skinny product shared among nt threads, each panel one call on one
- * thread (OpenBLAS set to one thread meanwhile: its threaded call on the whole shape measured
- * 0.40 of the dgemm rate on TTM's shape on 2 threads). */
-static void gemm_rows_threaded(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
-                               int64_t lda, const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
+/* Tall and skinny (TTM's one gemm, a 2-D schedule's local product with a short sum): row
+ * panels of GEMM_PANEL, each a call whose panel of A stays in cache while OpenBLAS packs and
+ * multiplies it; measured 1.6x over one call at 65536 x 32 x 64 on one thread and never slower
+ * at the shapes of bench/roofline.sh.  On nt > 1 threads the panels are shared among them,
+ * each a call on one thread (OpenBLAS set to one thread meanwhile: its threaded call on the
+ * whole shape measured 0.40 of the dgemm rate on TTM's shape on 2 threads). */
+static void gemm_rows(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                      const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
   size_t es = dtl_type_size(t);
   int64_t np = (m + GEMM_PANEL - 1) / GEMM_PANEL;
-  openblas_set_num_threads(1);
+  if (nt > 1)
+    openblas_set_num_threads(1);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
 #endif
   for (int64_t q = 0; q < np; q++) {
     int64_t r = q * GEMM_PANEL;
     gemm(t, transa, transb, dtl_min(GEMM_PANEL, m - r), n, k, (const char *)A + (size_t)(transa ? r : r * lda) * es, lda, B,
          ldb, store, (char *)C + (size_t)(r * ldc) * es, ldc);
   }
-  openblas_set_num_threads(nt);
+  if (nt > 1)
+    openblas_set_num_threads(nt);
 }
 
-/* Panels of the sum of a product of few short rows shared among nt threads: each thread adds
- * its panels into a block of its own, and the blocks are summed into C (stored where the call
- * stores).  False without memory for the blocks (the caller makes one call then). */
-static bool gemm_sum_threaded(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A,
-                              int64_t lda, const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
+/* Few short rows and a long sum (MTTKRP's one gemm against the Khatri-Rao product): the sum in
+ * panels of GEMM_PANEL, measured 2.2x over one call at 128 x 16 x 16384 on one thread.  On one
+ * thread each panel adds to C (the first stores where the call stores); on nt > 1 threads each
+ * thread adds its panels into a block of its own (one BLAS thread each) and the blocks are
+ * summed into C.  False without memory for the blocks (the caller makes one call then). */
+static bool gemm_sums(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                      const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
   size_t es = dtl_type_size(t);
-  char *part = calloc((size_t)nt * (size_t)(m * n), es);
-  if (!part)
+  char *part = nt > 1 ? calloc((size_t)nt * (size_t)(m * n), es) : NULL;
+  if (nt > 1 && !part)
     return false;
   int64_t np = (k + GEMM_PANEL - 1) / GEMM_PANEL;
-  openblas_set_num_threads(1);
+  if (nt > 1)
+    openblas_set_num_threads(1);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
   {
 #ifdef _OPENMP
-    char *mine = part + (size_t)omp_get_thread_num() * (size_t)(m * n) * es;
+    char *mine = part ? part + (size_t)omp_get_thread_num() * (size_t)(m * n) * es : NULL;
 #pragma omp for schedule(static)
 #else
     char *mine = part;
@@ -112,13 +120,17 @@ static bool gemm_sum_threaded(dtl_type t, int transa, int transb, int64_t m, int
     for (int64_t q = 0; q < np; q++) {
       int64_t r = q * GEMM_PANEL;
       gemm(t, transa, transb, m, n, dtl_min(GEMM_PANEL, k - r), (const char *)A + (size_t)(transa ? r * lda : r) * es, lda,
-           (const char *)B + (size_t)(transb ? r : r * ldb) * es, ldb, false, mine, n);
+           (const char *)B + (size_t)(transb ? r : r * ldb) * es, ldb, mine ? false : store && r == 0, mine ? mine : C,
+           mine ? n : ldc);
     }
   }
+  if (nt == 1)
+    return true;
   openblas_set_num_threads(nt);
+  const size_t step = (size_t)(m * n);
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
-      size_t at = (size_t)(i * n + j), step = (size_t)(m * n);
+      size_t at = (size_t)(i * n + j);
       if (t == DTL_DOUBLE) {
         double s = store ? 0.0 : ((double *)C)[i * ldc + j];
         for (int w = 0; w < nt; w++) s += ((const double *)part)[at + (size_t)w * step];
@@ -148,35 +160,17 @@ static void gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64
     return;
   enum CBLAS_TRANSPOSE ta = transa ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = transb ? CblasTrans : CblasNoTrans;
+  /* panels on one thread, or shared among OpenBLAS's threads outside a parallel region (inside
+   * one, with several BLAS threads, one call) */
   const int nt = blas ? panel_threads() : 1;
-  if (blas && m > 2 * GEMM_PANEL && n <= GEMM_SKINNY && k <= GEMM_SKINNY && nt > 1) {
-    gemm_rows_threaded(t, transa, transb, m, n, k, A, lda, B, ldb, store, C, ldc, nt);
+  const bool panels = blas && (nt > 1 || openblas_get_num_threads() == 1);
+  if (panels && m > 2 * GEMM_PANEL && n <= GEMM_SKINNY && k <= GEMM_SKINNY) {
+    gemm_rows(t, transa, transb, m, n, k, A, lda, B, ldb, store, C, ldc, nt);
     return;
   }
-  if (blas && k > 2 * GEMM_PANEL && m <= GEMM_SHORT && n <= GEMM_NARROW && nt > 1 &&
-      gemm_sum_threaded(t, transa, transb, m, n, k, A, lda, B, ldb, store, C, ldc, nt))
+  if (panels && k > 2 * GEMM_PANEL && m <= GEMM_SHORT && n <= GEMM_NARROW &&
+      gemm_sums(t, transa, transb, m, n, k, A, lda, B, ldb, store, C, ldc, nt))
     return;
-  if (blas && m > 2 * GEMM_PANEL && n <= GEMM_SKINNY && k <= GEMM_SKINNY && openblas_get_num_threads() == 1) {
-    /* tall and skinny on one thread (TTM's one gemm, a 2-D schedule's local product with a
-     * short sum): row panels of GEMM_PANEL, each a call whose panel of A stays in cache while
-     * OpenBLAS packs and multiplies it; measured 1.6x over one call at 65536 x 32 x 64 and never
-     * slower at the shapes of bench/roofline.sh.  Several threads: one call, which they share. */
-    size_t es = dtl_type_size(t);
-    for (int64_t r = 0; r < m; r += GEMM_PANEL)
-      gemm(t, transa, transb, dtl_min(GEMM_PANEL, m - r), n, k, (const char *)A + (size_t)(transa ? r : r * lda) * es, lda, B,
-           ldb, store, (char *)C + (size_t)(r * ldc) * es, ldc);
-    return;
-  }
-  if (blas && k > 2 * GEMM_PANEL && m <= GEMM_SHORT && n <= GEMM_NARROW && openblas_get_num_threads() == 1) {
-    /* few short rows and a long sum on one thread (MTTKRP's one gemm against the Khatri-Rao
-     * product): the sum in panels of GEMM_PANEL, each added to the result (the first stores
-     * where the call stores); measured 2.2x over one call at 128 x 16 x 16384 */
-    size_t es = dtl_type_size(t);
-    for (int64_t r = 0; r < k; r += GEMM_PANEL)
-      gemm(t, transa, transb, m, n, dtl_min(GEMM_PANEL, k - r), (const char *)A + (size_t)(transa ? r * lda : r) * es, lda,
-           (const char *)B + (size_t)(transb ? r : r * ldb) * es, ldb, store && r == 0, C, ldc);
-    return;
-  }
   switch (t) {
   case DTL_DOUBLE:
     if (blas)
