@@ -1830,6 +1830,47 @@ static void test_gemm_panels(void **state) {
   all_ok();
 }
 
+/* dtl_gemm and dtl_gemm_store on the shapes that run as six-row tiles in kernels/blas.c (double,
+ * no transpose, a sum longer than 48 and a small B): every remainder of six rows and of eight
+ * columns, leading dimensions equal to and above the minimum, outputs large, aligned and of
+ * whole tiles (non-temporal stores) or not, one BLAS thread and three, against a plain loop;
+ * the elements beside the output block (its leading dimension's gap) must stay as they were */
+static void test_gemm_thin(void **state) {
+  (void)state;
+  static const int64_t shapes[][3] = {{600, 8, 49}, {601, 13, 64}, {602, 32, 64}, {603, 64, 100}, {604, 5, 130},
+                                      {605, 1, 256}, {1000, 37, 64}, {20000, 32, 64}, {20003, 64, 49}};
+  uint64_t s = 13;
+  for (int threads = 1; threads <= 3; threads += 2)
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
+      for (int trial = 0; trial < 4; trial++) {
+        openblas_set_num_threads(threads);
+        bool store = trial % 2, pad = trial / 2;
+        int64_t m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
+        int64_t lda = k + 3 * pad, ldb = n + pad, ldc = n + 2 * pad;
+        size_t nc = (size_t)(m * ldc);
+        double *A = malloc((size_t)(m * lda) * sizeof *A), *B = malloc((size_t)(k * ldb) * sizeof *B);
+        double *C = aligned_alloc(64, (nc * sizeof *C + 63) / 64 * 64), *R = malloc(nc * sizeof *R);
+        CHECK(A && B && C && R);
+        for (int64_t i = 0; i < m * lda; i++) A[i] = (double)(rnd(&s, 9) - 4) / 4;
+        for (int64_t i = 0; i < k * ldb; i++) B[i] = (double)(rnd(&s, 9) - 4) / 4;
+        for (size_t i = 0; i < nc; i++) C[i] = R[i] = (double)rnd(&s, 5);
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t j = 0; j < n; j++) {
+            double t = store ? 0.0 : R[i * ldc + j];
+            for (int64_t p = 0; p < k; p++) t += A[i * lda + p] * B[p * ldb + j];
+            R[i * ldc + j] = t;
+          }
+        (store ? dtl_gemm_store : dtl_gemm)(DTL_DOUBLE, 0, 0, m, n, k, A, lda, B, ldb, C, ldc);
+        int64_t bad = 0;
+        for (size_t i = 0; i < nc; i++) bad += !(fabs(C[i] - R[i]) <= 1e-12 * (1 + fabs(R[i])));
+        CHECKF(bad == 0, "gemm%s %lldx%lldx%lld lda %lld ldc %lld on %d threads: %lld wrong", store ? "_store" : "",
+               (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldc, threads, (long long)bad);
+        free(A), free(B), free(C), free(R);
+      }
+  openblas_set_num_threads(1);
+  all_ok();
+}
+
 /* dtl_gemv on shapes of every remainder of four rows and four columns and long rows, leading
  * dimensions above the minimum, unit and other strides, and dtl_ttv's contiguous path, against
  * plain loops */
@@ -2668,6 +2709,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_report, reset, report_time),
       cmocka_unit_test_setup_teardown(test_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemm_panels, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_gemm_thin, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemv_rows, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
