@@ -9,17 +9,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A rank of a cluster node: about 5 GB/s received, 2 us per message, and 0.4 ns per loop
- * iteration (a fused multiply-add at a few GFLOP/s), in the proportions that decide between
- * schedules (the absolute values only scale the predictions). */
-const dc_machine_model dc_default_model = {.bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .threads = 1};
+/* A rank of a cluster node: about 5 GB/s received, 2 us per message, 0.4 ns per loop
+ * iteration (a fused multiply-add at a few GFLOP/s) and 10 GB/s from its memory, in the
+ * proportions that decide between schedules (the absolute values only scale the predictions). */
+const dc_machine_model dc_default_model = {
+    .bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .memory_bandwidth = 1e10, .threads = 1};
 
 /* A rank of a GPU machine (the CUDA target): about 25 GB/s received through NCCL (a
  * 200 Gb/s network; NVLink within a node is faster), 10 us per message (NCCL's launch and
  * synchronization), and 0.01 ns per iteration of a generated kernel (a GPU's thousands of
  * threads at its memory bandwidth): communication weighs 40 times more against the local
- * work than on a CPU rank, so the search prefers the schedules that move less. */
-const dc_machine_model dc_gpu_model = {.bandwidth = 2.5e10, .latency = 1e-5, .point_time = 1e-11, .threads = 1};
+ * work than on a CPU rank, so the search prefers the schedules that move less; 2 TB/s from the
+ * GPU's memory. */
+const dc_machine_model dc_gpu_model = {
+    .bandwidth = 2.5e10, .latency = 1e-5, .point_time = 1e-11, .memory_bandwidth = 2e12, .threads = 1};
 
 const dc_machine_model *dc_target_model(const dc_unit *u) { return u->cuda ? &dc_gpu_model : &dc_default_model; }
 
@@ -30,7 +33,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     return false;
   }
   char line[512];
-  bool seen[4] = {false};
+  bool seen[5] = {false};
   for (int ln = 1; fgets(line, sizeof line, f); ln++) {
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
@@ -38,11 +41,12 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     double v;
     int n = sscanf(line, "%63s %lf %7s", name, &v, extra);
     if (n <= 0) continue; /* blank */
-    static const char *names[] = {"bandwidth", "latency", "point_time", "threads"};
+    static const char *names[] = {"bandwidth", "latency", "point_time", "threads", "memory_bandwidth"};
     int k = -1;
-    for (int q = 0; q < 4; q++)
+    for (int q = 0; q < 5; q++)
       if (!strcmp(name, names[q])) k = q;
-    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time or threads)" : n != 2 ? "expected NAME VALUE"
+    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time, memory_bandwidth or threads)"
+                      : n != 2 ? "expected NAME VALUE"
                       : !(isfinite(v) && v > 0) ? "the value must be a positive number"
                       : k == 3 && (v != floor(v) || v > 4096) ? "threads must be a whole number up to 4096"
                       : seen[k] ? "given twice" : NULL;
@@ -55,6 +59,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     if (k == 0) m->bandwidth = v;
     else if (k == 1) m->latency = v;
     else if (k == 2) m->point_time = v;
+    else if (k == 4) m->memory_bandwidth = v;
     else m->threads = v;
   }
   fclose(f);
@@ -95,10 +100,21 @@ const char dc_calibrate_source[] =
     "          a[i * n + j] += b[i * n + k] * c[k * n + j];\n"
     "    t = (MPI_Wtime() - t) / ((double)n * n * n);\n    if (t < pt) pt = t;\n"
     "  }\n"
+    "  /* the memory's bandwidth of a rank while every rank streams: a triad over 32 MB arrays */\n"
+    "  const long m = 1L << 22;\n"
+    "  double *x = malloc((size_t)m * 8), *y = malloc((size_t)m * 8), *z = malloc((size_t)m * 8), mb = 0;\n"
+    "  for (long i = 0; i < m; i++) x[i] = 0, y[i] = 1.0 + i % 3, z[i] = 2.0 - i % 7;\n"
+    "  for (int rep = 0; rep < 5; rep++) {\n"
+    "    MPI_Barrier(MPI_COMM_WORLD);\n    double t = MPI_Wtime();\n"
+    "    for (long i = 0; i < m; i++) x[i] = y[i] + 0.5 * z[i];\n"
+    "    t = MPI_Wtime() - t;\n    if (24.0 * m / t > mb) mb = 24.0 * m / t;\n"
+    "  }\n"
+    "  double mbmin = mb;\n"
+    "  MPI_Reduce(&mb, &mbmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);\n"
     "  if (rank == 0)\n"
-    "    printf(\"# machine model for distalc --auto (distalc --calibrate; checksum %g)\\nbandwidth %.6g\\nlatency %.6g\\npoint_time %.6g\\n\",\n"
-    "           a[n + 1], bw, lat, pt);\n"
-    "  free(buf), free(a), free(b), free(c);\n"
+    "    printf(\"# machine model for distalc --auto (distalc --calibrate; checksum %g)\\nbandwidth %.6g\\nlatency %.6g\\npoint_time %.6g\\n\"\n"
+    "           \"memory_bandwidth %.6g\\n\", a[n + 1] + x[m / 2], bw, lat, pt, mbmin);\n"
+    "  free(buf), free(a), free(b), free(c), free(x), free(y), free(z);\n"
     "  MPI_Finalize();\n  return 0;\n}\n";
 
 /* ---- building commands ------------------------------------------------------------------- */
@@ -249,9 +265,11 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
     /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
     double sp = lw_kernel_speed(c->speedup, cost.kernel_min, cost.kernel_points);
     /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
-    double work = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
+    double loops = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
+    /* ... and take at least the time of the bytes they touch at the memory's bandwidth */
+    double work = fmax(loops, cost.mem_bytes / S->m->memory_bandwidth);
     double sec = cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
-    if (sec > out->seconds) out->seconds = sec, out->cost = cost;
+    if (sec > out->seconds) out->seconds = sec, out->cost = cost, out->work = loops;
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
   }
   out->cost.buffer = maxbuf;
@@ -365,8 +383,9 @@ static void read_tensors(const fe_program *p, const fe_expr *e, char **names, in
 }
 
 /* those that fit the memory limit first, then by predicted time; among times within 1% (the
- * model's comm hidden under equal work, say) the one that receives fewer bytes, then the
- * smaller buffers */
+ * model's comm hidden under equal work, say) the one that receives fewer bytes, then the one
+ * whose loops alone are predicted faster (where the memory's bandwidth bounds both: a
+ * catalogue kernel or threads over the generated loops), then the smaller buffers */
 static int cmp_cand(const void *a, const void *b) {
   const dc_auto_cand *p = a, *q = b;
   if (p->fits != q->fits) return p->fits ? -1 : 1;
@@ -378,6 +397,7 @@ static int cmp_cand(const void *a, const void *b) {
     if (d->seconds < o->seconds) return d == p ? -1 : 1;
   }
   if (p->cost.bytes != q->cost.bytes) return p->cost.bytes < q->cost.bytes ? -1 : 1;
+  if (fabs(p->work - q->work) > 1e-2 * fmax(p->work, q->work)) return p->work < q->work ? -1 : 1;
   return p->cost.buffer < q->cost.buffer ? -1 : p->cost.buffer > q->cost.buffer;
 }
 
@@ -782,7 +802,7 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
   const variants_args A = {u, lp, rep, params, ranks, mem_limit, m ? m : dc_target_model(u), grid, grid_ctx, maxv};
   bool searched = false;
   for (int i = 0; i < rep->nstmts; i++) searched |= rep->stmts[i].chosen == 0;
-  u->model[0] = A.m->bandwidth, u->model[1] = A.m->latency, u->model[2] = A.m->point_time;
+  u->model[0] = A.m->bandwidth, u->model[1] = A.m->latency, u->model[2] = A.m->point_time, u->model[3] = A.m->memory_bandwidth;
   u->mem_limit = mem_limit;
   u->nvariants = 0;
   bool sparse = false; /* sparse pieces and halo caches are per buffer slot: no variants */
@@ -1020,9 +1040,9 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
       bool def = !*c->text;
       if (shown >= 4 && !def) continue; /* the best four, and the default wherever it ranks */
       shown++;
-      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages, buffers %lld bytes%s, %lld iterations): ", q == 0 ? "chosen" : "then  ",
-              c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, (long long)c->cost.buffer, c->fits ? "" : ", over the limit",
-              (long long)c->cost.points);
+      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages, buffers %lld bytes%s, %lld iterations, %.4g bytes from memory): ",
+              q == 0 ? "chosen" : "then  ", c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, (long long)c->cost.buffer,
+              c->fits ? "" : ", over the limit", (long long)c->cost.points, c->cost.mem_bytes);
       if (def) fputs("the owner-computes default", f);
       for (const char *x = c->text; *x; x++) /* one line */
         if (*x == '\n') {
@@ -1138,21 +1158,36 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
   const int k = M->levels[0].ndims;
   layout_slot sl[64];
   int n = 0;
+  char *log = NULL;
+  size_t loglen = 0;
+  FILE *lf = open_memstream(&log, &loglen);
   for (int q = 0; q < p->ntensors && n < 64; q++) {
     const fe_tensor *t = &p->tensors[q];
-    if (!t->has_dist || !t->dist.chosen || t->order < 1 || t->order > 8 || t->mode) continue;
-    if (strcmp(t->dist.machine_name, M->name)) continue;
+    if (!t->has_dist || !t->dist.chosen || t->order < 1 || strcmp(t->dist.machine_name, M->name)) continue;
+    if (t->order > 8 || t->mode) { /* kept as sema wrote it; the listing says so */
+      if (lf)
+        fprintf(lf, "  tensor %s: the default mapping (not searched: %s)\n", t->name,
+                t->mode ? "its format stores its dims in another order" : "more than 8 dims");
+      continue;
+    }
     /* the default mapping: leading dims over the grid dims, as sema wrote it */
     int64_t code = 0, mul = 1;
     for (int g = 0; g < k; g++, mul *= t->order + 1) code += (g < t->order ? g : t->order) * mul;
     sl[n] = (layout_slot){offset_of(src, t->dist.loc), strlen(t->dist.machine_name), t, mapping(t, M->name, k, code)};
-    if (!sl[n].map) return NULL;
+    if (!sl[n].map) {
+      for (int s = 0; s < n; s++) free(sl[s].map);
+      if (lf) fclose(lf);
+      free(log);
+      return NULL;
+    }
     n++;
   }
-  if (!n) return NULL;
-  char *log = NULL;
-  size_t loglen = 0;
-  FILE *lf = open_memstream(&log, &loglen);
+  if (!n) { /* nothing to choose: the report names the tensors kept */
+    if (lf) fclose(lf);
+    if (log && *log) *report = log;
+    else free(log);
+    return NULL;
+  }
   /* the memory a rank may give a tensor's block: --mem-per-rank, else this machine's memory
    * shared by its cores */
   int64_t limit = mem_limit;

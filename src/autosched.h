@@ -17,7 +17,8 @@
  * scheduled on a copy of the program, lowered, and costed from the plan's formulas
  * (lw_stmt_cost) at the params and rank count given: predicted seconds = messages x latency
  * + the first step's bytes / bandwidth + the larger of the other steps' bytes / bandwidth and
- * the loop iterations x time per iteration (divided by a kernel's speedup): communication in
+ * the loops' time, itself the larger of the loop iterations x time per iteration (divided by a
+ * kernel's speedup) and the bytes the loops touch / the memory bandwidth: communication in
  * steps overlaps the previous step's computation, as the pipeline rewrite makes it.  A
  * candidate that the compiler rejects is dropped; the choice is the fastest candidate whose
  * buffers fit the memory limit, else the default.  The default is always a candidate, so the
@@ -34,6 +35,8 @@ typedef struct {
   double bandwidth;    /* bytes per second a rank receives */
   double latency;      /* seconds per message */
   double point_time;   /* seconds per iteration of a statement's loops on one rank */
+  double memory_bandwidth; /* bytes per second a rank's loops stream from its memory (all its
+                        * threads): a statement's loops take at least its bytes' time */
   double threads;      /* threads per rank: a catalogue kernel (BLAS) and a parallelized loop
                         * run on all of them, other loops on one (1: no parallelize candidates) */
 } dc_machine_model;
@@ -42,7 +45,8 @@ extern const dc_machine_model dc_gpu_model;     /* a rank with one GPU (the CUDA
 /* The defaults of u's target: dc_gpu_model for the CUDA target, else dc_default_model. */
 const dc_machine_model *dc_target_model(const dc_unit *u);
 /* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
- * `latency S`, `point_time S`, `threads T` (positive numbers, T whole; `#` starts a comment), each at most once,
+ * `latency S`, `point_time S`, `memory_bandwidth B`, `threads T` (positive numbers, T whole;
+ * `#` starts a comment), each at most once,
  * the others keeping *m's values (the caller's defaults).  Returns false with "PATH:LINE: error: ..." in err. */
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);
 /* The source of the calibration program: an MPI C program that rank 0 and 1 run, printing
@@ -55,6 +59,7 @@ typedef struct {
   bool fits;           /* its buffers fit the memory limit */
   double speedup;      /* its leaf kernel's speedup in the model (1: none) */
   double threads;      /* the threads its loops run on in the model (1: one) */
+  double work;         /* predicted seconds of its loops alone, without the memory's bound */
   lw_cost cost;
 } dc_auto_cand;
 

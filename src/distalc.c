@@ -445,13 +445,14 @@ static int calibrate(const char *out) {
     outfile of = {0};
     rc = !out_open(&of, out);
     if (!rc) {
-      fprintf(of.f, "# machine model for distalc --auto (distalc --calibrate)\nbandwidth %.6g\nlatency %.6g\npoint_time %.6g\n",
-              m.bandwidth, m.latency, m.point_time);
+      fprintf(of.f, "# machine model for distalc --auto (distalc --calibrate)\nbandwidth %.6g\nlatency %.6g\npoint_time %.6g\n"
+                    "memory_bandwidth %.6g\n", m.bandwidth, m.latency, m.point_time, m.memory_bandwidth);
       if (threads > 1) fprintf(of.f, "# OMP_NUM_THREADS at the calibration: the threads each rank runs\nthreads %ld\n", threads);
       rc = !out_commit(&of);
     }
-    if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration, %ld thread%s a rank)\n",
-                    out, m.bandwidth, m.latency, m.point_time, threads, threads > 1 ? "s" : "");
+    if (!rc) printf("distalc: wrote the machine model %s (bandwidth %.3g B/s, latency %.3g s, %.3g s per loop iteration, "
+                    "memory %.3g B/s, %ld thread%s a rank)\n", out, m.bandwidth, m.latency, m.point_time, m.memory_bandwidth, threads,
+                    threads > 1 ? "s" : "");
   }
   unlink(src), unlink(exe), unlink(res), rmdir(dir);
   return rc;
@@ -584,6 +585,8 @@ static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
            solve_machine(g->prog, M, vals, ranks, g->per_node, err, sizeof err);
   return shape ? grid_shape(g->prog, M, vals, ranks, shape) : solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err);
 }
+
+static void quiet_diag(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
 
 /* --auto's grid shape where it is free (shape_is_free): each shape of the grid at `ranks`
  * ranks (grid_shape) with its own layouts (dc_auto_layouts) and schedules (dc_auto): the
@@ -790,6 +793,13 @@ int main(int argc, char **argv) {
       goto done;
     }
     auto_per_node = pn; /* as solve_grid set it where --ranks-per-node is not given */
+    /* the program as written must lower for the target (its errors quote the lines of its
+     * file; the search below compiles copies with other layouts and schedules quietly) */
+    lw_program *as_written = NULL;
+    if (dc_lower(u, ir, &as_written) != DC_OK) {
+      free(vals);
+      goto done;
+    }
     ir_program *chosen = NULL;
     char merr[1024];
     if (model && *model && !dc_read_model(model, &amodel, merr, sizeof merr)) {
@@ -812,8 +822,13 @@ int main(int argc, char **argv) {
     }
     if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, &layouts);
     if (text2) {
+      /* quietly: where the program with the chosen layouts fails for the target (the search
+       * compiles for CPU ranks), the program as written goes on and reports its own errors,
+       * quoting the lines of its file */
       dc_unit *u2 = NULL;
-      if (dc_compile(input, text2, strlen(text2), &(dc_options){.target = tg, .no_lower = true}, &u2) == DC_OK) {
+      if (dc_compile(input, text2, strlen(text2), &(dc_options){.sink = {quiet_diag, NULL}, .target = tg, .no_lower = true}, &u2) ==
+          DC_OK) {
+        u2->src->sink = u->src->sink, u2->src->max_errors = u->src->max_errors; /* later errors as the file's */
         u2->no_fuse = no_fuse;
         u2->shape_free = u->shape_free;
         dc_unit_free(u);

@@ -1414,6 +1414,10 @@ static void cstr(FILE *c, const char *s) {
   }
 }
 
+#define SP_STR_(x) #x
+#define SP_STR(x) SP_STR_(x)
+#define SP_LOCAL_STEPS_TEXT SP_STR(SP_LOCAL_STEPS)
+
 /* PREFIX_vN_cost: variant N's predicted seconds and buffer bytes at the plan's params, as
  * spmd_variant_cost evaluates them at compile time (for the rank at grid coordinates 0) */
 /* Opens a block of a cost function: dtl_mask, the grid dims of a collective (alt where the
@@ -1448,7 +1452,7 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     fprintf(c, "  { /* statement %d */\n", i + 1);
     for (int q = 0; q < fn->nvars; q++)
       fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
-    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0;\n    int64_t dtl_kmin = 0;\n"
+    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0, dtl_mem = 0;\n    int64_t dtl_kmin = 0;\n"
           "    (void)dtl_kmin, (void)dtl_kpts;\n", c);
     for (int k = 0; k < st->ntrips; k++) {
       fputs("    { const int64_t t = ", c);
@@ -1460,13 +1464,14 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     }
     for (int q = 0; q < st->ncomm; q++) {
       const sp_cost_comm *m = &st->comm[q];
-      fputs("    {\n      double dtl_tot = 0, dtl_max = 0, dtl_cnt = 0;\n", c);
+      fputs("    {\n      double dtl_tot = 0, dtl_most = 0, dtl_cnt = 0;\n", c);
       int in = 6;
       for (int k = 0; k < m->nloops; k++, in += 2) {
         const char *vn = cg_vname(vs, m->var[k]);
         fprintf(c, "%*sfor (%s = 0; %s < ", in, "", vn, vn);
         cg_sym(c, vs, m->ext[k], false);
-        fprintf(c, "; %s++) {\n", vn);
+        /* the rank's own block: at most SP_LOCAL_STEPS boxes (more: none counted) */
+        fprintf(c, "%s; %s++) {\n", m->local ? " && dtl_cnt <= " SP_LOCAL_STEPS_TEXT : "", vn);
       }
       fprintf(c, "%*sdouble dtl_v = 1;\n", in, "");
       for (int d = 0; d < m->order; d++) {
@@ -1476,11 +1481,16 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         cg_sym(c, vs, m->hi[d], false);
         fputs("; dtl_v *= hi > lo ? (double)(hi - lo) : 0; }\n", c);
       }
-      fprintf(c, "%*sdtl_tot += dtl_v, dtl_cnt++;\n%*sif (dtl_v > dtl_max) dtl_max = dtl_v;\n", in, "", in, "");
+      fprintf(c, "%*sdtl_tot += dtl_v, dtl_cnt++;\n%*sif (dtl_v > dtl_most) dtl_most = dtl_v;\n", in, "", in, "");
       for (int k = m->nloops - 1; k >= 0; k--) {
         in -= 2;
         fprintf(c, "%*s}\n", in, "");
         fprintf(c, "%*s%s = 0;\n", in, "", cg_vname(vs, m->var[k]));
+      }
+      if (m->local) { /* bytes from memory only */
+        fputs("      if (dtl_cnt <= " SP_LOCAL_STEPS_TEXT ") dtl_mem += dtl_tot * ", c);
+        fprintf(c, "%lld;\n      (void)dtl_most;\n    }\n", (long long)m->elem);
+        continue;
       }
       /* a broadcast: 2 (q - 1) / q of its bytes, ceil(log2 q) messages a step (lw_bcast_weight) */
       fputs("      double dtl_wb = 1, dtl_wm = 1;\n", c);
@@ -1504,15 +1514,16 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         emit_group_ranks(c, sp, m, m->reduce, m->alt_reduce);
         fputs("        if (dtl_mask && dtl_q == 1) dtl_wb = dtl_wm = 0;\n      }\n", c);
       }
-      fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n"
-                 "      dtl_b += dtl_max * %lld * %d;\n    }\n", (long long)m->elem, (long long)m->elem, m->nbuf);
+      fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt, dtl_mem += dtl_tot * %lld;\n"
+                 "      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
+              (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
     }
     /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
     fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
                "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0)"
                " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
-    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = dtl_pts * %.17g / dtl_speed / %.17g;\n", sp->bandwidth,
-            sp->point_time, st->threads);
+    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = fmax(dtl_pts * %.17g / dtl_speed / %.17g, dtl_mem / %.17g);\n",
+            sp->bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
     fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
             sp->latency);
   }
@@ -1553,10 +1564,11 @@ static void emit_variant_chooser(FILE *c, const sp_program *sp, const char *P) {
 /* DISTAL_VARIANT=N runs variant N whatever the prediction (to measure or test each one):
  * parsed first in plan_create, into dtl_force (-1: none) */
 static void emit_variant_force(FILE *c, const sp_program *sp) {
+  int n = sp->nvariants > 0 ? sp->nvariants : 1; /* without variants: its one schedule, 0 */
   fprintf(c, "  int dtl_force = -1;\n  {\n    const char *dtl_fv = getenv(\"DISTAL_VARIANT\");\n    if (dtl_fv && *dtl_fv) {\n"
              "      char *end = NULL;\n      long f = strtol(dtl_fv, &end, 10);\n      if (*end || f < 0 || f >= %d) {\n"
              "        snprintf(dtl_plan->err, sizeof dtl_plan->err, \"DISTAL_VARIANT=%%s: not a variant of this program (0 to %d)\", dtl_fv);\n"
-             "        return 1;\n      }\n      dtl_force = (int)f;\n    }\n  }\n", sp->nvariants, sp->nvariants - 1);
+             "        return 1;\n      }\n      dtl_force = (int)f;\n    }\n  }\n  (void)dtl_force;\n", n, n - 1);
 }
 
 /* plan_create where the grid's shape is free (sp->shape_free), after the solver filled values
@@ -1696,7 +1708,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             i, sp->params[i].name,
             sp->params[i].has_default ? "must be positive" : "has no value and no default");
   }
-  if (sp->nvariants > 0) emit_variant_force(c, sp);
+  emit_variant_force(c, sp); /* DISTAL_VARIANT: out of range is an error, with variants or without */
   /* grid params: solved from the communicator size */
   fputs("  {\n", c);
   if (sp->has_machine) {

@@ -788,13 +788,17 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
   out->points = pts;
   for (int q = 0; q < ls->ncomm && ok; q++) {
     const lw_comm *c = &ls->comm[q];
-    if (c->pattern == PAT_LOCAL) continue;
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
     vol_acc a = {.budget = 200000};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
     sum_volume(lp, ls, c, 0, vars, &env, &a);
+    if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
+      if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
+      continue;
+    }
     if (a.budget < 0 || a.failed) ok = false;
+    out->mem_bytes += (double)(a.total * es);
     bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
     out->bytes += alone ? 0 : a.total * es;
     out->msgs += alone ? 0 : a.count;

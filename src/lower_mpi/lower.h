@@ -109,6 +109,9 @@ typedef struct {
   /* the time a broadcast takes in the model (lw_bcast_weight): its bytes and messages so
    * weighted; every other pattern as received */
   double wire_bytes, wire_msgs;
+  /* the bytes its loops touch in the rank's memory: every box it reads or writes, its own
+   * blocks' and the received ones, summed over their steps (each element once a step) */
+  double mem_bytes;
   int64_t kernel_min;  /* the shortest trip count among a substituted kernel's loops (0: none) */
   double kernel_points; /* the iterations of one call of the kernel (the product of its loops') */
 } lw_cost;

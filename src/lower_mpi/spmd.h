@@ -335,8 +335,12 @@ typedef struct {
 
 /* ---- the run-time choice among schedules (distalc --auto; variants.c) -------------------- */
 /* What one communicate point moves to the rank at grid coordinates 0: a box per iteration of
- * the loops at and above it, summed over them (the plan's "bytes per rank"). */
+ * the loops at and above it, summed over them (the plan's "bytes per rank"); or, where local,
+ * the box of its own blocks the rank's loops touch (bytes from memory only, none where the
+ * loops walk more than SP_LOCAL_STEPS boxes: lw_stmt_cost's budget). */
+#define SP_LOCAL_STEPS 200000
 typedef struct {
+  bool local;           /* the rank's own block: no communication, no buffer */
   int nloops;           /* the loops [0, depth] of the statement */
   const int *var;       /* each loop's counter (a program variable id of the variant's program) */
   const sym **ext;      /* and its trip count */
@@ -414,7 +418,7 @@ typedef struct sp_program {
   bool shape_free;      /* plan_create also chooses the grid's shape: every assignment of the
                          * free grid params used once (dtl_grid_shapes) with every variant, the
                          * pair predicted fastest (--auto; nvariants >= 1) */
-  double bandwidth, latency, point_time;
+  double bandwidth, latency, point_time, memory_bandwidth;
   int64_t mem_limit;
 } sp_program;
 
@@ -437,11 +441,12 @@ void spmd_print(FILE *f, const sp_program *sp);
  * from the lowering's plan); speedup[v][i] is statement i's leaf kernel's speedup in the
  * model and threads[v][i] the threads its loops run on there.  The printer spells a cost function per variant and the choice in plan_create:
  *   predicted seconds = sum over statements of  messages x latency + first step's bytes /
- *     bandwidth + max(other steps' bytes / bandwidth, iterations x point_time / speedup)
+ *     bandwidth + max(other steps' bytes / bandwidth, max(iterations x point_time / speedup,
+ *     bytes from memory / memory_bandwidth))
  * (autosched.h), the least among variants whose buffers fit mem_limit (else the least
  * buffers), ties to the lower index. */
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit);
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[4], int64_t mem_limit);
 /* The formulas of variant v evaluated at params (grid params solved): what the generated
  * plan_create computes.  False where one cannot be evaluated. */
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);

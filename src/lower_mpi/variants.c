@@ -27,8 +27,8 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
   out->ncomm = 0;
   for (int q = 0; q < ls->ncomm; q++) {
     const lw_comm *c = &ls->comm[q];
-    if (c->pattern == PAT_LOCAL) continue;
     sp_cost_comm *m = &out->comm[out->ncomm++];
+    m->local = c->pattern == PAT_LOCAL;
     m->nloops = c->depth + 1;
     int *var = ir_alloc((size_t)(m->nloops + 1) * sizeof *var);
     m->ext = ir_alloc((size_t)(m->nloops + 1) * sizeof *m->ext);
@@ -44,7 +44,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->hi = ir_alloc((size_t)(c->order + 1) * sizeof *m->hi);
     for (int x = 0; x < c->order; x++) m->lo[x] = sym_shift_vars(c->lo[x], fn->var0), m->hi[x] = sym_shift_vars(c->hi[x], fn->var0);
     m->elem = lw_type_size(p->tensors[c->tensor].type);
-    m->nbuf = c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
+    m->nbuf = m->local ? 0 : c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1;
     m->bcast = c->pattern == PAT_BCAST ? c->mask : 0;
     m->alt_bcast = m->bcast;
     m->reduce = m->alt_reduce = c->pattern == PAT_REDUCE ? c->mask : 0;
@@ -60,8 +60,8 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
 }
 
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[3], int64_t mem_limit) {
-  sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2];
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[4], int64_t mem_limit) {
+  sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2], sp->memory_bandwidth = model[3];
   sp->mem_limit = mem_limit;
   sp->nvariants = nalts;
   sp->variants = ir_alloc((size_t)(nalts + 1) * sizeof *sp->variants);
@@ -87,6 +87,10 @@ typedef struct {
 static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk_acc *a) {
   if (a->failed) return;
   if (k == m->nloops) {
+    if (m->local && a->count >= SP_LOCAL_STEPS) { /* too many boxes: not counted (lw_stmt_cost) */
+      a->failed = true;
+      return;
+    }
     double v = 1;
     for (int x = 0; x < m->order; x++) {
       int64_t lo, hi;
@@ -166,11 +170,17 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
         kpts = (kpts > 0 ? kpts : 1) * (double)(t > 0 ? t : 0);
       }
     }
+    double mem = 0;
     for (int q = 0; q < st->ncomm && ok; q++) {
       const sp_cost_comm *m = &st->comm[q];
       walk_acc a = {0};
       walk(m, 0, vars, &env, &a);
+      if (m->local) {
+        mem += a.failed ? 0 : a.total * (double)m->elem;
+        continue;
+      }
       ok = !a.failed;
+      mem += a.total * (double)m->elem;
       double wb, wm;
       weights(sp, m, &env, &wb, &wm);
       bytes += wb * a.total * (double)m->elem;
@@ -179,7 +189,7 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       buf += a.max * (double)m->elem * m->nbuf;
     }
     double speed = lw_kernel_speed(st->speedup, kmin, kpts);
-    double comm = bytes / sp->bandwidth, work = points * sp->point_time / speed / st->threads;
+    double comm = bytes / sp->bandwidth, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
     sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
   free(vars);

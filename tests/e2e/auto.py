@@ -47,6 +47,45 @@ def distalc(*args, env=None):
     return p.returncode, p.stdout, p.stderr
 
 
+def memory_checks(d):
+    """a model whose memory is slow: every candidate's loops take at least their bytes from memory
+    / memory_bandwidth (the listing's), the kernel kept where the memory bounds loops and kernel
+    alike (the tie-break by the loops' time), and the run-time variants' predictions (--emit plan
+    with every param set) at least the output block's bytes / memory_bandwidth"""
+    slow = os.path.join(d, "slow.model")
+    with open(slow, "w") as f:
+        f.write("memory_bandwidth 1000\n")
+    kernels = PROGRAMS[0]  # auto_kernels.dtl: streaming statements among others
+    rc, out, err = distalc(kernels, "--auto", "--model", slow, "--emit", "plan", "--ranks", "4")
+    rows = re.findall(r"^    (chosen|then  ) ([0-9.e+-]+) s \(received .*?, ([0-9.e+-]+) bytes from memory\): (.*)$", out, re.M)
+    low = [r for r in rows if float(r[1]) < float(r[2]) / 1000 * 0.995]  # (the listing rounds to 3 digits)
+    if rc or not rows or low:
+        bad("memory_bandwidth 1000: a candidate predicted below its bytes from memory / 1000", out + err)
+    else:
+        ok("memory_bandwidth 1000: every one of %d candidates listed takes at least its bytes from memory / 1000" % len(rows))
+    # a memory-bound streaming statement: the kernel and the generated loops tie; the kernel is chosen
+    prog = os.path.join(d, "stream.dtl")
+    with open(prog, "w") as f:
+        f.write("param n = 512;\nparam m = 512;\nparam p = 64;\nmachine M = grid(g);\ntensor A(n, m) @ M(ij -> i);\n"
+                "tensor B(n, m, p) @ M(ijk -> i);\ntensor c(p) @ M(i -> *);\nA(i, j) = B(i, j, k) * c(k);\n")
+    rc, out, err = distalc(prog, "--auto", "--model", slow, "--emit", "plan", "--ranks", "2")
+    chosen = re.search(r"^    chosen .*$", out, re.M)
+    if rc or not chosen or "substitute" not in chosen.group(0):
+        bad("a memory-bound TTV: expected a catalogue kernel among the tied candidates", out + err)
+    else:
+        ok("a memory-bound TTV keeps its kernel: " + chosen.group(0).split("): ", 1)[1])
+    rt = os.path.join(TOP, "tests", "e2e", "programs", "auto_runtime.dtl")
+    n = m = k = 256
+    rc, out, err = distalc(rt, "--auto", "--model", slow, "--emit", "plan", "--ranks", "4", "--set", "n=%d" % n,
+                           "--set", "m=%d" % m, "--set", "k=%d" % k)
+    preds = [float(x) for x in re.findall(r"variant \d+ \(.*?\): predicted ([0-9.e+-]+) s", out)]
+    floor = n * m * 8 / 4 / 1000  # A's block on each of 4 ranks, written once
+    if rc or not preds or min(preds) < floor:
+        bad("memory_bandwidth 1000: the run-time variants predicted below %g s" % floor, out + err)
+    else:
+        ok("memory_bandwidth 1000: %d run-time variants predicted at least %g s" % (len(preds), floor))
+
+
 def plan_only(text):
     """the plan without the search's listing and the rank-count comment"""
     keep = []
@@ -197,8 +236,8 @@ def main():
                     w = line.split("#")[0].split()
                     if len(w) == 2:
                         vals[w[0]] = float(w[1])
-        if rc or sorted(vals) != ["bandwidth", "latency", "point_time"] or min(vals.values()) <= 0:
-            bad("distalc --calibrate: expected a model of three positive values", out + err)
+        if rc or sorted(vals) != ["bandwidth", "latency", "memory_bandwidth", "point_time"] or min(vals.values()) <= 0:
+            bad("distalc --calibrate: expected a model of four positive values", out + err)
         else:
             ok("distalc --calibrate: %s" % ", ".join("%s %g" % kv for kv in sorted(vals.items())))
             rc, out, err = distalc(PROGRAMS[0], "--auto", "--model", model, "--emit", "plan", "--ranks", "4")
@@ -215,6 +254,28 @@ def main():
             ok("distalc --calibrate under OMP_NUM_THREADS=2 writes threads 2, which --auto reads")
         else:
             bad("distalc --calibrate under OMP_NUM_THREADS=2: no threads 2", out + err + text + err2)
+        memory_checks(d)
+        # an error of the program as written, under --auto with `@ M` tensors whose layouts it
+        # chooses: reported before the search, quoting the file's own line
+        em = os.path.join(d, "em.dtl")
+        with open(em, "w") as f:
+            f.write("param n = 8;\nmachine M = grid(g);\ntensor A(n, n) csr @ M;\ntensor x(n) @ M;\ntensor y(n) @ M;\n"
+                    "y(i) = A(i, j) * x(j);\n")
+        rc, out, err = distalc(em, "--auto", "--target", "cuda", "--emit", "c")
+        if rc and "em.dtl:3:8: error: tensor 'A' is sparse" in err and "\ntensor A(n, n) csr @ M;\n" in err:
+            ok("--auto: an error of the program as written quotes its own line")
+        else:
+            bad("--auto: the error of a sparse tensor on the CUDA target", out + err)
+        # a csc tensor `@ M` keeps the default mapping, and the listing names it
+        cs = os.path.join(d, "csc.dtl")
+        with open(cs, "w") as f:
+            f.write("param n = 21;\nmachine M = grid(gx, gy);\ntensor A(n, n) csc @ M;\ntensor x(n) @ M;\ntensor y(n) @ M;\n"
+                    "y(i) = A(i, j) * x(j);\n")
+        rc, out, err = distalc(cs, "--auto", "--emit", "plan", "--ranks", "4")
+        if rc == 0 and "tensor A: the default mapping (not searched" in out and "tensor x: M(" in out:
+            ok("--auto: the listing names a csc tensor's default mapping beside the chosen layouts")
+        else:
+            bad("--auto: the listing of a csc tensor's layout", out + err)
         for k, (text, pat) in enumerate((("bandwidth 0\n", ":1: error: the value must be a positive number: bandwidth"),
                                          ("# ok\nlatency 1e-6\nspeed 3\n", ":3: error: unknown name"),
                                          ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),

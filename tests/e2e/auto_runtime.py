@@ -312,6 +312,21 @@ def main():
                     bad("%s: --mem-per-rank %d: ran variant %d of %s" % (name, limit, c3, p3), out2)
         shape_checks(d)
         hier_checks(d)
+        # a program without variants (compiled without --auto): its one schedule is variant 0,
+        # and DISTAL_VARIANT=1 is out of range
+        src = os.path.join(d, "one.dtl")
+        with open(src, "w") as f:
+            f.write("param n = 11;\nmachine M = grid(g);\ntensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);\ny(i) = x(i) * 2;\n")
+        for flags in ([],):
+            exe = os.path.join(d, "one")
+            rc, out = run([DISTALC] + flags + ["--exe", src, "-o", exe])
+            rc1, out1 = mpirun(exe, 2, {}, ["--validate"], {"DISTAL_VARIANT": "0"})
+            rc2, out2 = mpirun(exe, 2, {}, [], {"DISTAL_VARIANT": "1"})
+            what = "a program without variants%s" % (" (--auto)" if flags else "")
+            if rc == 0 and rc1 == 0 and validated(out1) and rc2 and "DISTAL_VARIANT=1: not a variant of this program (0 to 0)" in out2:
+                ok(what + ": DISTAL_VARIANT=0 runs it, DISTAL_VARIANT=1 rejected")
+            else:
+                bad(what + ": DISTAL_VARIANT=0 or 1", out + out1 + out2)
         # threads: a model of 2 threads per rank parallelizes the loops no kernel runs, and the
         # programs validate on 2 OpenMP threads per rank
         model = os.path.join(d, "threads.model")

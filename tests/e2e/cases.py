@@ -615,6 +615,9 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("auto_runtime.dtl"),
                         [{"n": 23, "m": 19, "k": 17}, {"n": 130, "m": 5, "k": 7}, {"n": 4, "m": 9, "k": 300},
                          {"n": 6, "m": 140, "k": 11}], [1, 2, 3, 4, 6, 8, 9], compile_args=["--auto"]))
+    # a tensor read through its transpose: the variants' cost functions take a max of two mins
+    runs.extend(_expand("programs", pr("auto_transpose.dtl"), [{"n": 13}], [1, 2, 3, 4, 6, 8], compile_args=["--auto"]))
+    runs.extend(_expand("programs", pr("auto_transpose.dtl"), [{"n": 5}], [4, 6], compile_args=["--auto", "--ranks", "4"]))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))
     runs.extend(_expand("programs", pr("auto_layout.dtl"), [{"n": 41, "m": 13}], [1, 2, 4, 6],
