@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,6 +477,16 @@ static int64_t *param_values(const fe_program *prog, char **sets, int nsets) {
       *eq = '=';
     }
     char *end = NULL;
+    if (pi >= 0 && prog->params[pi].is_float) { /* any finite number; it changes no size, grid or plan */
+      double f = strtod(eq + 1, &end);
+      if (end == eq + 1 || *end || !isfinite(f)) {
+        fprintf(stderr, "distalc: --set needs NAME=VALUE with a finite number for the floating param %s, not %s\n",
+                prog->params[pi].name, sets[k]);
+        free(vals);
+        return NULL;
+      }
+      continue;
+    }
     long long v = eq ? strtoll(eq + 1, &end, 10) : 0;
     if (pi < 0 || !end || *end || v <= 0) {
       fprintf(stderr, "distalc: --set needs NAME=VALUE with a declared param and a positive value, not %s\n", sets[k]);

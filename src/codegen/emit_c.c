@@ -192,7 +192,13 @@ static void pexpr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg
   bool paren = my < prec;
   if (paren) fputc('(', f);
   switch (e->kind) {
-  case SE_ACCESS: acc(f, e, ctx); break;
+  case SE_ACCESS: { /* an operand of another type computes in the statement's (README, "Choices"):
+                     * converted to a floating statement's type, an int32 one widened in int64 */
+    fe_type at = etype(sp, e, t);
+    if ((t == FE_DOUBLE || t == FE_FLOAT) ? at != t : t == FE_INT64 && at == FE_INT32) fprintf(f, "(%s)", cg_ctype(t));
+    acc(f, e, ctx);
+    break;
+  }
   case SE_NUM: cg_num(f, e, t); break;
   case SE_NEG:
     fputs("-", f);

@@ -160,6 +160,8 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
     const T *x = a, *y = b;                                                                        \
     for (int64_t i = 0; i < count; i++) {                                                          \
       double xa = (double)x[i], yb = (double)y[i];                                                 \
+      if (xa == yb || (xa != xa && yb != yb))                                                      \
+        continue; /* equal, the same infinity, or NaN both */                                      \
       double e = fabs(xa - yb) / fmax(1.0, fabs(yb));                                              \
       if (e > worst || e != e)                                                                     \
         worst = e != e ? INFINITY : e;                                                             \

@@ -50,6 +50,19 @@ int dtl_dist_validate(dtl_ctx *ctx, const dtl_dist *d, const char *name) {
     if (d->extent[t] < 0)
       return dtl_fail(ctx, "tensor %s: dimension %d has negative extent %lld", name, t,
                       (long long)d->extent[t]);
+  /* its elements, and their bytes, must be countable (int64 and size_t): a larger tensor
+   * could be neither allocated nor addressed */
+  int64_t elems = 1;
+  for (int t = 0; t < d->order; t++) {
+    if (d->extent[t] > 0 && elems > (INT64_MAX / 16) / d->extent[t]) {
+      char dims[256];
+      int w = 0;
+      for (int x = 0; x < d->order && w < (int)sizeof dims - 24; x++)
+        w += snprintf(dims + w, sizeof dims - (size_t)w, "%s%lld", x ? " x " : "", (long long)d->extent[x]);
+      return dtl_fail(ctx, "tensor %s: %s elements are too many to address (at most 2^59)", name, dims);
+    }
+    elems *= d->extent[t];
+  }
   if (d->replicated_everywhere)
     return 0;
   if (d->ngrid != ctx->ndims)

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int failf(char *err, size_t len, const char *fmt, ...) {
@@ -172,11 +173,26 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
                     const int *orders, const bool *sparse, char *err, size_t errlen) {
   if (opt->help)
     return 0;
+  for (int k = 0; k < opt->nsave; k++) /* two tensors into one file would leave either, or neither */
+    for (int j = 0; j < k; j++)
+      if (!strcmp(opt->save_path[j], opt->save_path[k]) && opt->save_tensor[j] >= 0 && opt->save_tensor[j] < ntensors &&
+          opt->save_tensor[k] >= 0 && opt->save_tensor[k] < ntensors)
+        return failf(err, errlen, "--save %s=%s and --save %s=%s: two tensors cannot be saved into one file",
+                     tensor_names[opt->save_tensor[j]], opt->save_path[j], tensor_names[opt->save_tensor[k]],
+                     opt->save_path[k]);
   for (int k = 0; k < opt->nsave; k++) {
     int t = opt->save_tensor[k];
     if (t < 0 || t >= ntensors)
       continue;
     const char *path = opt->save_path[k], *name = tensor_names[t], *ext = extension(path);
+    { /* its folder must take the file (checked before the run, not after it) */
+      char dir[4096];
+      const char *slash = strrchr(path, '/');
+      if (!slash) snprintf(dir, sizeof dir, ".");
+      else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+      if (access(dir, W_OK | X_OK))
+        return failf(err, errlen, "--save %s=%s: cannot write into %s: %s", name, path, dir, strerror(errno));
+    }
     bool sp = sparse && sparse[t];
     int order = orders ? orders[t] : 0;
     if (!strcmp(ext, ".npy"))

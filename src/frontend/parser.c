@@ -17,6 +17,7 @@
 enum {
   MAX_NESTING = 256, /* parentheses and unary minus inside one expression */
   MAX_DEPTH = 1000,  /* height of an expression tree (the free and check passes recurse) */
+  MAX_LOOPS = 256,   /* loops nested in loops (the passes over a program recurse) */
 };
 
 typedef struct {
@@ -25,6 +26,7 @@ typedef struct {
   fe_token *first;
   fe_program *prog;
   int nesting;
+  int loops; /* repeat loops open around the current item */
   bool in_cond; /* parsing a loop's condition: "(" may open a condition */
   jmp_buf fail;
 } parser;
@@ -534,7 +536,8 @@ static fe_expr *new_expr(parser *p, fe_expr **slot, fe_expr_kind kind, fe_loc lo
 
 static int check_depth(parser *p, int depth, fe_loc loc) {
   if (depth > MAX_DEPTH)
-    fail(p, loc, "expression is too deeply nested (more than %d levels)", MAX_DEPTH);
+    fail(p, loc, "expression is too deeply nested (more than %d levels: a sum or product of more than %d terms "
+                 "counts one level a term)", MAX_DEPTH, MAX_DEPTH);
   return depth;
 }
 
@@ -799,7 +802,10 @@ static void loop(parser *p, fe_item *it) {
     expect(p, ")", "expected ')' after the loop's condition");
   }
   expect(p, "{", "expected '{' to open the loop's body");
+  if (++p->loops > MAX_LOOPS)
+    fail(p, it->loc, "loops are nested too deeply (more than %d levels)", MAX_LOOPS);
   items(p, &it->items, &it->nitems, true);
+  p->loops--;
   expect(p, "}", "expected '}' to close the loop's body");
 }
 

@@ -589,6 +589,14 @@ static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
           "%s is not defined on integers: '%s' is %s, and an integer statement allows only the functions abs, min "
           "and max",
           fe_func_name(e->func), lhs->name, fe_type_name(lhs->type));
+  if (e->kind == FE_E_DIV && (lhs->type == FE_INT32 || lhs->type == FE_INT64)) {
+    /* an integer division by a literal 0 (a floating literal truncates to the statement's type) */
+    const fe_expr *d = e->b;
+    while (d && d->kind == FE_E_NEG) d = d->a;
+    if (d && d->kind == FE_E_NUM && (d->is_int ? d->ival == 0 : trunc(d->num) == 0))
+      error(c, d->loc, "division by zero%s%s%s in an integer statement ('%s' is %s)", d->is_int ? "" : ": the literal ",
+            d->is_int ? "" : d->text ? d->text : "?", d->is_int ? "" : " truncates to 0", lhs->name, fe_type_name(lhs->type));
+  }
   if (e->kind != FE_E_NUM) {
     check_literals(c, e->a, lhs);
     check_literals(c, e->b, lhs);

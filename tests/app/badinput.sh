@@ -46,9 +46,16 @@ expect "unknown flag" 3 "unknown option" summa -n 8 --bogus
 expect "flag without value" 2 "n" summa -n
 expect "non-numeric param" 2 "n" summa -n eight
 expect "missing param" 2 "param m has no value" req
+# params whose tensors have more elements than int64 counts (n x n overflows), or far more
+# than memory holds: one message, no crash
+expect "a tensor of more elements than int64 counts" 2 "too many to address" summa -n 3037000500
+expect "a tensor of 2^63 - 1 squared elements" 1 "too many to address" summa -n 9223372036854775807
+expect "a tensor larger than memory" 2 "out of memory" req -n 6 -m 100000000000
 expect "rank count that cannot form grid(q, q, q)" 6 "6 ranks cannot form grid(q, q, q)" johnson -n 8
 expect "grid params that do not multiply to the rank count" 4 "cannot form" summa -n 8 --gx 3 --gy 1
 expect "missing file" 3 "nofile.npy" summa -n 8 --load B=nofile.npy
+expect "two tensors saved into one file" 2 "two tensors cannot be saved into one file" summa -n 8 --save A=one.npy --save B=one.npy
+[ -e one.npy ] && bad "two tensors saved into one file: wrote one.npy"
 "$PYTHON" - <<'PY'
 import numpy as np
 np.save("shape.npy", np.zeros((7, 8)))

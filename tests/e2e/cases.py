@@ -190,6 +190,9 @@ def programs(long=False):
     add("accumulate.dtl", [{"n": 6, "m": 5, "p": 4, "chunk": 3}], [{"n": 11, "m": 7, "p": 9, "chunk": 2}])
     add("multi.dtl", [{"n": 8, "chunk": 3}], [{"n": 13, "chunk": 5}])
     add("types.dtl", [{"n": 7, "chunk": 2}], [{"n": 12, "chunk": 5}])
+    add("mixed_types.dtl", [{"n": 13}], [{"n": 5}])
+    # ... with values whose int32 products wrap (--fill index: up to 999): the statement's type computes
+    runs.extend(_expand("programs", pr("mixed_types.dtl"), [{"n": 50000}], [1, 3], fill_args=["--fill", "index"]))
     add("scalars.dtl", [{"n": 6, "m": 5}], [{"n": 11, "m": 3}])
     add("replicated.dtl", [{"n": 7, "m": 6, "p": 5}], [{"n": 4, "m": 9, "p": 12}])
     add("communicate.dtl", [{"n": 6, "m": 5, "p": 7, "chunk": 3}], [{"n": 9, "m": 8, "p": 4, "chunk": 2}])
@@ -257,6 +260,9 @@ _LITERAL_REJECTED = [
     ("param_default", 1, "param n = 9223372036854775808;\n"),
     ("grid_dim", 1, "machine M = grid(9223372036854775808, 2);\n"),
     ("fixed_coordinate", 2, "machine M = grid(g, h);\ntensor T(4) @ M(x -> x, 9223372036854775808);\n"),
+    # an integer division by a literal 0 (or one that truncates to 0)
+    ("int_div_zero", 7, _LITERAL_HEAD + "J(i) = 1 / 0;\n"),
+    ("int_div_zero_float", 7, _LITERAL_HEAD + "I(i) = B(i) / -(0.5);\n"),
 ]
 
 

@@ -1144,6 +1144,10 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
             sub = "".join(letters[v] for v in vars_) + "->" + "".join(letters[v] for v in uniq)
             arr, mag = np.einsum(sub, arr), np.einsum(sub, mag)
         val, mag, vars_ = np.asarray(arr), np.asarray(mag), uniq
+        # an operand of another type computes in the statement's: converted to a floating
+        # statement's type, an int32 one widened in an int64 statement (others as C promotes)
+        if (type_ in ("double", "float") and val.dtype != DTYPES[type_]) or (type_ == "int64" and val.dtype == np.int32):
+            val = val.astype(DTYPES[type_])
     elif k == "num":
         val, mag, vars_ = e[1], np.float64(abs(float(e[1]))), []
     elif k == "neg":
@@ -1432,13 +1436,13 @@ def compare(tensor, got, want, mag, exact=False):
     if got.shape != want.shape:
         return "%s: shape %s, expected %s" % (tensor.name, got.shape, want.shape)
     if np.issubdtype(tensor.dtype, np.integer) or exact:
-        bad = got != want
+        bad = (got != want) & ~(np.isnan(got) & np.isnan(want) if not np.issubdtype(tensor.dtype, np.integer) else False)
         tol = np.zeros(want.shape)
-    else:
+    else:  # (NaN where the oracle has NaN matches: the same computation)
         g, w = got.astype(np.float64), want.astype(np.float64)
         tol = RTOL[tensor.type] * np.asarray(mag) + 1e-300
         with np.errstate(invalid="ignore"):
-            bad = ~((np.abs(g - w) <= tol) | (g == w))
+            bad = ~((np.abs(g - w) <= tol) | (g == w) | (np.isnan(g) & np.isnan(w)))
     nbad = int(np.count_nonzero(bad))
     if not nbad:
         return None

@@ -151,6 +151,9 @@ REJECTED = [
     ("grid9_levels", "param n = 2;\nmachine M = [grid(2, 2, 2, 2), grid(2, 2, 2, 2, 2)];\n"
      "tensor a(n);\na(i) = a(i) + 1;\n", 2, 32, "more than 8 grid dimensions"),
     ("ident129", "param n = 2;\ntensor %s(n);\n" % ("x" * 129), 2, 8, "longer than 128 characters"),
+    # loops nested 257 deep (256 compile): the 257th's `repeat` (line 4 + 256, column 1)
+    ("loops257", "param n = 2;\nmachine M = grid(g);\ntensor s;\n" + "repeat 2 {\n" * 257 + "s = 1;\n" + "}\n" * 257,
+     260, 1, "loops are nested too deeply (more than 256 levels)"),
 ]
 
 

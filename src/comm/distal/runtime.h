@@ -398,7 +398,8 @@ int dtl_agree(dtl_ctx *ctx, int *flag);
 bool dtl_is_root(const dtl_ctx *ctx);
 
 /* Compare two global arrays of count elements: returns the max relative error
- * |a-b| / max(1, |b|). */
+ * |a-b| / max(1, |b|), where elements equal (the same infinity included) or NaN both count 0
+ * and a NaN against a number counts infinity. */
 double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count);
 
 /* ---- leaf kernels (kernels/) ------------------------------------------------------------- */
