@@ -268,7 +268,11 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
                                                                               const double *b, int64_t ldb, double *c,
                                                                               int64_t ldc, bool store, int stream,
                                                                               const char *pf, int npf) {
-  /* twelve accumulators, named so that they stay in registers */
+  /* twelve accumulators, named so that they stay in registers; F applied to each row's two */
+#define TILE_ROWS(F)                                                                                                   \
+  do {                                                                                                                 \
+    F(0, c00, c01); F(1, c10, c11); F(2, c20, c21); F(3, c30, c31); F(4, c40, c41); F(5, c50, c51);                    \
+  } while (0)
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t p = 0; p < k; p++) {
@@ -280,12 +284,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
     __m256d x = _mm256_broadcast_sd(a + (r) * lda + p);                                                               \
     x0 = _mm256_fmadd_pd(x, b0, x0), x1 = _mm256_fmadd_pd(x, b1, x1);                                                 \
   } while (0)
-    TILE_ROW(0, c00, c01);
-    TILE_ROW(1, c10, c11);
-    TILE_ROW(2, c20, c21);
-    TILE_ROW(3, c30, c31);
-    TILE_ROW(4, c40, c41);
-    TILE_ROW(5, c50, c51);
+    TILE_ROWS(TILE_ROW);
 #undef TILE_ROW
   }
 #define TILE_STORE(r, x0, x1)                                                                                          \
@@ -301,13 +300,9 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
     else                                                                                                               \
       _mm256_storeu_pd(cr, x0), _mm256_storeu_pd(cr + 4, x1);                                                          \
   } while (0)
-  TILE_STORE(0, c00, c01);
-  TILE_STORE(1, c10, c11);
-  TILE_STORE(2, c20, c21);
-  TILE_STORE(3, c30, c31);
-  TILE_STORE(4, c40, c41);
-  TILE_STORE(5, c50, c51);
+  TILE_ROWS(TILE_STORE);
 #undef TILE_STORE
+#undef TILE_ROWS
 }
 
 /* Six-row tiles of C, each over n in tiles of eight columns (B's k x 8 piece stays in the
