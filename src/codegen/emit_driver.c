@@ -286,7 +286,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
                  "  t_%s = calloc((size_t)(dn_%s && n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, t, n, n, n, n, ct);
       fprintf(c, "  i_%s = calloc(1, sizeof(%s));\n", n, ct);
     } else {
-      fprintf(c, "  t_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
+      fprintf(c, "  t_%s = dtl_zalloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s)); /* aligned to a cache line */\n", n, n, n, ct);
       fprintf(c, "  i_%s = calloc((size_t)(n_%s > 0 ? n_%s : 1), sizeof(%s));\n", n, n, n, ct);
     }
     fprintf(c, "  if (!t_%s || !i_%s) status = dtl_fail(ctx, \"out of memory for %s\");\n", n, n, un);

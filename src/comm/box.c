@@ -168,6 +168,14 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
     }                                                                                              \
   } while (0)
 
+void *dtl_zalloc(size_t count, size_t size) {
+  if (size && count > (SIZE_MAX - 64) / size) return NULL;
+  size_t bytes = (count * size + 63) / 64 * 64; /* C11's aligned_alloc: a multiple of the alignment */
+  void *p = aligned_alloc(64, bytes > 0 ? bytes : 64);
+  if (p) memset(p, 0, bytes > 0 ? bytes : 64);
+  return p;
+}
+
 double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count) {
   double worst = 0;
   switch (t) {

@@ -397,6 +397,11 @@ int dtl_agree(dtl_ctx *ctx, int *flag);
 /* Is this rank 0 of the context's communicator? */
 bool dtl_is_root(const dtl_ctx *ctx);
 
+/* count zeroed elements of size bytes, aligned to 64 bytes (a cache line: vector loads and the
+ * kernels' non-temporal stores need whole lines), freed with free(); NULL when out of memory
+ * or count x size overflows.  The generated executables' blocks. */
+void *dtl_zalloc(size_t count, size_t size);
+
 /* Compare two global arrays of count elements: returns the max relative error
  * |a-b| / max(1, |b|), where elements equal (the same infinity included) or NaN both count 0
  * and a NaN against a number counts infinity. */
