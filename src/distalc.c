@@ -37,7 +37,7 @@ static const char usage[] =
     "  --target cpu    generate C + MPI (default for cpu machines)\n"
     "  --target cuda   tensors in GPU memory, kernels in OUT.cu, NCCL and cuBLAS (default for\n"
     "                  machines with a gpu level)\n"
-    "  --name PREFIX   prefix of the generated API (default: the file stem)\n"
+    "  --name PREFIX   prefix of the generated API (default: the stem of -o OUT, else of FILE.dtl)\n"
     "  --emit cin      print the scheduled concrete index notation\n"
     "  --emit spmd     print the SPMD program the C and CUDA printers print, and the rewrites\n"
     "  --emit plan     print the communication plan (for --ranks P and --set; without --ranks,\n"
@@ -134,6 +134,30 @@ static const char *hidden_header_dir(const char *hname) {
   return NULL;
 }
 
+/* The input file: no output may replace it (gcc's "input file is the same as output file"). */
+static const char *g_input;
+static bool is_input(const char *path) {
+  struct stat a, b;
+  if (!g_input || stat(g_input, &a) || stat(path, &b)) return false;
+  if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) return false;
+  fprintf(stderr, "distalc: the output %s is the input file %s\n", path, g_input);
+  return true;
+}
+
+/* s for a comment of C or of a shell script: "*" "/" apart and control characters as '?' (a
+ * path may hold anything); malloc'ed */
+static char *comment_safe(const char *s) {
+  size_t n = strlen(s);
+  char *r = malloc(2 * n + 1), *w = r;
+  if (!r) return NULL;
+  for (const char *p = s; *p; p++) {
+    *w++ = (unsigned char)*p < 32 || *p == 127 ? '?' : *p;
+    if (p[0] == '*' && p[1] == '/') *w++ = ' ';
+  }
+  *w = 0;
+  return r;
+}
+
 /* Write to PATH through PATH.tmp.PID, renamed on success. */
 typedef struct {
   char final[4096], tmp[4200];
@@ -141,6 +165,8 @@ typedef struct {
 } outfile;
 
 static bool out_open(outfile *o, const char *path) {
+  o->f = NULL, o->tmp[0] = 0;
+  if (is_input(path)) return false;
   snprintf(o->final, sizeof o->final, "%s", path);
   snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", path, (int)getpid());
   o->f = fopen(o->tmp, "w");
@@ -344,9 +370,22 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
   char *stem = name ? strdup(name) : stem_of(input);
   char path[4096];
   snprintf(path, sizeof path, "%s", out ? out : "job.sh");
+  const char *base = strrchr(path, '/');
+  if (!strcmp(base ? base + 1 : path, stem)) { /* it launches ./STEM from its own folder */
+    fprintf(stderr, "distalc: --slurm -o %s: the script would be the program it launches (./%s): name it %s.sh, say\n", path, stem,
+            stem);
+    free(stem);
+    return false;
+  }
   outfile of = {0};
   if (!out_open(&of, path)) {
     free(stem);
+    return false;
+  }
+  char *in_safe = comment_safe(input), *stem_safe = comment_safe(stem), *path_safe = comment_safe(path);
+  if (!in_safe || !stem_safe || !path_safe) {
+    free(in_safe), free(stem_safe), free(path_safe), free(stem);
+    out_abort(&of);
     return false;
   }
   FILE *f = of.f;
@@ -364,14 +403,16 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
     }
   }
   fprintf(f, "#!/bin/bash\n");
-  fprintf(f, "# Slurm batch script for %s (from %s), written by distalc %s.\n", stem, input, PACKAGE_VERSION);
+  fprintf(f, "# Slurm batch script for %s (from %s), written by distalc %s.\n", stem_safe, in_safe, PACKAGE_VERSION);
   fprintf(f, "# Build the program next to it and submit from that directory; the script's own\n"
              "# arguments go to the program:\n"
              "#   distalc %s --exe -o %s\n"
              "#   sbatch%s %s -n 8192 --validate\n"
              "# DISTAL_LAUNCHER=mpirun launches with mpirun inside the allocation instead of srun.\n",
-          input, stem, M && M->nlevels == 1 && !outer_lit ? " -n RANKS" : "", path);
-  fprintf(f, "#SBATCH --job-name=%s\n", stem);
+          in_safe, stem_safe, M && M->nlevels == 1 && !outer_lit ? " -n RANKS" : "", path_safe);
+  free(in_safe), free(path_safe);
+  fprintf(f, "#SBATCH --job-name=%s\n", stem_safe);
+  free(stem_safe);
   if (M && M->nlevels > 1) {
     if (outer_lit) fprintf(f, "#SBATCH --nodes=%lld\n", (long long)outer);
     if (inner_lit) fprintf(f, "#SBATCH --ntasks-per-node=%lld\n", (long long)inner);
@@ -773,6 +814,7 @@ int main(int argc, char **argv) {
   if ((int)want_main + (int)exe + (int)slurm > 1) return fail_usage("--main, --exe and --slurm exclude each other", NULL);
   if (name && !valid_ident(name)) return fail_usage("--name needs a C identifier, not", name);
 
+  g_input = input;
   fe_source *src = fe_source_open(input, stderr);
   if (!src) return 1;
   src->max_errors = 50;
@@ -786,7 +828,7 @@ int main(int argc, char **argv) {
   fe_program *prog = u->ast;
   ir_program *ir = u->ir;
   lw_program *lp = NULL;
-  char *prefix = NULL;
+  char *prefix = NULL, *source_safe = NULL; /* the input's path for the generated files' comments */
   int rc;
   dc_auto_report arep = {0};
   dc_machine_model amodel = *dc_target_model(u); /* --auto's machine model */
@@ -958,7 +1000,8 @@ int main(int argc, char **argv) {
             name ? "--name" : "the file name", bad_prefix(prefix));
     goto done;
   }
-  cg_options o = {.prefix = prefix, .source_name = input, .main = want_main || exe, .debug = debug};
+  source_safe = comment_safe(input);
+  cg_options o = {.prefix = prefix, .source_name = source_safe ? source_safe : "?", .main = want_main || exe, .debug = debug};
   if (emit && !strcmp(emit, "api")) {
     sp_program *sp;
     if ((rc = dc_spmd(u, lp, &sp)) != DC_OK) {
@@ -985,6 +1028,7 @@ int main(int argc, char **argv) {
     }
     goto done;
   }
+  if (exe && is_input(out ? out : prefix)) goto done;
   if (exe) {
     char dir[] = "/tmp/distalc.XXXXXX";
     if (!mkdtemp(dir)) {
@@ -1063,6 +1107,7 @@ int main(int argc, char **argv) {
   }
 done:
   free(prefix);
+  free(source_safe);
   free(layouts);
   free(shape_line);
   free(shape_vals);

@@ -1708,6 +1708,12 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
   fputs("  int dtl_size;\n  if (MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
+  if (sp->nparams > 0) { /* every rank the same params, else every rank the same error (no rank alone in a collective) */
+    fputs("  {\n    static const char *const dtl_names[] = {", c);
+    for (int i = 0; i < sp->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", sp->params[i].name);
+    fprintf(c, "};\n    if (dtl_params_agree(dtl_comm, %d, dtl_prm, dtl_names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n  }\n",
+            sp->nparams);
+  }
   for (int i = 0; i < sp->nparams; i++) {
     if (sp->params[i].is_grid || sp->params[i].is_float) continue;
     fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",

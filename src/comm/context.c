@@ -156,6 +156,24 @@ static MPI_Comm make_sub(dtl_ctx *ctx, unsigned mask) {
   return sub;
 }
 
+int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const char *const *names, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  int64_t *lo = malloc(sizeof *lo * (size_t)n * 2), *hi = lo ? lo + n : NULL;
+  int bad = !lo;
+  if (lo && (MPI_Allreduce(values, lo, n, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
+             MPI_Allreduce(values, hi, n, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS))
+    bad = 1;
+  if (bad) snprintf(err, errlen, "the ranks could not compare their params");
+  for (int k = 0; k < n && !bad; k++)
+    if (lo[k] != hi[k]) {
+      snprintf(err, errlen, "params differ between ranks: %s is %lld on some and %lld on others (every rank must give the same)",
+               names && names[k] ? names[k] : "?", (long long)lo[k], (long long)hi[k]);
+      bad = 1;
+    }
+  free(lo);
+  return bad;
+}
+
 /* Which node this rank is on: ranks that share memory (MPI_COMM_TYPE_SHARED), or, where
  * DISTAL_RANKS_PER_NODE is set, consecutive blocks of that many ranks (to try a
  * hierarchical machine on one computer).  Nodes are numbered by their lowest rank. */

@@ -106,6 +106,18 @@ elif ! grep -q '^late.dtl:6:[0-9]*: error: precompute: ' ../err.txt; then bad "d
 elif [ "$(ls)" != late.dtl ]; then bad "distalc --check wrote a file"
 else ok "distalc --check reports what the code generator rejects ($(head -1 ../err.txt | cut -c1-90))"; fi
 cd .. || exit 1
+# distalc never writes over its input, nor a Slurm script that would launch itself
+cp "$top_srcdir/examples/summa.dtl" self.dtl
+for flags in "--exe -o self.dtl" "--slurm -o self.dtl" "--emit svg --ranks 4 -o self.dtl"; do
+  # shellcheck disable=SC2086
+  if "$DISTALC" self.dtl $flags 2> err.txt; then bad "distalc $flags wrote over its input"
+  elif ! cmp -s self.dtl "$top_srcdir/examples/summa.dtl"; then bad "distalc $flags changed its input"
+  elif ! grep -q "is the input file" err.txt; then bad "distalc $flags: no message saying so"
+  else ok "distalc $flags refused: $(head -1 err.txt)"; fi
+done
+if "$DISTALC" self.dtl --slurm -o self 2> err.txt; then bad "distalc --slurm -o self wrote a script that launches itself"
+elif [ -e self ]; then bad "distalc --slurm -o self left a file"
+else ok "distalc --slurm -o self refused: $(head -1 err.txt)"; fi
 if "$DISTALC" nothere.dtl 2> err.txt; then bad "distalc read a missing file"
 else ok "distalc reports a missing input ($(head -1 err.txt))"; fi
 

@@ -1830,6 +1830,24 @@ static void test_gemm_panels(void **state) {
   all_ok();
 }
 
+/* dtl_params_agree (every generated plan_create calls it first): the same params on every rank
+ * pass; one rank's different value fails on every rank (no rank left alone in a collective),
+ * naming the param and both values */
+static void test_params_agree(void **state) {
+  (void)state;
+  static const char *const names[] = {"n", "chunk", "gx"};
+  int64_t v[3] = {12, 4, -1};
+  char err[256] = "";
+  CHECKF(dtl_params_agree(MPI_COMM_WORLD, 3, v, names, err, sizeof err) == 0, "equal params: %s", err);
+  if (g_rank == g_size - 1) v[1] = 5;
+  int rc = dtl_params_agree(MPI_COMM_WORLD, 3, v, names, err, sizeof err);
+  if (g_size == 1)
+    CHECKF(rc == 0, "one rank agrees with itself: %s", err);
+  else
+    CHECKF(rc == 1 && strstr(err, "chunk is 4 on some and 5 on others"), "rc %d, %s", rc, err);
+  all_ok();
+}
+
 /* dtl_gemm and dtl_gemm_store on the shapes that run as six-row tiles in kernels/blas.c (double,
  * no transpose, a sum longer than 48 and a small B): every remainder of six rows and of eight
  * columns, leading dimensions equal to and above the minimum, outputs large, aligned and of
@@ -2710,6 +2728,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemm_panels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemm_thin, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_params_agree, reset, report_time),
       cmocka_unit_test_setup_teardown(test_gemv_rows, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),

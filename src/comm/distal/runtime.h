@@ -134,6 +134,11 @@ struct dtl_ctx {
  * communicators with MPI_ERRORS_RETURN set. */
 int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dtl_ctx **out,
                    char *err, size_t errlen);
+/* Do all ranks of comm give the same n param values (a plan's params, a floating one as its
+ * bits)?  Collective.  0 where they do; else 1, on every rank, with "params differ between
+ * ranks: NAME is A on some and B on others" in err (names[k]: param k's name). */
+int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const char *const *names, char *err, size_t errlen);
+
 /* A hierarchical machine: the last ninner dims are the inner levels, formed by the ranks
  * of one node (MPI_COMM_TYPE_SHARED, or blocks of DISTAL_RANKS_PER_NODE ranks); their
  * product must equal the ranks per node.  ninner = 0: as dtl_ctx_create. */
