@@ -219,8 +219,8 @@ def _boundaries(lib, boundaries, size):
     """The PREFIX_balance struct: per balanced tensor and grid dim, a pointer to int64
     boundaries or NULL; the arrays it points to are returned too, to keep them alive.  C reads
     G + 1 of them, G <= size (a grid dim never has more processors than there are ranks): each
-    array is padded to size + 1 with its last value, so that C never reads past it, and
-    plan_create refuses boundaries that do not end at the extent."""
+    array is padded to size + 1 with -1, so that C never reads past it and plan_create refuses
+    an array shorter than G + 1 (its boundaries would not rise to the extent)."""
     if not lib.balanced:
         raise TypeError(f"{lib.prefix} has no balanced tensor")
     for name in boundaries:
@@ -243,7 +243,7 @@ def _boundaries(lib, boundaries, size):
             if a.ndim != 1 or a.size < 2 or a.size > size + 1 or (nd == 1 and a.size != size + 1):
                 want = f"{size + 1}" if nd == 1 else f"2 to {size + 1}"
                 raise ValueError(f"{lib.prefix}: boundaries of {name} on grid dim {g}: {want} values needed, not {a.size}")
-            a = np.concatenate([a, np.full(size + 1 - a.size, a[-1], np.int64)])
+            a = np.concatenate([a, np.full(size + 1 - a.size, -1, np.int64)])
             keep.append(a)
             ptrs[k * nd + g] = a.ctypes.data
     return keep, ptrs

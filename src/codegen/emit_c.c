@@ -1707,7 +1707,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
   fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
-  fputs("  int dtl_size;\n  if (MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
+  fputs("  int dtl_size;\n  if (dtl_comm == MPI_COMM_NULL || MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
   if (sp->nparams > 0) { /* every rank the same params, else every rank the same error (no rank alone in a collective) */
     fputs("  {\n    static const char *const dtl_names[] = {", c);
     for (int i = 0; i < sp->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", sp->params[i].name);
@@ -1852,11 +1852,13 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int t = 0; t < sp->ntensors; t++) {
     if (sp->tensors[t].temp) continue;
     fprintf(c, "int64_t %s_%s_block(const %s_plan *plan, int64_t offset[], int64_t extent[]) {\n", P, sp->tensors[t].name, P);
-    fprintf(c, "  if (!plan || !plan->ctx) return 0;\n  const dtl_box *b = &plan->own[%d];\n"
+    fprintf(c, "  if (!plan || !plan->ctx) { /* no plan: no block */\n"
+               "    for (int d = 0; d < %d; d++) {\n      if (offset) offset[d] = 0;\n      if (extent) extent[d] = 0;\n    }\n"
+               "    return 0;\n  }\n  const dtl_box *b = &plan->own[%d];\n"
                "  for (int d = 0; d < b->nd; d++) {\n"
                "    if (offset) offset[d] = b->lo[d];\n"
                "    if (extent) extent[d] = b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;\n  }\n"
-               "  return dtl_box_volume(b);\n}\n\n", t);
+               "  return dtl_box_volume(b);\n}\n\n", sp->tensors[t].order, t);
   }
   for (int t = 0; t < sp->ntensors; t++) {
     if (sp->tensors[t].temp) continue;

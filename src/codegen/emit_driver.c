@@ -210,8 +210,8 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
         "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], path, tnames[t],\n"
         "                             k < opt.nload ? \"read from\" : \"saved as\");\n"
         "      MPI_Finalize();\n      return 2;\n    }\n  }\n", c);
-  fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, tnames);\n"
-             "    MPI_Finalize();\n    return 0;\n  }\n", np, nt);
+  fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, tnames, %s);\n"
+             "    MPI_Finalize();\n    return 0;\n  }\n", np, nt, sp->any_sparse ? "true" : "false");
   fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
   fprintf(c, "  %s_plan *plan = NULL;\n", P);
   for (int t = 0; t < nt; t++) {

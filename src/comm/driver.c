@@ -218,7 +218,7 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
 
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
                      const bool *param_float, const int64_t *defaults, int ntensors,
-                     const char *const *tensor_names) {
+                     const char *const *tensor_names, bool sparse) {
   fprintf(out, "usage: mpirun -np P %s [params] [options]\n", prog);
   if (nparams)
     fprintf(out, "params (-NAME V, --NAME V or --NAME=V, positive integers; floating params: numbers):\n");
@@ -235,8 +235,7 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
   fprintf(out, "options:\n"
                "  --fill random|ones|zeros|index  initial data (default random)\n"
                "  --seed N                   seed of --fill random (default 1)\n"
-               "  --density F                fraction of entries a sparse tensor's --fill stores\n"
-               "                             (default 0.1)\n"
+               "%s"
                "  --iters N                  timed repetitions (default 1)\n"
                "  --warmup N                 untimed repetitions first (default 0)\n"
                "  --load T=FILE              read tensor T from FILE: .npy (any tensor), .mtx\n"
@@ -251,7 +250,9 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
                "  --verbose                  say what happens\n"
                "  --monitor                  rank 0 prints each loop iteration and the scalars\n"
                "                             its condition reads\n"
-               "  --help, -h                 this text\n");
+               "  --help, -h                 this text\n",
+          sparse ? "  --density F                fraction of entries a sparse tensor's --fill stores\n"
+                   "                             (default 0.1)\n" : "");
   if (ntensors) {
     fprintf(out, "tensors:");
     for (int i = 0; i < ntensors; i++)

@@ -1719,12 +1719,18 @@ static void test_parse_args(void **state) {
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   int64_t defs[] = {4096, 256, -1};
-  dtl_print_usage(out, "./summa", 3, pnames, NULL, defs, 3, tnames);
+  dtl_print_usage(out, "./summa", 3, pnames, NULL, defs, 3, tnames, false);
   fclose(out);
   CHECKF(strstr(text, "usage: mpirun -np P ./summa") && strstr(text, "-n V") &&
              strstr(text, "default 4096") && strstr(text, "-gx V") &&
-             strstr(text, "--load T=FILE") && strstr(text, "tensors: A B C"),
+             strstr(text, "--load T=FILE") && strstr(text, "tensors: A B C") && !strstr(text, "--density"),
          "%s", text);
+  free(text);
+  text = NULL; /* a program with sparse tensors lists --density */
+  out = open_memstream(&text, &len);
+  dtl_print_usage(out, "./spmv", 3, pnames, NULL, defs, 3, tnames, true);
+  fclose(out);
+  CHECKF(strstr(text, "--density F") && strstr(text, "--iters N"), "%s", text);
   free(text);
   all_ok();
 }

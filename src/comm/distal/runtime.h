@@ -372,10 +372,10 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
  * and sparse describe the tensors (NULL: all dense).  Nothing to check with opt->help. */
 int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
                     const int *orders, const bool *sparse, char *err, size_t errlen);
-/* Print the usage text of a generated executable. */
+/* Print the usage text of a generated executable; sparse: it has sparse tensors (--density). */
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
                      const bool *param_float, const int64_t *defaults, int ntensors,
-                     const char *const *tensor_names);
+                     const char *const *tensor_names, bool sparse);
 
 /* Rank 0 prints the summary line (or JSON with json): program name, ranks, grid dims,
  * params (floating ones where param_float[i]; it may be NULL), iterations=K of a program's

@@ -11,6 +11,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "loops.h"
 
@@ -95,6 +96,15 @@ int main(int argc, char **argv) {
     fail("loops_plan_create", plan);
   check(plan, &p, 4, 2, "tol 1e-12");
   loops_plan_destroy(&plan);
+  /* no communicator: an error, not an abort; the failed plan holds no block */
+  int null_ok = loops_plan_create(MPI_COMM_NULL, &p, &plan) != 0 && plan &&
+                strstr(loops_error(plan), "invalid communicator");
+  int64_t off[1] = {7}, ext[1] = {7};
+  null_ok = null_ok && loops_x_block(plan, off, ext) == 0 && off[0] == 0 && ext[0] == 0;
+  null_ok = null_ok && loops_plan_destroy(&plan) == 0 && !plan;
+  if (rank == 0)
+    printf("%s plan_create on MPI_COMM_NULL\n", null_ok ? "PASS" : "FAIL");
+  failures += !null_ok;
   if (rank == 0)
     printf("iterations: %s\n", failures ? "FAILED" : "ok");
   MPI_Finalize();
