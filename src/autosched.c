@@ -33,7 +33,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     return false;
   }
   char line[512];
-  bool seen[5] = {false};
+  bool seen[7] = {false};
   for (int ln = 1; fgets(line, sizeof line, f); ln++) {
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
@@ -41,11 +41,11 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     double v;
     int n = sscanf(line, "%63s %lf %7s", name, &v, extra);
     if (n <= 0) continue; /* blank */
-    static const char *names[] = {"bandwidth", "latency", "point_time", "threads", "memory_bandwidth"};
+    static const char *names[] = {"bandwidth", "latency", "point_time", "threads", "memory_bandwidth", "node_bandwidth", "node_latency"};
     int k = -1;
-    for (int q = 0; q < 5; q++)
+    for (int q = 0; q < 7; q++)
       if (!strcmp(name, names[q])) k = q;
-    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time, memory_bandwidth or threads)"
+    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time, memory_bandwidth, threads, node_bandwidth or node_latency)"
                       : n != 2 ? "expected NAME VALUE"
                       : !(isfinite(v) && v > 0) ? "the value must be a positive number"
                       : k == 3 && (v != floor(v) || v > 4096) ? "threads must be a whole number up to 4096"
@@ -60,36 +60,60 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     else if (k == 1) m->latency = v;
     else if (k == 2) m->point_time = v;
     else if (k == 4) m->memory_bandwidth = v;
+    else if (k == 5) m->node_bandwidth = v;
+    else if (k == 6) m->node_latency = v;
     else m->threads = v;
   }
   fclose(f);
   return true;
 }
 
+double dc_comm_latency(const dc_machine_model *m, const lw_cost *c) {
+  double nl = m->node_latency > 0 ? m->node_latency : m->latency;
+  return (c->wire_msgs - c->node_msgs) * m->latency + c->node_msgs * nl;
+}
+
+double dc_comm_transfer(const dc_machine_model *m, const lw_cost *c) {
+  double nb = m->node_bandwidth > 0 ? m->node_bandwidth : m->bandwidth;
+  return (c->wire_bytes - c->node_bytes) / m->bandwidth + c->node_bytes / nb;
+}
+
 const char dc_calibrate_source[] =
     "/* distalc --calibrate: the machine model of distal-mpi's --auto, measured on this machine. */\n"
     "#include <mpi.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "/* rank 0 and peer (the others wait): the least round trip of 8 bytes / 2, the best rate of 8 MB\n"
+    " * messages; peer < 0: nothing */\n"
+    "static void pingpong(int rank, int peer, char *buf, int big, double *lat, double *bw) {\n"
+    "  *lat = 1e30, *bw = 0;\n"
+    "  for (int rep = 0; rep < 5 && peer > 0; rep++) {\n"
+    "    MPI_Barrier(MPI_COMM_WORLD);\n    double t = MPI_Wtime();\n"
+    "    for (int i = 0; i < 200 && (rank == 0 || rank == peer); i++) {\n"
+    "      if (rank == 0) { MPI_Send(buf, 8, MPI_CHAR, peer, 0, MPI_COMM_WORLD); MPI_Recv(buf, 8, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
+    "      else { MPI_Recv(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD); }\n"
+    "    }\n"
+    "    t = (MPI_Wtime() - t) / 400;\n    if (t < *lat) *lat = t;\n"
+    "    MPI_Barrier(MPI_COMM_WORLD);\n    t = MPI_Wtime();\n"
+    "    for (int i = 0; i < 4 && (rank == 0 || rank == peer); i++) {\n"
+    "      if (rank == 0) { MPI_Send(buf, big, MPI_CHAR, peer, 1, MPI_COMM_WORLD); MPI_Recv(buf, 1, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
+    "      else { MPI_Recv(buf, big, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD); }\n"
+    "    }\n"
+    "    t = MPI_Wtime() - t;\n    if (4.0 * big / t > *bw) *bw = 4.0 * big / t;\n"
+    "  }\n"
+    "}\n"
     "int main(int argc, char **argv) {\n"
     "  MPI_Init(&argc, &argv);\n"
     "  int rank, size;\n  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n  MPI_Comm_size(MPI_COMM_WORLD, &size);\n"
     "  if (size < 2) { if (!rank) fprintf(stderr, \"calibrate: needs 2 ranks\\n\"); MPI_Abort(MPI_COMM_WORLD, 2); }\n"
+    "  /* the first rank on rank 0's node and the first on another node (-1: none) */\n"
+    "  MPI_Comm nc;\n  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &nc);\n"
+    "  int leader = rank, *leaders = malloc(sizeof(int) * (size_t)size), near = -1, far = -1;\n"
+    "  MPI_Bcast(&leader, 1, MPI_INT, 0, nc);\n  MPI_Comm_free(&nc);\n"
+    "  MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);\n"
+    "  for (int r = size - 1; r > 0; r--) {\n    if (leaders[r] == leaders[0]) near = r;\n    else far = r;\n  }\n"
     "  const int big = 1 << 23; /* 8 MB messages: bandwidth */\n"
     "  char *buf = calloc(big, 1);\n"
-    "  double lat = 1e30, bw = 0;\n"
-    "  for (int rep = 0; rep < 5; rep++) {\n"
-    "    MPI_Barrier(MPI_COMM_WORLD);\n    double t = MPI_Wtime();\n"
-    "    for (int i = 0; i < 200 && rank < 2; i++) {\n"
-    "      if (rank == 0) { MPI_Send(buf, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD); MPI_Recv(buf, 8, MPI_CHAR, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
-    "      else { MPI_Recv(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD); }\n"
-    "    }\n"
-    "    t = (MPI_Wtime() - t) / 400;\n    if (t < lat) lat = t;\n"
-    "    MPI_Barrier(MPI_COMM_WORLD);\n    t = MPI_Wtime();\n"
-    "    for (int i = 0; i < 4 && rank < 2; i++) {\n"
-    "      if (rank == 0) { MPI_Send(buf, big, MPI_CHAR, 1, 1, MPI_COMM_WORLD); MPI_Recv(buf, 1, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); }\n"
-    "      else { MPI_Recv(buf, big, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE); MPI_Send(buf, 1, MPI_CHAR, 0, 1, MPI_COMM_WORLD); }\n"
-    "    }\n"
-    "    t = MPI_Wtime() - t;\n    if (4.0 * big / t > bw) bw = 4.0 * big / t;\n"
-    "  }\n"
+    "  double lat, bw, nlat, nbw;\n"
+    "  pingpong(rank, far, buf, big, &lat, &bw);\n  pingpong(rank, near, buf, big, &nlat, &nbw);\n"
     "  /* an iteration of generated loops: a naive matrix product's inner loop, 256^3 */\n"
     "  const int n = 256;\n"
     "  double *a = calloc((size_t)n * n, 8), *b = malloc((size_t)n * n * 8), *c = malloc((size_t)n * n * 8), pt = 1e30;\n"
@@ -111,10 +135,16 @@ const char dc_calibrate_source[] =
     "  }\n"
     "  double mbmin = mb;\n"
     "  MPI_Reduce(&mb, &mbmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);\n"
-    "  if (rank == 0)\n"
-    "    printf(\"# machine model for distalc --auto (distalc --calibrate; checksum %g)\\nbandwidth %.6g\\nlatency %.6g\\npoint_time %.6g\\n\"\n"
-    "           \"memory_bandwidth %.6g\\n\", a[n + 1] + x[m / 2], bw, lat, pt, mbmin);\n"
-    "  free(buf), free(a), free(b), free(c), free(x), free(y), free(z);\n"
+    "  if (rank == 0) {\n"
+    "    printf(\"# machine model for distalc --auto (distalc --calibrate; checksum %g)\\npoint_time %.6g\\nmemory_bandwidth %.6g\\n\",\n"
+    "           a[n + 1] + x[m / 2], pt, mbmin);\n"
+    "    /* the network between nodes where a rank is on another node, else the node's rates stand for it */\n"
+    "    if (far > 0) printf(\"bandwidth %.6g\\nlatency %.6g\\n\", bw, lat);\n"
+    "    else printf(\"# every rank on one node: the network's rates are the node's (calibrate on two nodes to measure them)\\n\"\n"
+    "                \"bandwidth %.6g\\nlatency %.6g\\n\", nbw, nlat);\n"
+    "    if (near > 0) printf(\"node_bandwidth %.6g\\nnode_latency %.6g\\n\", nbw, nlat);\n"
+    "  }\n"
+    "  free(buf), free(leaders), free(a), free(b), free(c), free(x), free(y), free(z);\n"
     "  MPI_Finalize();\n  return 0;\n}\n";
 
 /* ---- building commands ------------------------------------------------------------------- */
@@ -229,7 +259,7 @@ typedef struct {
  * model of try_cand: the overlapped steps only hide the loops' time): the same bytes and
  * messages as cand k (a catalogue kernel or threads change neither) give this bound. */
 static double comm_bound(const search *S, const dc_auto_cand *k) {
-  return k->cost.wire_msgs * S->m->latency + k->cost.wire_bytes / S->m->bandwidth;
+  return dc_comm_latency(S->m, &k->cost) + dc_comm_transfer(S->m, &k->cost);
 }
 
 /* Precondition: every candidate that the bound covers is predicted at least `bound`.  Rule:
@@ -257,18 +287,18 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   int64_t maxbuf = 0;
   for (int at = 0; at < 2; at++) {
     lw_cost cost;
-    if (!lw_stmt_cost_at(lp, i, S->params, at ? corner : zero, &cost)) return false;
+    if (!lw_stmt_cost_at(lp, i, S->params, at ? corner : zero, S->m->ranks_per_node, &cost)) return false;
     /* communication in s steps overlaps the computation of the previous step (the SPMD
      * rewrite pipeline posts the next step's broadcast before this one computes): the first
      * step's data arrives alone, the rest while the loops run */
-    double comm = cost.wire_bytes / S->m->bandwidth, steps = cost.steps > 1 ? (double)cost.steps : 1;
+    double comm = dc_comm_transfer(S->m, &cost), steps = cost.steps > 1 ? (double)cost.steps : 1;
     /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
     double sp = lw_kernel_speed(c->speedup, cost.kernel_min, cost.kernel_points);
     /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
     double loops = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
     /* ... and take at least the time of the bytes they touch at the memory's bandwidth */
     double work = fmax(loops, cost.mem_bytes / S->m->memory_bandwidth);
-    double sec = cost.wire_msgs * S->m->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double sec = dc_comm_latency(S->m, &cost) + comm / steps + fmax(comm * (steps - 1) / steps, work);
     if (sec > out->seconds) out->seconds = sec, out->cost = cost, out->work = loops;
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
   }
@@ -518,7 +548,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       consider_kernels(S, i, &d, nunder, under, par);
       /* what the distribution alone receives: its panels (below) receive the same bytes in
        * more messages */
-      double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? S->cand[at_d].cost.wire_bytes / S->m->bandwidth : -1;
+      double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? dc_comm_transfer(S->m, &S->cand[at_d].cost) : -1;
       /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
       for (int r = 0; r < nl; r++) {
         bool used = false;
@@ -803,6 +833,9 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
   bool searched = false;
   for (int i = 0; i < rep->nstmts; i++) searched |= rep->stmts[i].chosen == 0;
   u->model[0] = A.m->bandwidth, u->model[1] = A.m->latency, u->model[2] = A.m->point_time, u->model[3] = A.m->memory_bandwidth;
+  u->model[4] = A.m->node_bandwidth > 0 ? A.m->node_bandwidth : A.m->bandwidth;
+  u->model[5] = A.m->node_latency > 0 ? A.m->node_latency : A.m->latency;
+  u->model[6] = (double)A.m->ranks_per_node;
   u->mem_limit = mem_limit;
   u->nvariants = 0;
   bool sparse = false; /* sparse pieces and halo caches are per buffer slot: no variants */
@@ -872,6 +905,7 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
               .exhaustive = ex && *ex && strcmp(ex, "0")};
   rep->ranks = ranks;
   rep->gpu = u->cuda;
+  rep->m = *S.m;
   rep->nstmts = u->ir->nstmts;
   rep->stmts = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *rep->stmts);
   const bool *fused = fused_by_default(u);
@@ -1022,6 +1056,14 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
           (long long)rep->ranks,
           rep->model ? "the machine model " : rep->gpu ? "the default machine model of a GPU rank" : "the default machine model",
           rep->model ? rep->model : "");
+  const dc_machine_model *m = &rep->m;
+  if (m->node_bandwidth > 0 || m->node_latency > 0) { /* node rates: which collectives stay within a node */
+    char nodes[96] = "one node";
+    if (m->ranks_per_node > 0) snprintf(nodes, sizeof nodes, "nodes of %lld consecutive ranks", (long long)m->ranks_per_node);
+    fprintf(f, "  collectives within one node at %.3g B/s and %.3g s a message, the others at %.3g B/s and %.3g s; the ranks on %s\n",
+            m->node_bandwidth > 0 ? m->node_bandwidth : m->bandwidth, m->node_latency > 0 ? m->node_latency : m->latency, m->bandwidth,
+            m->latency, nodes);
+  }
   if (rep->shape) fprintf(f, "  the grid's shape (its params are free; shapes and layouts chosen together):\n%s", rep->shape);
   if (rep->layouts) fprintf(f, "  layouts of the tensors declared `@ M` with no mapping:\n%s", rep->layouts);
   for (int i = 0; i < rep->nstmts; i++) {

@@ -39,13 +39,25 @@ typedef struct {
                         * threads): a statement's loops take at least its bytes' time */
   double threads;      /* threads per rank: a catalogue kernel (BLAS) and a parallelized loop
                         * run on all of them, other loops on one (1: no parallelize candidates) */
+  /* a broadcast or reduction among the ranks of one node (shared memory), and any pattern
+   * where the whole grid is on one node: bytes per second and seconds per message
+   * (0: bandwidth and latency) */
+  double node_bandwidth, node_latency;
+  /* how the search places ranks: nodes of this many consecutive ranks (0: one node holds
+   * them all); distalc sets it from --ranks-per-node or a hierarchical machine's inner levels */
+  int64_t ranks_per_node;
 } dc_machine_model;
+/* The seconds of c's messages (latency) and of its bytes (bandwidth) under m: the part among
+ * one node's ranks at the node's rates, the rest at the network's. */
+double dc_comm_latency(const dc_machine_model *m, const lw_cost *c);
+double dc_comm_transfer(const dc_machine_model *m, const lw_cost *c);
 extern const dc_machine_model dc_default_model; /* a CPU rank */
 extern const dc_machine_model dc_gpu_model;     /* a rank with one GPU (the CUDA target) */
 /* The defaults of u's target: dc_gpu_model for the CUDA target, else dc_default_model. */
 const dc_machine_model *dc_target_model(const dc_unit *u);
 /* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
- * `latency S`, `point_time S`, `memory_bandwidth B`, `threads T` (positive numbers, T whole;
+ * `latency S`, `point_time S`, `memory_bandwidth B`, `threads T`, `node_bandwidth B`,
+ * `node_latency S` (positive numbers, T whole;
  * `#` starts a comment), each at most once,
  * the others keeping *m's values (the caller's defaults).  Returns false with "PATH:LINE: error: ..." in err. */
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);
@@ -81,6 +93,7 @@ typedef struct {
   int64_t ranks;
   const char *model;   /* the machine model's file, NULL: the defaults */
   bool gpu;            /* the CUDA target: the defaults are dc_gpu_model */
+  dc_machine_model m;  /* the model the search used */
   const char *layouts; /* dc_auto_layouts' report, NULL: no layout chosen */
   const char *shape;   /* the grid's shape chosen where it is free (distalc), NULL: not free */
   const int64_t *grid; /* the params at that shape where it is not the solver's, else NULL */

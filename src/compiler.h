@@ -60,7 +60,8 @@ typedef struct {
   dc_variant *variants;
   bool shape_free;  /* --auto chose the grid's shape and plan_create chooses it too (nvariants
                      * >= 1 then: a flat CPU machine with free grid params used once) */
-  double model[4]; /* the machine model of the variants' formulas: bandwidth, latency, point_time, memory_bandwidth */
+  double model[7]; /* the machine model of the variants' formulas: bandwidth, latency, point_time, memory_bandwidth,
+                    * node_bandwidth, node_latency (resolved: > 0) and the search's ranks per node (0: one node) */
   int64_t mem_limit;
   ir_arena *arena;  /* holds ir, lp and every copy and lowering made through the unit */
 } dc_unit;

@@ -489,6 +489,9 @@ static int calibrate(const char *out) {
     if (!rc) {
       fprintf(of.f, "# machine model for distalc --auto (distalc --calibrate)\nbandwidth %.6g\nlatency %.6g\npoint_time %.6g\n"
                     "memory_bandwidth %.6g\n", m.bandwidth, m.latency, m.point_time, m.memory_bandwidth);
+      if (m.node_bandwidth > 0 && m.node_latency > 0)
+        fprintf(of.f, "# between two ranks of one node (shared memory)\nnode_bandwidth %.6g\nnode_latency %.6g\n", m.node_bandwidth,
+                m.node_latency);
       if (threads > 1) fprintf(of.f, "# OMP_NUM_THREADS at the calibration: the threads each rank runs\nthreads %ld\n", threads);
       rc = !out_commit(&of);
     }
@@ -860,6 +863,9 @@ int main(int argc, char **argv) {
       free(vals);
       goto done;
     }
+    /* the ranks on nodes of --ranks-per-node (a hierarchical machine: its inner levels'), else
+     * on one node: which collectives stay within a node (the model's node rates) */
+    amodel.ranks_per_node = pn;
     /* the grid's shape where it is free, then the layouts of `@ M` tensors: the program is
      * compiled again with them written */
     /* the shape at compile time only for the rank count of --ranks (without it, the layouts and

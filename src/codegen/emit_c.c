@@ -1449,17 +1449,24 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
   const sp_variant *x = &sp->variants[v];
   const sp_program *vs = x->sp;
   fprintf(c, "/* variant %d (%s): its predicted seconds and buffer bytes per rank */\n", v, x->label);
-  fprintf(c, "static void %s_v%d_cost(const int64_t *dtl_p, const int64_t *dtl_coords, double *dtl_sec, double *dtl_buf) {\n", P, v);
+  fprintf(c, "static void %s_v%d_cost(const int64_t *dtl_p, const int64_t *dtl_coords, int64_t dtl_rpn, double *dtl_sec, double *dtl_buf) {\n", P, v);
   declare_params(c, sp, "dtl_p", 2);
-  fputs("  (void)dtl_coords;\n  double dtl_s = 0, dtl_b = 0;\n", c);
+  /* the grid's dims: which groups are within one node of dtl_rpn ranks (dtl_group_in_node) */
+  int nd = sp->ndims > 0 ? sp->ndims : 1;
+  fprintf(c, "  (void)dtl_coords, (void)dtl_rpn;\n  double dtl_s = 0, dtl_b = 0;\n  int64_t dtl_dims[%d] = {1};\n", nd);
+  for (int g = 0; g < sp->ndims; g++) {
+    fputs("  { const int64_t d = ", c);
+    cg_sym(c, sp, sp->dims[g], false);
+    fprintf(c, "; dtl_dims[%d] = d > 0 ? d : 1; }\n", g);
+  }
   for (int i = 0; i < x->nstmts; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
     const sp_func *fn = &vs->funcs[st->func];
     fprintf(c, "  { /* statement %d */\n", i + 1);
     for (int q = 0; q < fn->nvars; q++)
       fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
-    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0, dtl_mem = 0;\n    int64_t dtl_kmin = 0;\n"
-          "    (void)dtl_kmin, (void)dtl_kpts;\n", c);
+    fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0, dtl_mem = 0, dtl_nbytes = 0, dtl_nmsgs = 0;\n"
+          "    int64_t dtl_kmin = 0;\n    (void)dtl_kmin, (void)dtl_kpts;\n", c);
     for (int k = 0; k < st->ntrips; k++) {
       fputs("    { const int64_t t = ", c);
       cg_sym(c, vs, st->trip[k], false);
@@ -1520,18 +1527,30 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         emit_group_ranks(c, sp, m, m->reduce, m->alt_reduce);
         fputs("        if (dtl_mask && dtl_q == 1) dtl_wb = dtl_wm = 0;\n      }\n", c);
       }
-      fprintf(c, "      dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt, dtl_mem += dtl_tot * %lld;\n"
+      /* its group (a broadcast's, else a reduction's grid dims; 0: any rank) within one node? */
+      unsigned grp = m->bcast ? m->bcast : m->reduce, alt_grp = m->alt_bcast ? m->alt_bcast : m->alt_reduce;
+      fputs("      const unsigned dtl_grp = ", c);
+      if (m->nassume > 1 && grp != alt_grp) {
+        fputs("(", c);
+        for (int q = 1; q < m->nassume; q++)
+          fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
+        fprintf(c, ") ? %uu : %uu;\n", alt_grp, grp);
+      } else
+        fprintf(c, "%uu;\n", grp);
+      fprintf(c, "      const int dtl_in = dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp);\n"
+                 "      (dtl_in ? &dtl_nbytes : &dtl_bytes)[0] += dtl_wb * dtl_tot * %lld, (dtl_in ? &dtl_nmsgs : &dtl_msgs)[0] += dtl_wm * dtl_cnt;\n"
+                 "      dtl_mem += dtl_tot * %lld;\n"
                  "      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
-              (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
+              sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
     }
     /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
     fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
                "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0)"
                " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
-    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g, dtl_work = fmax(dtl_pts * %.17g / dtl_speed / %.17g, dtl_mem / %.17g);\n",
-            sp->bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
-    fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
-            sp->latency);
+    fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g + dtl_nbytes / %.17g, dtl_work = fmax(dtl_pts * %.17g / dtl_speed / %.17g, dtl_mem / %.17g);\n",
+            sp->bandwidth, sp->node_bandwidth > 0 ? sp->node_bandwidth : sp->bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
+    fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_nmsgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
+            sp->latency, sp->node_latency > 0 ? sp->node_latency : sp->latency);
   }
   fputs("  *dtl_sec = dtl_s, *dtl_buf = dtl_b;\n}\n\n", c);
 }
@@ -1546,8 +1565,8 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
  * *dtl_fit; every variant's in dtl_pred, dtl_buf unless NULL. */
 static void emit_variant_chooser(FILE *c, const sp_program *sp, const char *P) {
   int n = sp->nvariants, nd = sp->ndims > 0 ? sp->ndims : 1;
-  fprintf(c, "static int %s_choose(const int64_t *dtl_p, int dtl_forced, double *dtl_pred, double *dtl_buf, double *dtl_sec, int *dtl_fit) {\n"
-             "  static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, double *, double *) = {", P, n);
+  fprintf(c, "static int %s_choose(const int64_t *dtl_p, int64_t dtl_rpn, int dtl_forced, double *dtl_pred, double *dtl_buf, double *dtl_sec, int *dtl_fit) {\n"
+             "  static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, int64_t, double *, double *) = {", P, n);
   for (int v = 0; v < n; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
   fprintf(c, "};\n  int64_t dtl_zero[%d] = {0}, dtl_corner[%d] = {0};\n", nd, nd);
   for (int g = 0; g < sp->ndims; g += 2) {
@@ -1556,8 +1575,8 @@ static void emit_variant_chooser(FILE *c, const sp_program *sp, const char *P) {
     else fprintf(c, "  dtl_corner[%d] = %lld;\n", g, (long long)(sym_is_const(sp->dims[g], &lit) ? lit - 1 : 0));
   }
   fprintf(c, "  int dtl_best = -1, dtl_least = 0, dtl_f[%d];\n  double dtl_bs = 0, dtl_lb = 0, dtl_s[%d];\n"
-             "  for (int v = 0; v < %d; v++) {\n    double s, b, s1, b1;\n    dtl_cost[v](dtl_p, dtl_zero, &s, &b);\n"
-             "    dtl_cost[v](dtl_p, dtl_corner, &s1, &b1);\n    if (s1 > s) s = s1;\n    if (b1 > b) b = b1;\n"
+             "  for (int v = 0; v < %d; v++) {\n    double s, b, s1, b1;\n    dtl_cost[v](dtl_p, dtl_zero, dtl_rpn, &s, &b);\n"
+             "    dtl_cost[v](dtl_p, dtl_corner, dtl_rpn, &s1, &b1);\n    if (s1 > s) s = s1;\n    if (b1 > b) b = b1;\n"
              "    if (dtl_pred) dtl_pred[v] = s, dtl_buf[v] = b;\n", n, n, n);
   if (sp->mem_limit > 0) fprintf(c, "    dtl_f[v] = b <= %lld.0;\n", (long long)sp->mem_limit);
   else fputs("    dtl_f[v] = 1;\n", c);
@@ -1592,7 +1611,7 @@ static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int 
              "        memcpy(dtl_q, dtl_prm, sizeof dtl_prm);\n", nv, nd, nv, nv);
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_grid) fprintf(c, "        dtl_q[%d] = dtl_sh[(size_t)k * %d + %d];\n", i, nv, i);
-  fprintf(c, "        (void)%s_choose(dtl_q, dtl_force, NULL, NULL, &s, &fit);\n"
+  fprintf(c, "        (void)%s_choose(dtl_q, dtl_rpn, dtl_force, NULL, NULL, &s, &fit);\n"
              "        if (k == 0) dtl_s0 = s, dtl_f0 = fit;\n"
              "        else if (dtl_at == 0 || (fit && (!dtl_afit || s < dtl_as * (1 - 1e-6)))) dtl_at = k, dtl_as = s, dtl_afit = fit;\n      }\n"
              "      /* the solver's shape unless another fits where it does not, or is predicted clearly faster */\n"
@@ -1606,7 +1625,7 @@ static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int 
 static void emit_variant_choice(FILE *c, const char *P) {
   fprintf(c, "  { /* the schedule: of the variants --auto kept, the one predicted fastest at these params and this rank count */\n"
              "    double dtl_sec;\n    int dtl_fit;\n"
-             "    dtl_plan->variant = %s_choose(dtl_plan->p, dtl_force, dtl_plan->predicted, dtl_plan->buffers, &dtl_sec, &dtl_fit);\n  }\n", P);
+             "    dtl_plan->variant = %s_choose(dtl_plan->p, dtl_rpn, dtl_force, dtl_plan->predicted, dtl_plan->buffers, &dtl_sec, &dtl_fit);\n  }\n", P);
 }
 
 /* PREFIX_schedule: the chosen variant, as text */
@@ -1721,6 +1740,8 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             sp->params[i].has_default ? "must be positive" : "has no value and no default");
   }
   emit_variant_force(c, sp); /* DISTAL_VARIANT: out of range is an error, with variants or without */
+  if (sp->nvariants > 0) /* how the ranks fill nodes: which collectives the model takes at the node's rates */
+    fprintf(c, "  const int64_t dtl_rpn = dtl_nodes_blocked(dtl_comm, %s);\n", sp->nlevels > 1 ? "true" : "false");
   /* grid params: solved from the communicator size */
   fputs("  {\n", c);
   if (sp->has_machine) {

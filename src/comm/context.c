@@ -227,6 +227,17 @@ int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node
   return 0;
 }
 
+int64_t dtl_nodes_blocked(MPI_Comm comm, bool hier) {
+  int node, nnodes, local, per_node, rank, ok;
+  char err[256];
+  if (dtl_node_of(comm, &node, &nnodes, &local, &per_node, err, sizeof err)) return 1;
+  if (hier) return per_node; /* the machine's ranks are node-ordered */
+  MPI_Comm_rank(comm, &rank);
+  int mine = rank / per_node == node && rank % per_node == local;
+  if (MPI_Allreduce(&mine, &ok, 1, MPI_INT, MPI_LAND, comm) != MPI_SUCCESS) return 1;
+  return ok ? per_node : 1;
+}
+
 int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dtl_ctx **out,
                    char *err, size_t errlen) {
   return dtl_ctx_create_hier(comm, ndims, dims, 0, debug, out, err, errlen);

@@ -254,3 +254,19 @@ int dtl_grid_shapes(int64_t nranks, int ndims, const int *param, const int64_t *
   }
   return n;
 }
+
+int dtl_group_in_node(int64_t per_node, int ndims, const int64_t *dims, const int64_t *coords, unsigned mask) {
+  if (per_node <= 0)
+    return 1;
+  if (!mask)
+    mask = ~0u;
+  /* the group's lowest rank (its masked coords 0) and highest (theirs the last): one node
+   * iff both are in the same block of per_node, every rank between them too */
+  int64_t lo = 0, hi = 0;
+  for (int d = 0; d < ndims; d++) {
+    int64_t n = dims[d] > 0 ? dims[d] : 1, c = coords[d] >= 0 && coords[d] < n ? coords[d] : 0;
+    lo = lo * n + (mask >> d & 1 ? 0 : c);
+    hi = hi * n + (mask >> d & 1 ? n - 1 : c);
+  }
+  return lo / per_node == hi / per_node;
+}

@@ -9,6 +9,8 @@
  * pattern is chosen from the structure of those boxes, and only where it is proven. */
 #include "lower_mpi/lower.h"
 
+#include "distal/grid.h"
+
 #include <math.h>
 
 #include <stdlib.h>
@@ -749,9 +751,19 @@ bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params
   return true;
 }
 
+/* whether communicate point c's group (a broadcast's or reduction's, else the grid) is within
+ * one node of per_node ranks, for the rank at env's coordinates */
+static bool in_node(const lw_program *lp, const lw_comm *c, sym_env *env, int64_t per_node) {
+  int64_t dims[LW_MAX_DIMS];
+  for (int g = 0; g < lp->ndims; g++)
+    if (!sym_eval(lp->dims[g], &(sym_env){.params = env->params}, &dims[g])) return false;
+  unsigned mask = c->pattern == PAT_BCAST || c->pattern == PAT_REDUCE ? c->mask : 0;
+  return dtl_group_in_node(per_node, lp->ndims, dims, env->coords, mask);
+}
+
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out) {
   int64_t zero[LW_MAX_DIMS] = {0};
-  return lw_stmt_cost_at(lp, i, params, zero, out);
+  return lw_stmt_cost_at(lp, i, params, zero, 0, out);
 }
 
 bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords) {
@@ -763,7 +775,7 @@ bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords) {
   return true;
 }
 
-bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, lw_cost *out) {
+bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node, lw_cost *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
   *out = (lw_cost){0};
@@ -814,6 +826,10 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     if (alone) wb = wm = 0;
     out->wire_bytes += wb * (double)(a.total * es);
     out->wire_msgs += wm * (double)a.count;
+    if (in_node(lp, lw_comm_at(lp, c, params), &env, per_node)) {
+      out->node_bytes += wb * (double)(a.total * es);
+      out->node_msgs += wm * (double)a.count;
+    }
     if (a.count > out->steps) out->steps = a.count;
     out->buffer += a.max * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
   }

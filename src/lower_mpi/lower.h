@@ -109,6 +109,9 @@ typedef struct {
   /* the time a broadcast takes in the model (lw_bcast_weight): its bytes and messages so
    * weighted; every other pattern as received */
   double wire_bytes, wire_msgs;
+  /* ... the part of them among the ranks of one node (dtl_group_in_node: a broadcast's or a
+   * reduction's group within one node, any other pattern where the whole grid is) */
+  double node_bytes, node_msgs;
   /* the bytes its loops touch in the rank's memory: every box it reads or writes, its own
    * blocks' and the received ones, summed over their steps (each element once a step) */
   double mem_bytes;
@@ -137,8 +140,9 @@ unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *pa
  * and the model count no bytes and no messages for it. */
 bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params);
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
-/* The same for the rank at grid coordinates `coords`. */
-bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, lw_cost *out);
+/* The same for the rank at grid coordinates `coords`, where ranks fill nodes in blocks of
+ * per_node (<= 0: one node; lw_stmt_cost's) for the node part of the wire's bytes. */
+bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node, lw_cost *out);
 /* The second rank --auto costs besides rank 0, off the diagonal of a square grid (where a
  * transposed distribution favours rank 0): coordinate g is the last of its dim for even g,
  * 0 for odd g.  False where a grid dim cannot be evaluated at params. */

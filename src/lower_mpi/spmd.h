@@ -419,6 +419,9 @@ typedef struct sp_program {
                          * free grid params used once (dtl_grid_shapes) with every variant, the
                          * pair predicted fastest (--auto; nvariants >= 1) */
   double bandwidth, latency, point_time, memory_bandwidth;
+  double node_bandwidth, node_latency; /* a group within one node (dtl_group_in_node) */
+  int64_t ranks_per_node;  /* the nodes the compile evaluates them for (<= 0: one node); the
+                            * generated plan_create measures its own (dtl_nodes_blocked) */
   int64_t mem_limit;
 } sp_program;
 
@@ -443,13 +446,18 @@ void spmd_print(FILE *f, const sp_program *sp);
  *   predicted seconds = sum over statements of  messages x latency + first step's bytes /
  *     bandwidth + max(other steps' bytes / bandwidth, max(iterations x point_time / speedup,
  *     bytes from memory / memory_bandwidth))
+ * where a communicate point whose group is within one node (dtl_group_in_node) takes the
+ * node's latency and bandwidth; model[] is bandwidth, latency, point_time, memory_bandwidth,
+ * node_bandwidth, node_latency (both > 0) and the ranks per node of the compile (0: one node)
  * (autosched.h), the least among variants whose buffers fit mem_limit (else the least
  * buffers), ties to the lower index. */
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[4], int64_t mem_limit);
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit);
 /* The formulas of variant v evaluated at params (grid params solved): what the generated
  * plan_create computes.  False where one cannot be evaluated. */
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);
+/* The same for ranks on nodes of per_node consecutive ranks (<= 0: one node). */
+bool spmd_variant_cost_nodes(const sp_program *sp, int v, const int64_t *params, int64_t per_node, double *seconds, double *buffer);
 /* The variant plan_create picks at params (-1: none can be evaluated). */
 int spmd_variant_choice(const sp_program *sp, const int64_t *params);
 /* Where sp->shape_free: the grid's shape plan_create chooses at `ranks` ranks (every shape of

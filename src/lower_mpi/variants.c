@@ -60,8 +60,9 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
 }
 
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[4], int64_t mem_limit) {
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit) {
   sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2], sp->memory_bandwidth = model[3];
+  sp->node_bandwidth = model[4], sp->node_latency = model[5], sp->ranks_per_node = (int64_t)model[6];
   sp->mem_limit = mem_limit;
   sp->nvariants = nalts;
   sp->variants = ir_alloc((size_t)(nalts + 1) * sizeof *sp->variants);
@@ -125,10 +126,19 @@ static int64_t group_ranks(const sp_program *sp, unsigned mask, sym_env *env) {
   return q;
 }
 
-static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm) {
+/* the grid dims' sizes at env's params */
+static void grid_dims(const sp_program *sp, sym_env *env, int64_t *dims) {
+  for (int g = 0; g < sp->ndims; g++)
+    if (!sym_eval(sp->dims[g], &(sym_env){.params = env->params}, &dims[g]) || dims[g] < 1) dims[g] = 1;
+}
+
+/* the broadcast weights of m at params (1, 1: not a broadcast); *group: the mask of its group
+ * (a broadcast's or reduction's grid dims, 0: any rank) */
+static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm, unsigned *group) {
   bool equal = m->nassume > 1;
   for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
   unsigned mask = equal ? m->alt_bcast : m->bcast, red = equal ? m->alt_reduce : m->reduce;
+  *group = mask ? mask : red;
   *wb = *wm = 1;
   if (equal ? m->alt_exchange : m->exchange) *wb = LW_EXCHANGE_WEIGHT;
   if (red && group_ranks(sp, red, env) == 1) *wb = *wm = 0; /* a reduction among one rank moves nothing */
@@ -136,19 +146,26 @@ static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, d
 }
 
 /* the cost at one rank's coordinates */
-static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, double *seconds, double *buffer);
+static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, int64_t per_node, double *seconds,
+                    double *buffer);
 
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer) {
+  return spmd_variant_cost_nodes(sp, v, params, sp->ranks_per_node, seconds, buffer);
+}
+
+bool spmd_variant_cost_nodes(const sp_program *sp, int v, const int64_t *params, int64_t per_node, double *seconds, double *buffer) {
   /* rank 0 and a rank off the grid's diagonal (lw_corner), the slower; the larger buffers */
   int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
   double s0, b0, s1, b1;
-  if (!lw_corner(sp->lp, params, corner) || !cost_at(sp, v, params, zero, &s0, &b0) || !cost_at(sp, v, params, corner, &s1, &b1))
+  if (!lw_corner(sp->lp, params, corner) || !cost_at(sp, v, params, zero, per_node, &s0, &b0) ||
+      !cost_at(sp, v, params, corner, per_node, &s1, &b1))
     return false;
   *seconds = s0 > s1 ? s0 : s1, *buffer = b0 > b1 ? b0 : b1;
   return true;
 }
 
-static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, double *seconds, double *buffer) {
+static bool cost_at(const sp_program *sp, int v, const int64_t *params, const int64_t *coords, int64_t per_node, double *seconds,
+                    double *buffer) {
   const sp_variant *x = &sp->variants[v];
   int nv = x->sp->nvars;
   int64_t *vars = calloc((size_t)nv + 1, sizeof *vars);
@@ -156,9 +173,12 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
   sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
   double sec = 0, buf = 0;
   bool ok = true;
+  int64_t dims[LW_MAX_DIMS];
+  grid_dims(sp, &env, dims);
+  double nbw = sp->node_bandwidth > 0 ? sp->node_bandwidth : sp->bandwidth, nlat = sp->node_latency > 0 ? sp->node_latency : sp->latency;
   for (int i = 0; i < x->nstmts && ok; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
-    double points = 1, bytes = 0, msgs = 0, steps = 1;
+    double points = 1, bytes = 0, msgs = 0, steps = 1, nbytes = 0, nmsgs = 0; /* n: within one node */
     int64_t kmin = 0;
     double kpts = 0;
     for (int k = 0; k < st->ntrips && ok; k++) {
@@ -182,15 +202,17 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       ok = !a.failed;
       mem += a.total * (double)m->elem;
       double wb, wm;
-      weights(sp, m, &env, &wb, &wm);
-      bytes += wb * a.total * (double)m->elem;
-      msgs += wm * (double)a.count;
+      unsigned group;
+      weights(sp, m, &env, &wb, &wm, &group);
+      bool in = dtl_group_in_node(per_node, sp->ndims, dims, coords, group);
+      (in ? &nbytes : &bytes)[0] += wb * a.total * (double)m->elem;
+      (in ? &nmsgs : &msgs)[0] += wm * (double)a.count;
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
     double speed = lw_kernel_speed(st->speedup, kmin, kpts);
-    double comm = bytes / sp->bandwidth, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
-    sec += msgs * sp->latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double comm = bytes / sp->bandwidth + nbytes / nbw, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
+    sec += msgs * sp->latency + nmsgs * nlat + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
   free(vars);
   *seconds = sec, *buffer = buf;

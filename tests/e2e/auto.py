@@ -41,6 +41,9 @@ def bad(msg, out=""):
         print("    | " + line)
 
 
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+
+
 def distalc(*args, env=None):
     p = subprocess.run([DISTALC] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                        timeout=120, env=env)
@@ -84,6 +87,61 @@ def memory_checks(d):
         bad("memory_bandwidth 1000: the run-time variants predicted below %g s" % floor, out + err)
     else:
         ok("memory_bandwidth 1000: %d run-time variants predicted at least %g s" % (len(preds), floor))
+
+
+def node_checks(d):
+    """collectives within one node at the node's rates (node_bandwidth, node_latency): rates equal
+    to the network's change no prediction; faster ones never make a candidate slower, and on
+    nodes of 4 ranks put the 4-rank side of a 2 x 4 grid inside the node, at compile time and in
+    plan_create (DISTAL_RANKS_PER_NODE simulates the nodes), the results validated"""
+    prog = os.path.join(d, "gemm.dtl")
+    with open(prog, "w") as f:
+        f.write("param n = 512;\nmachine M = grid(gx, gy);\ntensor A(n, n) @ M(ij -> ij);\ntensor B(n, n) @ M(ij -> ij);\n"
+                "tensor C(n, n) @ M(ij -> ij);\nA(i, j) = B(i, k) * C(k, j);\n")
+    models = {"net": "bandwidth 1e9\nlatency 5e-6\n", "same": "bandwidth 1e9\nlatency 5e-6\nnode_bandwidth 1e9\nnode_latency 5e-6\n",
+              "node": "bandwidth 1e9\nlatency 5e-6\nnode_bandwidth 2e10\nnode_latency 5e-7\n"}
+    res = {}
+    for name, text in models.items():
+        path = os.path.join(d, name + ".model")
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out, err = distalc(prog, "--auto", "--model", path, "--emit", "plan", "--ranks", "8", "--ranks-per-node", "4",
+                               "--set", "gx=4", "--set", "gy=2")
+        cands = {r[1]: float(r[0]) for r in re.findall(r"^    (?:chosen|then  ) ([0-9.e+-]+) s \(.*?\): (.*)$", out, re.M)}
+        shape = re.search(r"grid: M\((\d+), (\d+)\)", out)
+        rc2, out2, err2 = distalc(prog, "--auto", "--model", path, "--emit", "plan", "--ranks", "8", "--ranks-per-node", "4")
+        shape = re.search(r"grid: M\((\d+), (\d+)\) at 8 ranks", out2)
+        res[name] = (rc or rc2, cands, shape.groups() if shape else None, out + err + out2 + err2)
+    if any(r[0] or not r[1] for r in res.values()):
+        bad("node rates: the listings", "".join(r[3] for r in res.values()))
+        return
+    if res["same"][1] != res["net"][1]:
+        bad("node rates equal to the network's changed the predictions", res["same"][3] + res["net"][3])
+    else:
+        ok("node rates equal to the network's: the same %d predictions" % len(res["net"][1]))
+    slower = [t for t, s in res["node"][1].items() if t in res["net"][1] and s > res["net"][1][t] * 1.001]
+    if slower or "collectives within one node at 2e+10 B/s" not in res["node"][3]:
+        bad("faster node rates made candidates slower: %s" % slower, res["node"][3])
+    else:
+        ok("faster node rates: no candidate slower, the listing names the rates")
+    if res["net"][2] != ("4", "2") or res["node"][2] != ("2", "4"):
+        bad("nodes of 4 ranks: expected the solver's 4 x 2 grid on the network's rates and 2 x 4 on the node's, not %s and %s"
+            % (res["net"][2], res["node"][2]), res["net"][3] + res["node"][3])
+    else:
+        ok("nodes of 4 ranks: 2 x 4 with node rates (the 4-rank rows in a node), 4 x 2 without")
+    exe = os.path.join(d, "gemm_node")
+    rc, out, err = distalc(prog, "--auto", "--model", os.path.join(d, "node.model"), "--exe", "-o", exe)
+    if rc:
+        bad("node rates: --exe", out + err)
+        return
+    for rpn, grid in (("4", "2 x 4"), ("1", "4 x 2")):
+        p = subprocess.run([MPIRUN, "-np", "8", "--oversubscribe", exe, "-n", "96", "--validate", "--stats"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
+                           env=dict(os.environ, DISTAL_RANKS_PER_NODE=rpn))
+        if p.returncode or ("schedule: grid %s (8 ranks)" % grid) not in p.stdout or " ok" not in p.stdout:
+            bad("plan_create on nodes of %s ranks: expected grid %s, validated" % (rpn, grid), p.stdout)
+        else:
+            ok("plan_create on nodes of %s ranks: grid %s, validated" % (rpn, grid))
 
 
 def plan_only(text):
@@ -236,8 +294,10 @@ def main():
                     w = line.split("#")[0].split()
                     if len(w) == 2:
                         vals[w[0]] = float(w[1])
-        if rc or sorted(vals) != ["bandwidth", "latency", "memory_bandwidth", "point_time"] or min(vals.values()) <= 0:
-            bad("distalc --calibrate: expected a model of four positive values", out + err)
+        # two ranks of this one computer: the node's rates measured, and the network's taken as them
+        want = ["bandwidth", "latency", "memory_bandwidth", "node_bandwidth", "node_latency", "point_time"]
+        if rc or sorted(vals) != want or min(vals.values()) <= 0 or vals["bandwidth"] != vals["node_bandwidth"]:
+            bad("distalc --calibrate: expected a model of six positive values, the node's rates as the network's", out + err)
         else:
             ok("distalc --calibrate: %s" % ", ".join("%s %g" % kv for kv in sorted(vals.items())))
             rc, out, err = distalc(PROGRAMS[0], "--auto", "--model", model, "--emit", "plan", "--ranks", "4")
@@ -255,6 +315,7 @@ def main():
         else:
             bad("distalc --calibrate under OMP_NUM_THREADS=2: no threads 2", out + err + text + err2)
         memory_checks(d)
+        node_checks(d)
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")
@@ -280,7 +341,8 @@ def main():
                                          ("# ok\nlatency 1e-6\nspeed 3\n", ":3: error: unknown name"),
                                          ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),
                                          ("point_time 1e-9 2\n", ":1: error: expected NAME VALUE"),
-                                         ("threads 2.5\n", ":1: error: threads must be a whole number up to 4096: threads"))):
+                                         ("threads 2.5\n", ":1: error: threads must be a whole number up to 4096: threads"),
+                                         ("node_latency -1\n", ":1: error: the value must be a positive number: node_latency"))):
             path = os.path.join(d, "bad%d.model" % k)
             with open(path, "w") as f:
                 f.write(text)

@@ -58,6 +58,13 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
 int dtl_grid_shapes(int64_t nranks, int ndims, const int *param, const int64_t *lit, const int64_t *values, int nvalues,
                     int64_t *out, int max);
 
+/* Whether the ranks along the grid dims of mask through the rank at coords (a broadcast's or
+ * a reduction's group) are all on one node, where ranks fill nodes in consecutive blocks of
+ * per_node (grid coordinates row-major, the last dim fastest: the order of MPI_Cart_create and
+ * of a hierarchical machine's node-ordered ranks).  per_node <= 0: one node holds every rank.
+ * mask 0: the whole grid (a point-to-point pattern may reach any rank). */
+int dtl_group_in_node(int64_t per_node, int ndims, const int64_t *dims, const int64_t *coords, unsigned mask);
+
 #ifdef __cplusplus
 }
 #endif

@@ -148,6 +148,11 @@ int dtl_ctx_create_hier(MPI_Comm comm, int ndims, const int64_t *dims, int ninne
  * the ranks per node (equal on every node, else an error).  Collective. */
 int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node, char *err,
                 size_t errlen);
+/* How the ranks of comm fill nodes, for the cost model's node rates (dtl_group_in_node): the
+ * ranks per node where every node holds that many consecutive ranks (a hierarchical machine,
+ * hier, orders them so), else 1 (each rank counted as a node of its own: every collective
+ * through the network).  Collective; never fails. */
+int64_t dtl_nodes_blocked(MPI_Comm comm, bool hier);
 void dtl_ctx_destroy(dtl_ctx **ctx); /* collective */
 const char *dtl_ctx_error(const dtl_ctx *ctx);
 /* Record a formatted error message in ctx->err; returns 1 (for `return dtl_fail(...)`). */
