@@ -256,6 +256,23 @@ static void solve_err(int64_t nranks, int nd, const int *param, const int64_t *l
          (long long)nranks, rc, err, expect);
 }
 
+/* dtl_group_in_node: a group along grid dims within one block of per_node ranks (row-major) */
+static void test_group_in_node(void **state) {
+  (void)state;
+  int64_t dims[2] = {2, 4}, at0[2] = {0, 0}, at1[2] = {1, 3}, mid[2] = {1, 1};
+  /* 2 x 4 on nodes of 4: a row (dim 1) is one node, a column (dim 0) spans two */
+  CHECKF(dtl_group_in_node(4, 2, dims, at0, 2u) && dtl_group_in_node(4, 2, dims, at1, 2u), "rows of 4 in a node");
+  CHECKF(!dtl_group_in_node(4, 2, dims, at0, 1u) && !dtl_group_in_node(4, 2, dims, mid, 1u), "columns span nodes");
+  /* mask 0: the whole grid; per_node <= 0 or the whole grid: one node */
+  CHECKF(!dtl_group_in_node(4, 2, dims, at0, 0u) && dtl_group_in_node(8, 2, dims, at0, 0u) && dtl_group_in_node(0, 2, dims, at1, 3u),
+         "the whole grid");
+  /* nodes of 2: a row of 4 spans two; nodes of 1: any group of more than one rank spans */
+  CHECKF(!dtl_group_in_node(2, 2, dims, at0, 2u) && !dtl_group_in_node(1, 2, dims, mid, 2u), "small nodes");
+  int64_t one[2] = {1, 4};
+  CHECKF(dtl_group_in_node(1, 2, one, at0, 1u), "a group of one rank is in its node");
+  all_ok();
+}
+
 static void test_solve_grid(void **state) {
   (void)state;
   int64_t lit[4] = {-1, -1, -1, -1};
@@ -2712,6 +2729,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_copy_box, reset, report_time),
       cmocka_unit_test_setup_teardown(test_max_rel_error, reset, report_time),
       cmocka_unit_test_setup_teardown(test_solve_grid, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_group_in_node, reset, report_time),
       cmocka_unit_test_setup_teardown(test_ctx, reset, report_time),
       cmocka_unit_test_setup_teardown(test_any_error, reset, report_time),
       cmocka_unit_test_setup_teardown(test_dist, reset, report_time),
