@@ -458,11 +458,11 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     st->why_not = "the compiler could not cost its default schedule (more steps than the search evaluates)";
     return;
   }
-  if (reads_sparse_expr(p, s->ast->rhs)) {
-    st->why_not = "it reads a sparse tensor (the owner-computes default, with its halo exchanges, applies)";
-    st->ncand = S->ncand, st->cand = S->cand;
-    return;
-  }
+  /* a statement that reads a sparse tensor: its distributions only, no panels.  The plan counts
+   * a sparse box as dense entries and its loops as dense iterations (upper bounds); the panels'
+   * overlap needs a step's real time, and the default's broadcast of a vector becomes a halo
+   * exchange (an SPMD rewrite) only where the loops are not split: among equals the default */
+  const bool sparse = reads_sparse_expr(p, s->ast->rhs);
   /* the loop variables (the statement's index variables) */
   const cin_node *loops[64];
   int nl = cin_loops(base->root, loops, 64);
@@ -553,7 +553,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       for (int r = 0; r < nl; r++) {
         bool used = false;
         for (int q = 0; q < k; q++) used |= pick[q] == r;
-        if (used || !summed[r] || !nreads) continue;
+        if (used || !summed[r] || !nreads || sparse) continue;
         int64_t E;
         sym_env env = {.params = S->params};
         if (!sym_eval(s->vars[vars[r]].extent, &env, &E) || E < 256) continue;
@@ -644,6 +644,21 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       int t = idx[r];
       idx[r] = idx[r - 1], idx[r - 1] = t;
     }
+  if (sparse) {
+    /* Precondition: the plan's bytes of a sparse box are a bound, and an exchange's messages
+     * count its steps, not its peers.  Rule: a candidate replaces the default only where it
+     * receives fewer bytes (it moves less than the default's vector or matrix), the fastest of
+     * those; else the default (its broadcasts become halo exchanges). */
+    int def = -1;
+    for (int q = 0; q < S->ncand; q++)
+      if (!*S->cand[idx[q]].text) def = q;
+    int at = def;
+    for (int q = 0; q < def && at == def; q++)
+      if (S->cand[idx[q]].fits && S->cand[idx[q]].cost.bytes < S->cand[idx[def]].cost.bytes) at = q;
+    if (at == def && def > 0)
+      st->why_not = "it reads a sparse tensor and no faster candidate receives fewer bytes: the default";
+    for (int t = idx[at]; at > 0; at--) idx[at] = idx[at - 1], idx[at - 1] = t;
+  }
   st->ncand = S->ncand;
   st->npruned = S->pruned;
   st->cand = ir_alloc((size_t)S->ncand * sizeof *st->cand);

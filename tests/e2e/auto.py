@@ -20,7 +20,7 @@ import tempfile
 TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
 DISTALC = os.environ.get("DISTALC", "distalc")
 PROGRAMS = [os.path.join(TOP, "tests", "e2e", "programs", f) for f in ("auto_kernels.dtl", "auto_3d.dtl", "auto_layout.dtl", "auto_shape.dtl",
-                                                                        "auto_hier.dtl", "auto_hier3.dtl")]
+                                                                        "auto_hier.dtl", "auto_hier3.dtl", "auto_sparse.dtl")]
 PROGRAMS += [os.path.join(TOP, "examples", f) for f in ("summa.dtl", "ttv.dtl", "cg.dtl")]
 
 checks = fails = 0
@@ -87,6 +87,26 @@ def memory_checks(d):
         bad("memory_bandwidth 1000: the run-time variants predicted below %g s" % floor, out + err)
     else:
         ok("memory_bandwidth 1000: %d run-time variants predicted at least %g s" % (len(preds), floor))
+
+
+def sparse_checks():
+    """statements that read sparse tensors are searched over their distributions: a CSR matrix
+    held by columns computes where it lies (over j, its partial sums reduced); one held by rows
+    keeps the owner-computes default (whose vector broadcast becomes a halo exchange), also
+    where a candidate that moves the matrix is predicted faster by latency; no panels"""
+    path = os.path.join(TOP, "tests", "e2e", "programs", "auto_sparse.dtl")
+    for ranks in (2, 8, 64):
+        rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks))
+        chosen = re.findall(r"^  statement (\d+): .*\n    chosen .*?\): (.*)$", out, re.M)
+        got = dict((int(k), v) for k, v in chosen)
+        want = {1: "the owner-computes default", 2: ".distribute({j}, {jo}, {ji}, M)", 3: ".distribute({j}, {jo}, {ji}, M)"}
+        panels = [l for l in out.splitlines() if l.startswith("    ") and (".split(" in l or ".rotate(" in l)]
+        if rc or any(got.get(k) != v for k, v in want.items()) or panels:
+            bad("auto_sparse.dtl at %d ranks: expected %s, no panels; got %s" % (ranks, want, got), out + err)
+        else:
+            ok("auto_sparse.dtl at %d ranks: B by columns computed over j, A by rows by its owners, no panels" % ranks)
+        if ranks == 8 and "it reads a sparse tensor and no faster candidate receives fewer bytes: the default" not in out:
+            bad("auto_sparse.dtl at 8 ranks: the listing does not say why statement 1 keeps its default", out)
 
 
 def node_checks(d):
@@ -316,6 +336,7 @@ def main():
             bad("distalc --calibrate under OMP_NUM_THREADS=2: no threads 2", out + err + text + err2)
         memory_checks(d)
         node_checks(d)
+        sparse_checks()
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")
