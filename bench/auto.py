@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/auto.py -- distalc --auto against the hand-written schedules of examples/ (auto.sh).
 
-For GEMM (square, tall-and-skinny, flat), TTV, TTM, MTTKRP, the inner product, SpMV and
-CG: the example's statement with its schedule removed is compiled with --auto twice, for the
+For GEMM (square, tall-and-skinny, flat), TTV, TTM, MTTKRP, the inner product, SpMV (CSR by
+rows and by columns) and CG: the example's statement with its schedule removed is compiled with --auto twice, for the
 rank count and params of the run (--ranks, --set) and once with neither (the executable
 chooses among the variants the search kept, at run time); the example as written is the
 reference.  All run at --ranks (default 2) ranks, interleaved over --rounds rounds, the best
@@ -39,13 +39,14 @@ KERNELS = [
     ("innerprod", "innerprod.dtl", {"n": 256, "m": 256, "p": 128}, {"n": 256, "m": 256, "p": 128}),
     ("gemm square 3-D", None, None, None),
     ("spmv", None, None, None),
+    ("spmv by columns", None, None, None),
     ("cg", "cg.dtl", {"n": 200000}, None),
 ]
 # extra arguments of the runs (sparse operands: their density)
-RUN_ARGS = {"spmv": ["--density", "0.0001"], "cg": ["--density", "0.00005", "-maxit", "20"]}
+RUN_ARGS = {"spmv": ["--density", "0.0001"], "spmv by columns": ["--density", "0.0001"], "cg": ["--density", "0.00005", "-maxit", "20"]}
 # ... of the --validate run, whose serial reference is dense: a size whose dense block fits,
 # and few CG iterations (a random matrix is not positive definite: rounding grows with them)
-VALIDATE_ARGS = {"spmv": ["--density", "0.01"], "cg": ["--density", "0.01", "-maxit", "3"]}
+VALIDATE_ARGS = {"spmv": ["--density", "0.01"], "spmv by columns": ["--density", "0.01"], "cg": ["--density", "0.01", "-maxit", "3"]}
 
 SHAPES = {
     # A(i, j) = B(i, k) * C(k, j) with other extents: tall-and-skinny (k small), flat (i small)
@@ -66,6 +67,10 @@ SHAPES = {
     # SpMV over CSR row blocks: the owner-computes default is the hand-written schedule
     "spmv": ("param n = 400000;\nmachine M = grid(g);\ntensor A(n, n) csr @ M(ij -> i);\ntensor x(n) @ M(i -> i);\n"
              "tensor y(n) @ M(i -> i);\ny(i) = A(i, j) * x(j)", "", {"n": 400000}),
+    # SpMV over CSR held by columns: the hand-written schedule computes where the matrix lies, over
+    # j, the partial rows reduced (the owner-computes default would move the matrix's entries)
+    "spmv by columns": ("param n = 400000;\nmachine M = grid(g);\ntensor A(n, n) csr @ M(ij -> j);\ntensor x(n) @ M(i -> i);\n"
+                        "tensor y(n) @ M(i -> i);\ny(i) = A(i, j) * x(j)", "\n  .distribute({j}, {jo}, {ji}, M)", {"n": 400000}),
 }
 
 

@@ -609,6 +609,23 @@ static bool shape_is_free(const dc_unit *u, const int64_t *vals) {
  * vals (the params, grid params without a value -1); false where the ranks do not form the
  * grid or there are fewer shapes (at most SHAPES_MAX are tried).  A flat machine only. */
 enum { SHAPES_MAX = 64 };
+/* Whether every fixed coordinate of a distribution over M lies inside its grid dim at vals (a
+ * shape of free grid params may make a dim too small: such a shape is never chosen). */
+static bool fixed_fit(const fe_program *prog, const fe_machine *M, const int64_t *vals) {
+  for (int t = 0; t < prog->ntensors; t++) {
+    const fe_tensor *T = &prog->tensors[t];
+    if (!T->has_dist || &prog->machines[T->dist.machine] != M) continue;
+    for (int l = 0; l < T->dist.nlevels && l < M->nlevels; l++)
+      for (int k = 0; k < T->dist.levels[l].ny && k < M->levels[l].ndims; k++) {
+        const fe_ydim *y = &T->dist.levels[l].y[k];
+        const fe_size *sz = &M->levels[l].dims[k];
+        int64_t d = sz->is_param ? vals[sz->param] : sz->value;
+        if (y->kind == FE_Y_FIXED && d > 0 && y->fixed >= d) return false;
+      }
+  }
+  return true;
+}
+
 static bool grid_shape(const fe_program *prog, const fe_machine *M, int64_t *vals, int64_t ranks, int shape) {
   int param[FE_MAX_DIMS];
   int64_t lit[FE_MAX_DIMS];
@@ -638,7 +655,17 @@ static bool grid_for(void *ctx, int64_t *vals, int64_t ranks, int shape) {
   if (M->nlevels != 1)
     return shape == 0 && g->per_node > 0 && ranks % g->per_node == 0 &&
            solve_machine(g->prog, M, vals, ranks, g->per_node, err, sizeof err);
-  return shape ? grid_shape(g->prog, M, vals, ranks, shape) : solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err);
+  if (!shape) return solve_machine(g->prog, M, vals, ranks, 0, err, sizeof err);
+  /* shape number `shape` among those (after the solver's) whose dims hold every fixed coordinate */
+  int64_t *v = malloc(sizeof *v * (size_t)(g->prog->nparams + 1));
+  bool found = false;
+  for (int k = 1, n = 0; v && !found; k++) {
+    memcpy(v, vals, sizeof *v * (size_t)(g->prog->nparams + 1));
+    if (!grid_shape(g->prog, M, v, ranks, k)) break;
+    if (fixed_fit(g->prog, M, v) && ++n == shape) found = true, memcpy(vals, v, sizeof *v * (size_t)g->prog->nparams);
+  }
+  free(v);
+  return found;
 }
 
 static void quiet_diag(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
@@ -666,6 +693,7 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     memcpy(v, given, sizeof *v * (size_t)(np + 1));
     if (!grid_shape(prog, M, v, ranks, k)) break;
     nshapes++;
+    if (!fixed_fit(prog, M, v)) continue; /* a fixed coordinate outside a dim of this shape */
     char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, &lay);
     dc_unit *w = NULL;
     double s;
@@ -688,6 +716,7 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     free(lay);
   }
   if (have0 && (at < 0 || bs >= s0 * DTL_SHAPE_MARGIN)) at = 0, bs = s0; /* the solver's unless another is clearly faster */
+  if (!have0 && at > 0) s0 = INFINITY; /* the solver's shape does not hold a fixed coordinate */
   if (at > 0) memcpy(vals, best, sizeof *vals * (size_t)np);
   *text = at == 0 ? text0 : at > 0 ? tbest : NULL, *layouts = at == 0 ? lay0 : at > 0 ? lbest : NULL;
   if (at != 0) free(text0), free(lay0);

@@ -166,7 +166,9 @@ class Library:
         rc = self._balance_split(self._comm_type(MPI._handleof(comm)), c.size, c.ctypes.data_as(_I64P), 1,
                                  operator.index(extent), operator.index(parts), out.ctypes.data_as(_I64P))
         if rc:
-            raise MemoryError("dtl_balance_split: out of memory")
+            if c.size and (c.min() < 0 or c.max() >= operator.index(extent)):
+                raise ValueError(f"balance_split: coordinates must lie in [0, {operator.index(extent)})")
+            raise MemoryError("dtl_balance_split: out of memory (or another rank's coordinates lie outside the extent)")
         return out
 
     def balanced_plan(self, comm, boundaries, /, **params):
@@ -249,8 +251,18 @@ def _boundaries(lib, boundaries, size):
     return keep, ptrs
 
 
+def _int64(v, what):
+    """v as a C int64_t: an integer (not a bool) in range, else TypeError / OverflowError"""
+    if isinstance(v, bool):
+        raise TypeError(f"{what} is an integer, not {v!r}")
+    v = operator.index(v)
+    if not -2**63 <= v < 2**63:
+        raise OverflowError(f"{what}: {v} does not fit a 64-bit integer")
+    return v
+
+
 def _int64s(values, n, what):
-    values = tuple(operator.index(v) for v in values)
+    values = tuple(_int64(v, what) for v in values)
     if len(values) != n:
         raise ValueError(f"{what}: {n} values needed, not {len(values)}")
     return (ctypes.c_int64 * max(n, 1))(*values)
@@ -275,7 +287,7 @@ class Plan:
                 setattr(p, k, float(v))
             else:
                 try:
-                    setattr(p, k, operator.index(v))
+                    setattr(p, k, _int64(v, f"{lib.prefix}: param {k}"))
                 except TypeError:
                     raise TypeError(f"{lib.prefix}: param {k} is an integer, not {v!r}") from None
         # the values plan_create gets; None: none (a grid param derived from the ranks)

@@ -1611,6 +1611,17 @@ static void emit_shape_choice(FILE *c, const sp_program *sp, const char *P, int 
              "        memcpy(dtl_q, dtl_prm, sizeof dtl_prm);\n", nv, nd, nv, nv);
   for (int i = 0; i < sp->nparams; i++)
     if (sp->params[i].is_grid) fprintf(c, "        dtl_q[%d] = dtl_sh[(size_t)k * %d + %d];\n", i, nv, i);
+  /* a shape whose dim is too small for a tensor's fixed coordinate is never chosen */
+  bool any_fixed = false;
+  for (int t = 0; t < sp->ntensors; t++) {
+    const lw_owner *ow = sp->tensors[t].owner;
+    for (int g = 0; ow && !ow->everywhere && g < sp->ndims; g++)
+      if (ow->kind[g] == OWN_FIXED && sp->dims[g]->kind == SYM_PARAM) {
+        fprintf(c, "%s dtl_q[%d] <= %lld", any_fixed ? " ||" : "        if (", sp->dims[g]->id, (long long)ow->fixed[g]);
+        any_fixed = true;
+      }
+  }
+  if (any_fixed) fputs(") {\n          if (k == 0) dtl_s0 = INFINITY, dtl_f0 = 0;\n          continue;\n        }\n", c);
   fprintf(c, "        (void)%s_choose(dtl_q, dtl_rpn, dtl_force, NULL, NULL, &s, &fit);\n"
              "        if (k == 0) dtl_s0 = s, dtl_f0 = fit;\n"
              "        else if (dtl_at == 0 || (fit && (!dtl_afit || s < dtl_as * (1 - 1e-6)))) dtl_at = k, dtl_as = s, dtl_afit = fit;\n      }\n"
@@ -1726,11 +1737,16 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
   fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
-  fputs("  int dtl_size;\n  if (dtl_comm == MPI_COMM_NULL || MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n", c);
+  fputs("  int dtl_size, dtl_inter = 0;\n  if (dtl_comm == MPI_COMM_NULL || MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n"
+        "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"invalid communicator\");\n    return 1;\n  }\n"
+        "  if (MPI_Comm_test_inter(dtl_comm, &dtl_inter) != MPI_SUCCESS || dtl_inter) { /* its grid needs one group of ranks */\n"
+        "    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"an intercommunicator: a plan needs an intracommunicator\");\n    return 1;\n  }\n", c);
   if (sp->nparams > 0) { /* every rank the same params, else every rank the same error (no rank alone in a collective) */
     fputs("  {\n    static const char *const dtl_names[] = {", c);
     for (int i = 0; i < sp->nparams; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", sp->params[i].name);
-    fprintf(c, "};\n    if (dtl_params_agree(dtl_comm, %d, dtl_prm, dtl_names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n  }\n",
+    fputs("};\n    static const bool dtl_float[] = {", c);
+    for (int i = 0; i < sp->nparams; i++) fprintf(c, "%s%s", i ? ", " : "", sp->params[i].is_float ? "true" : "false");
+    fprintf(c, "};\n    if (dtl_params_agree(dtl_comm, %d, dtl_prm, dtl_float, dtl_names, dtl_plan->err, sizeof dtl_plan->err)) return 1;\n  }\n",
             sp->nparams);
   }
   for (int i = 0; i < sp->nparams; i++) {
@@ -1905,7 +1921,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             P, n, P, ct, ct, sp->cuda ? "dtl_cu_export" : "dtl_export", t, dt, t);
   }
   emit_scalapack_defs(c, sp, P);
-  fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"out of memory\";\n"
+  fprintf(c, "const char *%s_error(const %s_plan *plan) {\n  if (!plan) return \"no plan (plan_create could not allocate one, or none was made)\";\n"
              "  if (plan->err[0]) return plan->err;\n  return plan->ctx ? dtl_ctx_error(plan->ctx) : \"no error\";\n}\n\n", P, P);
 }
 

@@ -56,7 +56,9 @@ int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t s
   nb = nb > 0 ? dtl_ceildiv(extent, b) : 0;
   int64_t *h = calloc((size_t)nb + 1, sizeof *h), *at = calloc((size_t)parts + 1, sizeof *at),
           *slot = malloc(sizeof *slot * (size_t)(nb + 1)), *fine = calloc((size_t)parts * (size_t)b + 1, sizeof *fine);
-  int oom = !h || !at || !slot || !fine, any = 0;
+  int oom = !h || !at || !slot || !fine || n < 0 || (n > 0 && !coords), any = 0;
+  for (int64_t e = 0; e < n && !oom; e++) /* every coordinate in [0, extent) */
+    oom = coords[e * stride] < 0 || coords[e * stride] >= extent;
   MPI_Allreduce(&oom, &any, 1, MPI_INT, MPI_MAX, comm);
   if (any) {
     free(h), free(at), free(slot), free(fine);

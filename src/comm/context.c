@@ -156,18 +156,28 @@ static MPI_Comm make_sub(dtl_ctx *ctx, unsigned mask) {
   return sub;
 }
 
-int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const char *const *names, char *err, size_t errlen) {
+int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const bool *is_float, const char *const *names, char *err,
+                     size_t errlen) {
   if (n <= 0) return 0;
-  int64_t *lo = malloc(sizeof *lo * (size_t)n * 2), *hi = lo ? lo + n : NULL;
+  int64_t *lo = malloc(sizeof *lo * (size_t)n * 3), *hi = lo ? lo + n : NULL, *v = lo ? lo + 2 * n : NULL;
   int bad = !lo;
-  if (lo && (MPI_Allreduce(values, lo, n, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
-             MPI_Allreduce(values, hi, n, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS))
+  for (int k = 0; k < n && v; k++) { /* a floating -0.0 as 0.0: the same number */
+    v[k] = values[k];
+    if (is_float && is_float[k] && dtl_as_double(v[k]) == 0) v[k] = 0;
+  }
+  if (lo && (MPI_Allreduce(v, lo, n, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
+             MPI_Allreduce(v, hi, n, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS))
     bad = 1;
   if (bad) snprintf(err, errlen, "the ranks could not compare their params");
   for (int k = 0; k < n && !bad; k++)
     if (lo[k] != hi[k]) {
-      snprintf(err, errlen, "params differ between ranks: %s is %lld on some and %lld on others (every rank must give the same)",
-               names && names[k] ? names[k] : "?", (long long)lo[k], (long long)hi[k]);
+      const char *name = names && names[k] ? names[k] : "?";
+      if (is_float && is_float[k])
+        snprintf(err, errlen, "params differ between ranks: %s is %.17g on some and %.17g on others (every rank must give the same)",
+                 name, dtl_as_double(lo[k]), dtl_as_double(hi[k]));
+      else
+        snprintf(err, errlen, "params differ between ranks: %s is %lld on some and %lld on others (every rank must give the same)", name,
+                 (long long)lo[k], (long long)hi[k]);
       bad = 1;
     }
   free(lo);

@@ -162,6 +162,10 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
     snprintf(err, errlen, "sparse tensor of order %d (1..%d supported)", order, DTL_MAX_DIMS);
     return 1;
   }
+  if (n < 0) {
+    snprintf(err, errlen, "entry count %lld is negative", (long long)n);
+    return 1;
+  }
   int64_t ext[DTL_MAX_DIMS];
   for (int k = 0; k < order; k++) {
     s->level[k] = level[k];
@@ -1496,6 +1500,7 @@ int dtl_sparse_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const dtl_lev
   int err = 0;
   /* every entry must lie in the tensor (declared order) */
   const dtl_dist decl = declared_dist(d);
+  if (n < 0) err = dtl_fail(ctx, "import: entry count %lld is negative", (long long)n);
   for (int64_t e = 0; e < n && !err; e++)
     for (int k = 0; k < order && !err; k++)
       if (coords[e * order + k] < 0 || coords[e * order + k] >= decl.extent[k])

@@ -1307,7 +1307,8 @@ static void redistribute_items(sp_program *sp, sp_item *list, int n) {
  * Precondition: B is not A; the loop's bound is not a literal below 1 (a param is at least 1);
  * the fused nest runs B once more after the last iteration, so that extra run must be invisible: every
  * statement of B writes a temporary that no statement outside the loop body accesses and that
- * no loop condition reads (the condition is evaluated after A+B'); and A and B fuse. */
+ * no loop condition reads (the condition is evaluated after A+B'), and divides no integers
+ * (that run must not trap: its divisor may be 0 after the last iteration); and A and B fuse. */
 static bool uses_tensor(const sp_node *n, const void *arg);
 static int head_of(const sp_program *sp, int f) { return sp->funcs[f].fused_into >= 0 ? sp->funcs[f].fused_into : f; }
 static void funcs_in(const sp_item *list, int n, bool *in) {
@@ -1324,6 +1325,10 @@ static bool cond_reads(const sp_item *list, int n, int t) {
     if (cond_reads(list[k].items, list[k].nitems, t)) return true;
   }
   return false;
+}
+/* an integer division in e: it traps where the divisor is 0 */
+static bool int_div(const sp_expr *e) {
+  return e && (e->kind == SE_DIV || int_div(e->a) || int_div(e->b));
 }
 static const char *backedge_pre(const sp_program *sp, const sp_item *loop, int *peel, int *ha, int *hb) {
   const sp_item *body = loop->items;
@@ -1347,6 +1352,11 @@ static const char *backedge_pre(const sp_program *sp, const sp_item *loop, int *
     int t = sp->funcs[f].lhs_tensor;
     if (!sp->tensors[t].temp) {
       snprintf(w, sizeof w, "statement %d writes %s, which is not a temporary (the first statement runs once more after the last iteration)", f + 1, sp->tensors[t].name);
+      return w;
+    }
+    fe_type ty = sp->tensors[t].type;
+    if ((ty == FE_INT32 || ty == FE_INT64) && int_div(sp->funcs[f].ref_rhs)) {
+      snprintf(w, sizeof w, "statement %d divides integers (its run after the last iteration could divide by zero)", f + 1);
       return w;
     }
     if (cond_reads(sp->items, sp->nitems, t)) {

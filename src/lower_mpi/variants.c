@@ -232,6 +232,16 @@ int spmd_variant_choice(const sp_program *sp, const int64_t *params) {
   return best >= 0 ? best : least;
 }
 
+/* whether every fixed coordinate of a tensor lies inside its grid dim at params (as plan_create) */
+static bool fixed_fit(const sp_program *sp, const int64_t *params) {
+  for (int t = 0; t < sp->ntensors; t++) {
+    const lw_owner *ow = sp->tensors[t].owner;
+    for (int g = 0; ow && !ow->everywhere && g < sp->ndims; g++)
+      if (ow->kind[g] == OWN_FIXED && sp->dims[g]->kind == SYM_PARAM && params[sp->dims[g]->id] <= ow->fixed[g]) return false;
+  }
+  return true;
+}
+
 int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given, int64_t *params, int *nshapes) {
   *nshapes = 0;
   if (!sp->shape_free || sp->nvariants < 1 || sp->nlevels != 1 || sp->ndims > DTL_MAX_DIMS) return -1;
@@ -251,6 +261,10 @@ int spmd_shape_choice(const sp_program *sp, int64_t ranks, const int64_t *given,
     memcpy(q, params, sizeof *q * (size_t)nv);
     for (int i = 0; i < sp->nparams; i++)
       if (sp->params[i].is_grid) q[i] = sh[(size_t)k * (size_t)nv + (size_t)i];
+    if (!fixed_fit(sp, q)) { /* never chosen */
+      if (k == 0) s0 = INFINITY, f0 = false, have0 = true, at = 0;
+      continue;
+    }
     int v = spmd_variant_choice(sp, q);
     double s, b;
     if (v < 0 || !spmd_variant_cost(sp, v, q, &s, &b)) continue;

@@ -191,6 +191,8 @@ def programs(long=False):
     add("multi.dtl", [{"n": 8, "chunk": 3}], [{"n": 13, "chunk": 5}])
     add("types.dtl", [{"n": 7, "chunk": 2}], [{"n": 12, "chunk": 5}])
     add("mixed_types.dtl", [{"n": 13}], [{"n": 5}])
+    # a loop's first statement divides integers: not fused across the back edge (no trap)
+    add("backedge_intdiv.dtl", [{"n": 4}, {"n": 11}], rk=[1, 2, 3, 4, 6])
     # ... with values whose int32 products wrap (--fill index: up to 999): the statement's type computes
     runs.extend(_expand("programs", pr("mixed_types.dtl"), [{"n": 50000}], [1, 3], fill_args=["--fill", "index"]))
     add("scalars.dtl", [{"n": 6, "m": 5}], [{"n": 11, "m": 3}])
@@ -623,6 +625,10 @@ def sparse_programs(long=False):
                          {"n": 6, "m": 140, "k": 11}], [1, 2, 3, 4, 6, 8, 9], compile_args=["--auto"]))
     # a tensor read through its transpose: the variants' cost functions take a max of two mins
     runs.extend(_expand("programs", pr("auto_transpose.dtl"), [{"n": 13}], [1, 2, 3, 4, 6, 8], compile_args=["--auto"]))
+    # a fixed coordinate that some shapes of the free grid cannot hold: never chosen
+    for np_ in (2, 4, 6):
+        runs.extend(_expand("programs", pr("auto_fixed.dtl"), [{"n": 11}], [np_], compile_args=["--auto", "--ranks", str(np_)]))
+    runs.extend(_expand("programs", pr("auto_fixed.dtl"), [{"n": 9}], [2, 4, 6, 8], compile_args=["--auto"]))
     # statements that read sparse tensors, their distributions searched (compiled for 4 ranks, run at others too)
     runs.extend(_expand("programs", pr("auto_sparse.dtl"), [{"n": 23, "m": 17, "k": 5}], [1, 2, 3, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "4"]))

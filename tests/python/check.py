@@ -108,6 +108,9 @@ def errors_dense(plan, A, Bfull, Cfull):
     expect(ValueError, lambda: plan.block_of("B", np.zeros((3, 3))), "global array of the wrong shape")
     expect(TypeError, lambda: plan.lib.plan(comm, m=3), "unknown param", "no param 'm'")
     expect(TypeError, lambda: plan.lib.plan(comm, n=2.5), "float for an integer param", "integer")
+    expect(TypeError, lambda: plan.lib.plan(comm, n=True), "a bool for an integer param", "integer")
+    expect(OverflowError, lambda: plan.lib.plan(comm, n=2**64 + 4), "a param beyond 64 bits", "64-bit")
+    expect(OverflowError, lambda: plan.import_tensor("B", B[:1].copy(), (2**64, 0)), "an offset beyond 64 bits", "64-bit")
 
 
 def test_matvec(lib):

@@ -1861,13 +1861,25 @@ static void test_params_agree(void **state) {
   static const char *const names[] = {"n", "chunk", "gx"};
   int64_t v[3] = {12, 4, -1};
   char err[256] = "";
-  CHECKF(dtl_params_agree(MPI_COMM_WORLD, 3, v, names, err, sizeof err) == 0, "equal params: %s", err);
+  CHECKF(dtl_params_agree(MPI_COMM_WORLD, 3, v, NULL, names, err, sizeof err) == 0, "equal params: %s", err);
   if (g_rank == g_size - 1) v[1] = 5;
-  int rc = dtl_params_agree(MPI_COMM_WORLD, 3, v, names, err, sizeof err);
+  int rc = dtl_params_agree(MPI_COMM_WORLD, 3, v, NULL, names, err, sizeof err);
   if (g_size == 1)
     CHECKF(rc == 0, "one rank agrees with itself: %s", err);
   else
     CHECKF(rc == 1 && strstr(err, "chunk is 4 on some and 5 on others"), "rc %d, %s", rc, err);
+  /* a floating param: compared as a number (-0.0 is 0.0), named as one */
+  static const char *const fnames[] = {"alpha"};
+  static const bool isf[] = {true};
+  double a = g_rank % 2 ? -0.0 : 0.0;
+  int64_t fv[1];
+  memcpy(fv, &a, sizeof a);
+  CHECKF(dtl_params_agree(MPI_COMM_WORLD, 1, fv, isf, fnames, err, sizeof err) == 0, "-0.0 and 0.0: %s", err);
+  a = g_rank == g_size - 1 ? 0.5 : 0.25;
+  memcpy(fv, &a, sizeof a);
+  rc = dtl_params_agree(MPI_COMM_WORLD, 1, fv, isf, fnames, err, sizeof err);
+  if (g_size > 1)
+    CHECKF(rc == 1 && strstr(err, "alpha is 0.25 on some and 0.5 on others"), "rc %d, %s", rc, err);
   all_ok();
 }
 

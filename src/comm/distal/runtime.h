@@ -134,10 +134,12 @@ struct dtl_ctx {
  * communicators with MPI_ERRORS_RETURN set. */
 int dtl_ctx_create(MPI_Comm comm, int ndims, const int64_t *dims, bool debug, dtl_ctx **out,
                    char *err, size_t errlen);
-/* Do all ranks of comm give the same n param values (a plan's params, a floating one as its
- * bits)?  Collective.  0 where they do; else 1, on every rank, with "params differ between
+/* Do all ranks of comm give the same n param values (a plan's params; where is_float[k], param
+ * k is a double held as its bits, compared as a number: -0.0 equals 0.0; is_float NULL: all
+ * integers)?  Collective.  0 where they do; else 1, on every rank, with "params differ between
  * ranks: NAME is A on some and B on others" in err (names[k]: param k's name). */
-int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const char *const *names, char *err, size_t errlen);
+int dtl_params_agree(MPI_Comm comm, int n, const int64_t *values, const bool *is_float, const char *const *names, char *err,
+                     size_t errlen);
 
 /* A hierarchical machine: the last ninner dims are the inner levels, formed by the ranks
  * of one node (MPI_COMM_TYPE_SHARED, or blocks of DISTAL_RANKS_PER_NODE ranks); their
@@ -211,7 +213,8 @@ int dtl_split_init(dtl_ctx *ctx, int g, int64_t extent, const int64_t *given, co
  * numbers of the entries whose coordinates are coords[0], coords[stride], ... (n of them on
  * this rank; every entry on one rank only).  Memory: about 256 parts counters, and one per
  * coordinate of the (at most parts - 1) bins where boundaries fall: extent / 256 at most.
- * Returns nonzero (on every rank) when out of memory. */
+ * Returns nonzero (on every rank) when out of memory, or where some rank's n is negative or
+ * one of its coordinates lies outside [0, extent). */
 int dtl_balance_split(MPI_Comm comm, int64_t n, const int64_t *coords, int64_t stride, int64_t extent,
                       int64_t parts, int64_t *split);
 
