@@ -29,6 +29,8 @@ void cg_num(FILE *f, const sp_expr *e, fe_type t);
 /* An expression; access(f, e, ctx) prints an element. */
 typedef void (*cg_access_fn)(FILE *f, const sp_expr *e, void *ctx);
 void cg_print_expr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg_access_fn access, void *ctx);
+/* A loop's condition, with C's arithmetic: integer operations in int64, the rest in double. */
+void cg_print_cond(FILE *f, const sp_program *sp, const sp_expr *e, cg_access_fn access, void *ctx);
 /* Floating-point operations of one run (for GFLOP/s). */
 void cg_print_flops(FILE *f, const sp_program *sp);
 

@@ -239,6 +239,91 @@ void cg_print_expr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, c
   pexpr(f, sp, e, t, access, ctx, 0);
 }
 
+/* A loop's condition has C's arithmetic (README, "Programs"): an operation of integer operands
+ * (integer scalars, integer params, integer literals) in int64, truncating its divisions;
+ * anything with a floating operand, and every function, in double. */
+static bool cond_int(const sp_program *sp, const sp_expr *e) {
+  switch (e->kind) {
+  case SE_ACCESS: return sp->tensors[e->tensor].type == FE_INT32 || sp->tensors[e->tensor].type == FE_INT64;
+  case SE_NUM: return e->is_int;
+  case SE_PARAM: return !sp->params[e->param].is_float;
+  case SE_NEG: return cond_int(sp, e->a);
+  case SE_ADD: case SE_SUB: case SE_MUL: case SE_DIV: return cond_int(sp, e->a) && cond_int(sp, e->b);
+  default: return false;
+  }
+}
+
+static void pcond_val(FILE *f, const sp_program *sp, const sp_expr *e, cg_access_fn acc, void *ctx) {
+  if (cond_int(sp, e)) { /* the whole subexpression in int64 */
+    fputc('(', f);
+    pexpr(f, sp, e, FE_INT64, acc, ctx, 0);
+    fputc(')', f);
+    return;
+  }
+  static const char *const dbl[FE_F_COUNT] = {
+      [FE_F_SQRT] = "sqrt", [FE_F_EXP] = "exp", [FE_F_LOG] = "log",   [FE_F_ABS] = "fabs",
+      [FE_F_ERF] = "erf",   [FE_F_POW] = "pow", [FE_F_MIN] = "fmin", [FE_F_MAX] = "fmax"};
+  switch (e->kind) {
+  case SE_NEG:
+    fputs("(-", f);
+    pcond_val(f, sp, e->a, acc, ctx);
+    fputc(')', f);
+    break;
+  case SE_CALL:
+    fprintf(f, "%s((double)", dbl[e->func]);
+    pcond_val(f, sp, e->a, acc, ctx);
+    if (e->b) {
+      fputs(", (double)", f);
+      pcond_val(f, sp, e->b, acc, ctx);
+    }
+    fputc(')', f);
+    break;
+  case SE_ADD: case SE_SUB: case SE_MUL: case SE_DIV: {
+    static const char *const ops[] = {[SE_ADD] = " + ", [SE_SUB] = " - ", [SE_MUL] = " * ", [SE_DIV] = " / "};
+    fputs("((double)", f);
+    pcond_val(f, sp, e->a, acc, ctx);
+    fprintf(f, "%s(double)", ops[e->kind]);
+    pcond_val(f, sp, e->b, acc, ctx);
+    fputc(')', f);
+    break;
+  }
+  default: /* a floating scalar, literal or param */
+    fputc('(', f);
+    pexpr(f, sp, e, FE_DOUBLE, acc, ctx, 0);
+    fputc(')', f);
+  }
+}
+
+void cg_print_cond(FILE *f, const sp_program *sp, const sp_expr *e, cg_access_fn access, void *ctx) {
+  switch (e->kind) {
+  case SE_LT: case SE_LE: case SE_GT: case SE_GE: case SE_EQ: case SE_NE: {
+    static const char *const ops[] = {[SE_LT] = " < ", [SE_LE] = " <= ", [SE_GT] = " > ", [SE_GE] = " >= ", [SE_EQ] = " == ", [SE_NE] = " != "};
+    bool both = cond_int(sp, e->a) && cond_int(sp, e->b); /* else compared as doubles */
+    fputs(both ? "(" : "((double)", f);
+    pcond_val(f, sp, e->a, access, ctx);
+    fputs(ops[e->kind], f);
+    if (!both) fputs("(double)", f);
+    pcond_val(f, sp, e->b, access, ctx);
+    fputc(')', f);
+    break;
+  }
+  case SE_AND: case SE_OR:
+    fputc('(', f);
+    cg_print_cond(f, sp, e->a, access, ctx);
+    fputs(e->kind == SE_AND ? " && " : " || ", f);
+    cg_print_cond(f, sp, e->b, access, ctx);
+    fputc(')', f);
+    break;
+  case SE_NOT:
+    fputs("!(", f);
+    cg_print_cond(f, sp, e->a, access, ctx);
+    fputc(')', f);
+    break;
+  default: /* (not produced: a condition is comparisons and logic) */
+    pexpr(f, sp, e, FE_DOUBLE, access, ctx, 0);
+  }
+}
+
 void cg_print_flops(FILE *f, const sp_program *sp) {
   fputs("0.0", f);
   for (int i = 0; i < sp->nfuncs; i++) {
@@ -1967,29 +2052,31 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
               it->items[q].func + 1, it->peel_into + 1);
     emit_items(c, sp, o, it->items + it->peel, it->nitems - it->peel, ind + 2, false);
     int in = ind + 2;
-    /* the condition's scalars on this rank, as doubles */
+    /* the condition's scalars on this rank: integers as int64, floating ones as doubles */
     for (int r = 0; r < it->nreads; r++) {
       int t = it->reads[r];
       const char *ct = cg_ctype(sp->tensors[t].type);
+      fe_type ty = sp->tensors[t].type;
+      const char *vt = ty == FE_INT32 || ty == FE_INT64 ? "int64_t" : "double";
       if (sp->cuda) {
         fprintf(c, "%*s%s dtl_h%d;\n%*sif (dtl_cu_to_host(dtl_plan->ctx, &dtl_h%d, %s, sizeof dtl_h%d)) return 1;\n", in, "", ct, t, in, "",
                 t, cg_tensor(sp, t), t);
-        fprintf(c, "%*sconst double dtl_c%d = (double)dtl_h%d;\n", in, "", t, t);
+        fprintf(c, "%*sconst %s dtl_c%d = (%s)dtl_h%d;\n", in, "", vt, t, vt, t);
       } else {
-        fprintf(c, "%*sconst double dtl_c%d = (double)%s[0];\n", in, "", t, cg_tensor(sp, t));
+        fprintf(c, "%*sconst %s dtl_c%d = (%s)%s[0];\n", in, "", vt, t, vt, cg_tensor(sp, t));
       }
     }
     if (it->cond) {
       fprintf(c, "%*s/* every rank takes rank 0's decision (replicated values may differ in the last bit) */\n", in, "");
       fprintf(c, "%*sint dtl_stop%d = ", in, "", L);
-      cg_print_expr(c, sp, it->cond, FE_DOUBLE, cond_access, NULL);
+      cg_print_cond(c, sp, it->cond, cond_access, NULL);
       fprintf(c, ";\n%*sif (dtl_agree(dtl_plan->ctx, &dtl_stop%d)) return 1;\n", in, "", L);
     }
     fprintf(c, "%*sif (dtl_plan->monitor && dtl_is_root(dtl_plan->ctx)) {\n", in, "");
     fprintf(c, "%*sprintf(\"monitor: loop %d iteration %%lld%s", in + 2, "", L, it->nreads ? ":" : "");
     for (int r = 0; r < it->nreads; r++) fprintf(c, " %s=%%.6e", sp->tensors[it->reads[r]].name);
     fprintf(c, "\\n\", (long long)(dtl_it%d + 1)", L);
-    for (int r = 0; r < it->nreads; r++) fprintf(c, ", dtl_c%d", it->reads[r]);
+    for (int r = 0; r < it->nreads; r++) fprintf(c, ", (double)dtl_c%d", it->reads[r]);
     fprintf(c, ");\n%*sfflush(stdout);\n%*s}\n", in + 2, "", in, "");
     if (it->cond) fprintf(c, "%*sif (dtl_stop%d) break;\n", in, "", L);
     fprintf(c, "%*s}\n", ind, "");

@@ -75,7 +75,7 @@ static void emit_ref_stmt(FILE *c, const sp_program *sp, const sp_func *fn, int 
 /* a scalar of a loop's condition in the reference */
 static void ref_scalar(FILE *f, const sp_expr *e, void *vc) {
   const sp_program *sp = vc;
-  fprintf(f, "(double)r_%s[0]", cg_tensor(sp, e->tensor));
+  fprintf(f, "r_%s[0]", cg_tensor(sp, e->tensor));
 }
 
 static void emit_ref_items(FILE *c, const sp_program *sp, const sp_item *list, int n, int ind, bool top) {
@@ -93,7 +93,7 @@ static void emit_ref_items(FILE *c, const sp_program *sp, const sp_item *list, i
     emit_ref_items(c, sp, it->items, it->nitems, ind + 2, false);
     if (it->cond) {
       fprintf(c, "%*sif (", ind + 2, "");
-      cg_print_expr(c, sp, it->cond, FE_DOUBLE, ref_scalar, (void *)sp);
+      cg_print_cond(c, sp, it->cond, ref_scalar, (void *)sp);
       fputs(") break;\n", c);
     }
     fprintf(c, "%*s}\n", ind, "");

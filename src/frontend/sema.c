@@ -672,6 +672,22 @@ static void check_temp_reads(checker *c, const fe_expr *e, const bool *written) 
 
 static bool is_condition(const fe_expr *e) { return e->kind >= FE_E_LT && e->kind <= FE_E_NOT; }
 
+/* whether a condition's value computes in int64 (README, "Programs": all its operands integers) */
+static bool cond_integer(const checker *c, const fe_expr *e) {
+  if (!e) return false;
+  switch (e->kind) {
+  case FE_E_NUM: return e->is_int;
+  case FE_E_PARAM: return e->param >= 0 && !c->prog->params[e->param].is_float;
+  case FE_E_ACCESS: {
+    int k = fe_find_tensor(c->prog, e->acc.tname);
+    return k >= 0 && (c->prog->tensors[k].type == FE_INT32 || c->prog->tensors[k].type == FE_INT64);
+  }
+  case FE_E_NEG: return cond_integer(c, e->a);
+  case FE_E_ADD: case FE_E_SUB: case FE_E_MUL: case FE_E_DIV: return cond_integer(c, e->a) && cond_integer(c, e->b);
+  default: return false;
+  }
+}
+
 /* A loop's condition: comparisons of scalar values combined with && || !.  want_cond: e must
  * be a condition (else a value). */
 static void check_cond(checker *c, fe_expr *e, bool want_cond, const bool *written) {
@@ -715,6 +731,12 @@ static void check_cond(checker *c, fe_expr *e, bool want_cond, const bool *writt
   default:
     check_cond(c, e->a, false, written);
     check_cond(c, e->b, false, written);
+    if (e->kind == FE_E_DIV && cond_integer(c, e)) { /* an integer division by a literal 0 would trap */
+      const fe_expr *d = e->b;
+      while (d && d->kind == FE_E_NEG) d = d->a;
+      if (d && d->kind == FE_E_NUM && d->is_int && d->ival == 0)
+        error(c, d->loc, "division by zero in a loop's condition (its operands are integers: an int64 division)");
+    }
   }
 }
 
@@ -741,6 +763,15 @@ static void check_items(checker *c, fe_item *list, int n, bool *written) {
             c->prog->params[b->param].name);
     else if (!b->is_param && b->value < 0)
       error(c, b->loc, "the bound of a loop cannot be negative");
+    if (!b->is_param && b->value == 0) {
+      /* a loop that never runs writes nothing: what it writes stays unwritten after it */
+      bool *w = malloc(sizeof *w * ((size_t)c->prog->ntensors + 1));
+      if (w) memcpy(w, written, sizeof *w * ((size_t)c->prog->ntensors + 1));
+      check_items(c, it->items, it->nitems, w ? w : written);
+      check_cond(c, it->cond, true, w ? w : written);
+      free(w);
+      continue;
+    }
     check_items(c, it->items, it->nitems, written);
     check_cond(c, it->cond, true, written);
   }

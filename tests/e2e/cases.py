@@ -191,6 +191,8 @@ def programs(long=False):
     add("multi.dtl", [{"n": 8, "chunk": 3}], [{"n": 13, "chunk": 5}])
     add("types.dtl", [{"n": 7, "chunk": 2}], [{"n": 12, "chunk": 5}])
     add("mixed_types.dtl", [{"n": 13}], [{"n": 5}])
+    # loop conditions with C's arithmetic (integer operations in int64)
+    add("cond_int.dtl", [{"k": 1, "n": 6}, {"k": 2, "n": 9}], rk=[1, 2, 3], monitor=True)
     # a loop's first statement divides integers: not fused across the back edge (no trap)
     add("backedge_intdiv.dtl", [{"n": 4}, {"n": 11}], rk=[1, 2, 3, 4, 6])
     # ... with values whose int32 products wrap (--fill index: up to 999): the statement's type computes
@@ -265,6 +267,11 @@ _LITERAL_REJECTED = [
     # an integer division by a literal 0 (or one that truncates to 0)
     ("int_div_zero", 7, _LITERAL_HEAD + "J(i) = 1 / 0;\n"),
     ("int_div_zero_float", 7, _LITERAL_HEAD + "I(i) = B(i) / -(0.5);\n"),
+    # ... in a loop's condition whose operands are integers (an int64 division)
+    ("cond_div_zero", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / -0 > 1) {\n  c = c + 1;\n}\n"),
+    # a temporary written only in a loop that never runs is unwritten after it
+    ("temp_repeat0", 8, "param n = 4;\nmachine M = grid(g);\ntensor x(n) @ M(i -> i);\ntemp s;\nrepeat 0 {\n  s = 1;\n}\n"
+                        "x(i) = s;\n"),
 ]
 
 
