@@ -3,6 +3,7 @@
  * from the rank count is grid_solve.c. */
 #include "distal/runtime.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -195,13 +196,15 @@ int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node
   const char *env = getenv("DISTAL_RANKS_PER_NODE");
   if (env && *env) {
     char *end;
+    errno = 0;
     long k = strtol(env, &end, 10);
-    if (*end || k < 1) {
+    if (*end || k < 1 || errno || k > INT_MAX) {
       snprintf(err, errlen, "DISTAL_RANKS_PER_NODE=%s is not a positive integer", env);
       return 1;
     }
     if (size % k) {
-      snprintf(err, errlen, "%d ranks do not split into nodes of DISTAL_RANKS_PER_NODE=%ld", size, k);
+      snprintf(err, errlen, "%d rank%s do%s not split into nodes of DISTAL_RANKS_PER_NODE=%ld", size, size == 1 ? "" : "s",
+               size == 1 ? "es" : "", k);
       return 1;
     }
     *node = rank / (int)k, *local = rank % (int)k, *per_node = (int)k, *nnodes = size / (int)k;

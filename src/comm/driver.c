@@ -213,6 +213,16 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
                  *ext ? ext : "(no extension)", name,
                  !sp ? ".npy" : order == 2 ? ".npy, .mtx or .tns" : order >= 1 ? ".npy or .tns" : ".npy");
   }
+  for (int k = 0; k < opt->nload; k++) { /* a sparse file into a dense tensor: said before reading it */
+    int t = opt->load_tensor[k];
+    if (t < 0 || t >= ntensors || (sparse && sparse[t]))
+      continue;
+    const char *ext = extension(opt->load_path[k]);
+    if (!strcmp(ext, ".mtx") || !strcmp(ext, ".tns"))
+      return failf(err, errlen, "--load %s=%s: tensor %s is dense: a %s file holds a sparse %s; load it from .npy",
+                   tensor_names[t], opt->load_path[k], tensor_names[t], ext[1] == 'm' ? "Matrix Market .mtx" : "FROSTT .tns",
+                   ext[1] == 'm' ? "matrix" : "tensor");
+  }
   return 0;
 }
 

@@ -175,8 +175,8 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
     return dtl_solve_grid(nranks, ndims, param, lit, values, names, err, errlen);
   int n0 = ndims - ninner;
   if (per_node < 1 || nranks % per_node) {
-    snprintf(err, errlen, "%lld ranks do not split into nodes of %lld ranks", (long long)nranks,
-             (long long)per_node);
+    snprintf(err, errlen, "%lld rank%s do%s not split into nodes of %lld ranks", (long long)nranks, nranks == 1 ? "" : "s",
+             nranks == 1 ? "es" : "", (long long)per_node);
     return 1;
   }
   bool lit_inner = true;

@@ -55,6 +55,8 @@ expect "rank count that cannot form grid(q, q, q)" 6 "6 ranks cannot form grid(q
 expect "grid params that do not multiply to the rank count" 4 "cannot form" summa -n 8 --gx 3 --gy 1
 expect "missing file" 3 "nofile.npy" summa -n 8 --load B=nofile.npy
 expect "two tensors saved into one file" 2 "two tensors cannot be saved into one file" summa -n 8 --save A=one.npy --save B=one.npy
+expect "a sparse file into a dense tensor" 2 "tensor B is dense: a Matrix Market .mtx file holds a sparse matrix; load it from .npy" \
+  summa -n 8 --load B=nofile.mtx
 [ -e one.npy ] && bad "two tensors saved into one file: wrote one.npy"
 "$PYTHON" - <<'PY'
 import numpy as np

@@ -377,7 +377,8 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
 /* The --save options against the tensors (not collective): the format follows the
  * extension, .npy for any tensor, .mtx for a sparse matrix (order 2), .tns for a sparse
  * tensor of order 1 or more; anything else returns nonzero with a message in err.  orders
- * and sparse describe the tensors (NULL: all dense).  Nothing to check with opt->help. */
+ * and sparse describe the tensors (NULL: all dense).  A --load of a .mtx or .tns file into a
+ * dense tensor is refused too.  Nothing to check with opt->help. */
 int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
                     const int *orders, const bool *sparse, char *err, size_t errlen);
 /* Print the usage text of a generated executable; sparse: it has sparse tensors (--density). */
