@@ -11,6 +11,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -778,6 +781,12 @@ static int emit_svg(dc_unit *u, const lw_program *lp, const char *input, const c
 }
 
 int main(int argc, char **argv) {
+#ifdef __GLIBC__
+  /* --auto lowers and drops thousands of candidate programs: keep the heap's top instead of
+   * giving it back to the kernel after each (a brk and fresh page faults per candidate) */
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_TOP_PAD, 16 << 20);
+#endif
   const char *input = NULL, *out = NULL, *name = NULL, *emit = NULL, *target = NULL;
   bool want_main = false, exe = false, slurm = false, check = false, debug = false, no_fuse = false, autos = false;
   bool calib = false;
