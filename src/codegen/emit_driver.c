@@ -195,7 +195,8 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].mode ? "true" : "false");
   if (!nt) fputs("false", c);
   fputs("};\n  (void)tmoded;\n", c);
-  fprintf(c, "  if (dtl_parse_args(argc, argv, %d, pnames, pfloat, values, %d, tnames, &opt, err, sizeof err) ||\n"
+  fprintf(c, "  if (dtl_args_agree(MPI_COMM_WORLD, argc, argv, err, sizeof err) ||\n"
+             "      dtl_parse_args(argc, argv, %d, pnames, pfloat, values, %d, tnames, &opt, err, sizeof err) ||\n"
              "      dtl_check_saves(&opt, %d, tnames, torders, tsparse, err, sizeof err)) {\n"
              "    if (rank == 0) fprintf(stderr, \"%%s: %%s (try --help)\\n\", argv[0], err);\n"
              "    MPI_Finalize();\n    return 2;\n  }\n", np, nt, nt);

@@ -169,6 +169,22 @@ static const char *extension(const char *path) {
   return dot && (!slash || dot > slash + 1) ? dot : "";
 }
 
+int dtl_args_agree(MPI_Comm comm, int argc, char **argv, char *err, size_t errlen) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the arguments, each ended by a 0 */
+  for (int i = 1; i < argc; i++)
+    for (const char *p = argv[i];; p++) {
+      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+      if (!*p) break;
+    }
+  int64_t v = (int64_t)(h >> 1), lo = v, hi = v;
+  if (MPI_Allreduce(&v, &lo, 1, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
+      MPI_Allreduce(&v, &hi, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+    return failf(err, errlen, "the ranks could not compare their arguments");
+  if (lo != hi)
+    return failf(err, errlen, "the ranks were given different arguments (every rank must get the same: params, options and files)");
+  return 0;
+}
+
 int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
                     const int *orders, const bool *sparse, char *err, size_t errlen) {
   if (opt->help)

@@ -55,6 +55,14 @@ expect "rank count that cannot form grid(q, q, q)" 6 "6 ranks cannot form grid(q
 expect "grid params that do not multiply to the rank count" 4 "cannot form" summa -n 8 --gx 3 --gy 1
 expect "missing file" 3 "nofile.npy" summa -n 8 --load B=nofile.npy
 expect "two tensors saved into one file" 2 "two tensors cannot be saved into one file" summa -n 8 --save A=one.npy --save B=one.npy
+# an option that reaches one rank only (an MPMD launch): one message, not a hang
+timeout 60 "$MPIRUN" -np 1 --oversubscribe ./summa -n 8 --save A=mpmd.npy : -np 1 --oversubscribe ./summa -n 8 > out.txt 2> err.txt
+rc=$?
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c 'the ranks were given different arguments' err.txt)" = 1 ] && [ ! -e mpmd.npy ]; then
+  ok "different arguments on different ranks refused"
+else
+  bad "different arguments on different ranks: rc $rc"
+fi
 expect "a sparse file into a dense tensor" 2 "tensor B is dense: a Matrix Market .mtx file holds a sparse matrix; load it from .npy" \
   summa -n 8 --load B=nofile.mtx
 [ -e one.npy ] && bad "two tensors saved into one file: wrote one.npy"

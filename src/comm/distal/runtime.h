@@ -374,6 +374,10 @@ typedef struct {
 int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_names,
                    const bool *param_float, int64_t *values, int ntensors,
                    const char *const *tensor_names, dtl_options *opt, char *err, size_t errlen);
+/* Do all ranks of comm have the same arguments (argv[1..argc-1])?  Collective: 0 where they
+ * do, else 1 on every rank with a message in err (an option that reached some ranks only
+ * would send them into collectives the others never enter). */
+int dtl_args_agree(MPI_Comm comm, int argc, char **argv, char *err, size_t errlen);
 /* The --save options against the tensors (not collective): the format follows the
  * extension, .npy for any tensor, .mtx for a sparse matrix (order 2), .tns for a sparse
  * tensor of order 1 or more; anything else returns nonzero with a message in err.  orders
