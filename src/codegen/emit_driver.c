@@ -505,6 +505,11 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
                    "          }\n        }\n", un);
       }
     }
+    if (ty == FE_DOUBLE || ty == FE_FLOAT) /* a diverged reference: its NaN and infinities match only the same */
+      fprintf(c, "        {\n          int64_t nf = 0;\n          for (int64_t k = 0; k < gv_%s; k++) nf += !isfinite(r_%s[k]);\n"
+                 "          if (nf) printf(\"validate %s: %%lld values of the serial result are not finite (NaN or infinite): \"\n"
+                 "                         \"they match only the same values\\n\", (long long)nf);\n        }\n",
+              n, n, un);
     fprintf(c, "        printf(\"validate %s: max relative error %%.3g (tolerance %%.3g) %%s\\n\", e, tol, e <= tol ? \"ok\" : \"MISMATCH\");\n", un);
     fputs("        if (!(e <= tol)) bad = 1;\n        if (e > worst) worst = e;\n      }\n", c);
   }

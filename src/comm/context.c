@@ -243,6 +243,18 @@ int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node
 int64_t dtl_nodes_blocked(MPI_Comm comm, bool hier) {
   int node, nnodes, local, per_node, rank, ok;
   char err[256];
+  const char *env = getenv("DISTAL_RANKS_PER_NODE");
+  if (!hier && env && *env) { /* simulated nodes: blocks of K, as distalc --ranks-per-node K (the last may be short) */
+    char *end;
+    errno = 0;
+    long k = strtol(env, &end, 10);
+    int64_t mine = !*end && k >= 1 && !errno ? (int64_t)k : 1, lo = mine, hi = mine;
+    /* every rank the same (the variants' choice depends on it) */
+    if (MPI_Allreduce(&mine, &lo, 1, MPI_INT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&mine, &hi, 1, MPI_INT64_T, MPI_MAX, comm) != MPI_SUCCESS || lo != hi)
+      return 1;
+    return lo;
+  }
   if (dtl_node_of(comm, &node, &nnodes, &local, &per_node, err, sizeof err)) return 1;
   if (hier) return per_node; /* the machine's ranks are node-ordered */
   MPI_Comm_rank(comm, &rank);

@@ -1325,6 +1325,8 @@ def eval_cond(c, env, mags, params, borderline=None):
     if c[0] == "cmp":
         a, ma, ra = _cond_value(c[2], env, mags, params)
         b, mb, rb = _cond_value(c[3], env, mags, params)
+        if isinstance(a, int) != isinstance(b, int):  # as C: the integer side converted to double
+            a, b = float(a), float(b)
         # the sides' own magnitudes, and ten times the tolerance of the results: a value
         # that the distributed run computes in another order may differ by that much
         tol = 10 * max(ra, rb) * (ma + mb)

@@ -153,7 +153,9 @@ int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node
 /* How the ranks of comm fill nodes, for the cost model's node rates (dtl_group_in_node): the
  * ranks per node where every node holds that many consecutive ranks (a hierarchical machine,
  * hier, orders them so), else 1 (each rank counted as a node of its own: every collective
- * through the network).  Collective; never fails. */
+ * through the network).  DISTAL_RANKS_PER_NODE=K on a flat machine: K (blocks of K, as
+ * distalc --ranks-per-node K places them, the last block short where K does not divide the
+ * ranks).  Collective; never fails. */
 int64_t dtl_nodes_blocked(MPI_Comm comm, bool hier);
 void dtl_ctx_destroy(dtl_ctx **ctx); /* collective */
 const char *dtl_ctx_error(const dtl_ctx *ctx);
