@@ -577,6 +577,25 @@ static void check_integer_division(checker *c, vars *vs, const fe_expr *e, const
  * "Choices"): integer literals are exact int64 values and must fit an int32 result; a
  * floating literal in an integer statement truncates toward zero and must fit; a float
  * statement rounds a literal once to float (as C reads 0.1f), which must not overflow. */
+/* The value of an expression of literals only, as an integer division by it would see it (a
+ * floating literal truncated toward zero): +, -, * and unary minus of literals; false where
+ * e holds anything else (a param, an access, a call, a division) or overflows. */
+static bool literal_int(const fe_expr *e, int64_t *v) {
+  int64_t a, b;
+  if (!e) return false;
+  switch (e->kind) {
+  case FE_E_NUM:
+    if (e->is_int) return *v = e->ival, true;
+    if (!(fabs(e->num) < 9.2e18)) return false;
+    return *v = (int64_t)trunc(e->num), true;
+  case FE_E_NEG: return literal_int(e->a, &a) && a != INT64_MIN && (*v = -a, true);
+  case FE_E_ADD: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_add_overflow(a, b, v);
+  case FE_E_SUB: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_sub_overflow(a, b, v);
+  case FE_E_MUL: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_mul_overflow(a, b, v);
+  default: return false;
+  }
+}
+
 static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
   if (!e)
     return;
@@ -590,12 +609,17 @@ static void check_literals(checker *c, const fe_expr *e, const fe_tensor *lhs) {
           "and max",
           fe_func_name(e->func), lhs->name, fe_type_name(lhs->type));
   if (e->kind == FE_E_DIV && (lhs->type == FE_INT32 || lhs->type == FE_INT64)) {
-    /* an integer division by a literal 0 (a floating literal truncates to the statement's type) */
+    /* an integer division by a literal 0 (a floating literal truncates to the statement's type),
+     * or by literals that make 0 (2 - 2) */
     const fe_expr *d = e->b;
     while (d && d->kind == FE_E_NEG) d = d->a;
+    int64_t z;
     if (d && d->kind == FE_E_NUM && (d->is_int ? d->ival == 0 : trunc(d->num) == 0))
       error(c, d->loc, "division by zero%s%s%s in an integer statement ('%s' is %s)", d->is_int ? "" : ": the literal ",
             d->is_int ? "" : d->text ? d->text : "?", d->is_int ? "" : " truncates to 0", lhs->name, fe_type_name(lhs->type));
+    else if (literal_int(e->b, &z) && z == 0)
+      error(c, e->b->loc, "division by zero: these literals make 0, in an integer statement ('%s' is %s)", lhs->name,
+            fe_type_name(lhs->type));
   }
   if (e->kind != FE_E_NUM) {
     check_literals(c, e->a, lhs);
@@ -731,12 +755,9 @@ static void check_cond(checker *c, fe_expr *e, bool want_cond, const bool *writt
   default:
     check_cond(c, e->a, false, written);
     check_cond(c, e->b, false, written);
-    if (e->kind == FE_E_DIV && cond_integer(c, e)) { /* an integer division by a literal 0 would trap */
-      const fe_expr *d = e->b;
-      while (d && d->kind == FE_E_NEG) d = d->a;
-      if (d && d->kind == FE_E_NUM && d->is_int && d->ival == 0)
-        error(c, d->loc, "division by zero in a loop's condition (its operands are integers: an int64 division)");
-    }
+    int64_t z;
+    if (e->kind == FE_E_DIV && cond_integer(c, e) && literal_int(e->b, &z) && z == 0) /* it would trap */
+      error(c, e->b->loc, "division by zero in a loop's condition (its operands are integers: an int64 division)");
   }
 }
 

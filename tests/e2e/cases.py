@@ -267,8 +267,11 @@ _LITERAL_REJECTED = [
     # an integer division by a literal 0 (or one that truncates to 0)
     ("int_div_zero", 7, _LITERAL_HEAD + "J(i) = 1 / 0;\n"),
     ("int_div_zero_float", 7, _LITERAL_HEAD + "I(i) = B(i) / -(0.5);\n"),
+    # ... or by literals that make 0
+    ("int_div_zero_expr", 7, _LITERAL_HEAD + "J(i) = B(i) / (2 * 3 - 6);\n"),
     # ... in a loop's condition whose operands are integers (an int64 division)
     ("cond_div_zero", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / -0 > 1) {\n  c = c + 1;\n}\n"),
+    ("cond_div_zero_expr", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / (2 - 2) > 1) {\n  c = c + 1;\n}\n"),
     # a temporary written only in a loop that never runs is unwritten after it
     ("temp_repeat0", 8, "param n = 4;\nmachine M = grid(g);\ntensor x(n) @ M(i -> i);\ntemp s;\nrepeat 0 {\n  s = 1;\n}\n"
                         "x(i) = s;\n"),
