@@ -1513,15 +1513,21 @@ static void cstr(FILE *c, const char *s) {
  * spmd_variant_cost evaluates them at compile time (for the rank at grid coordinates 0) */
 /* Opens a block of a cost function: dtl_mask, the grid dims of a collective (alt where the
  * params of m's assumption are equal at run time), and dtl_q, the ranks along them */
-static void emit_group_ranks(FILE *c, const sp_program *sp, const sp_cost_comm *m, unsigned mask, unsigned alt) {
-  fputs("      {\n        unsigned dtl_mask = ", c);
-  if (m->nassume > 1) {
+/* a grid-dim mask of m: alt where the params of m's assumption are equal at run time, else mask */
+static void emit_assumed_mask(FILE *c, const sp_program *sp, const sp_cost_comm *m, unsigned mask, unsigned alt) {
+  if (m->nassume > 1 && mask != alt) {
     fputs("(", c);
     for (int q = 1; q < m->nassume; q++)
       fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
-    fprintf(c, ") ? %uu : %uu;\n", alt, mask);
+    fprintf(c, ") ? %uu : %uu", alt, mask);
   } else
-    fprintf(c, "%uu;\n", mask);
+    fprintf(c, "%uu", mask);
+}
+
+static void emit_group_ranks(FILE *c, const sp_program *sp, const sp_cost_comm *m, unsigned mask, unsigned alt) {
+  fputs("      {\n        unsigned dtl_mask = ", c);
+  emit_assumed_mask(c, sp, m, mask, alt);
+  fputs(";\n", c);
   fputs("        int64_t dtl_q = 1;\n", c);
   for (int g = 0; g < sp->ndims; g++) {
     fprintf(c, "        if (dtl_mask >> %d & 1) { const int64_t d = ", g);
@@ -1615,27 +1621,22 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
       /* its group (a broadcast's, else a reduction's grid dims; 0: any rank) within one node? */
       unsigned grp = m->bcast ? m->bcast : m->reduce, alt_grp = m->alt_bcast ? m->alt_bcast : m->alt_reduce;
       fputs("      const unsigned dtl_grp = ", c);
-      if (m->nassume > 1 && grp != alt_grp) {
-        fputs("(", c);
-        for (int q = 1; q < m->nassume; q++)
-          fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
-        fprintf(c, ") ? %uu : %uu;\n", alt_grp, grp);
-      } else
-        fprintf(c, "%uu;\n", grp);
-      fprintf(c, "      const int dtl_in = dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp);\n"
-                 "      (dtl_in ? &dtl_nbytes : &dtl_bytes)[0] += dtl_wb * dtl_tot * %lld, (dtl_in ? &dtl_nmsgs : &dtl_msgs)[0] += dtl_wm * dtl_cnt;\n"
+      emit_assumed_mask(c, sp, m, grp, alt_grp);
+      fprintf(c, ";\n      if (dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp))\n"
+                 "        dtl_nbytes += dtl_wb * dtl_tot * %lld, dtl_nmsgs += dtl_wm * dtl_cnt;\n"
+                 "      else\n        dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n"
                  "      dtl_mem += dtl_tot * %lld;\n"
                  "      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
-              sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
+              sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
     }
     /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
     fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
                "    const double dtl_speed = %.17g > 1 ? 1 + (%.17g - 1) * (dtl_kmin <= 0 || dtl_kmin >= 128 ? 1.0 : (double)dtl_kmin / 128.0)"
                " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
     fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g + dtl_nbytes / %.17g, dtl_work = fmax(dtl_pts * %.17g / dtl_speed / %.17g, dtl_mem / %.17g);\n",
-            sp->bandwidth, sp->node_bandwidth > 0 ? sp->node_bandwidth : sp->bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
+            sp->bandwidth, sp->node_bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
     fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_nmsgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
-            sp->latency, sp->node_latency > 0 ? sp->node_latency : sp->latency);
+            sp->latency, sp->node_latency);
   }
   fputs("  *dtl_sec = dtl_s, *dtl_buf = dtl_b;\n}\n\n", c);
 }

@@ -175,7 +175,6 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
   bool ok = true;
   int64_t dims[LW_MAX_DIMS];
   grid_dims(sp, &env, dims);
-  double nbw = sp->node_bandwidth > 0 ? sp->node_bandwidth : sp->bandwidth, nlat = sp->node_latency > 0 ? sp->node_latency : sp->latency;
   for (int i = 0; i < x->nstmts && ok; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
     double points = 1, bytes = 0, msgs = 0, steps = 1, nbytes = 0, nmsgs = 0; /* n: within one node */
@@ -204,15 +203,16 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       double wb, wm;
       unsigned group;
       weights(sp, m, &env, &wb, &wm, &group);
-      bool in = dtl_group_in_node(per_node, sp->ndims, dims, coords, group);
-      (in ? &nbytes : &bytes)[0] += wb * a.total * (double)m->elem;
-      (in ? &nmsgs : &msgs)[0] += wm * (double)a.count;
+      if (dtl_group_in_node(per_node, sp->ndims, dims, coords, group))
+        nbytes += wb * a.total * (double)m->elem, nmsgs += wm * (double)a.count;
+      else
+        bytes += wb * a.total * (double)m->elem, msgs += wm * (double)a.count;
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
     double speed = lw_kernel_speed(st->speedup, kmin, kpts);
-    double comm = bytes / sp->bandwidth + nbytes / nbw, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
-    sec += msgs * sp->latency + nmsgs * nlat + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double comm = bytes / sp->bandwidth + nbytes / sp->node_bandwidth, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
+    sec += msgs * sp->latency + nmsgs * sp->node_latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
   }
   free(vars);
   *seconds = sec, *buffer = buf;
