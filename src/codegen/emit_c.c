@@ -918,6 +918,21 @@ static void emit_threads(cg_st *g, const sp_node *n, int mode) {
   line(g, "#endif");
 }
 
+/* The rewrite "prefetch" (spmd.h: spmd_prefetch): the piece's coordinates at the loop's level
+ * and, at its last level, its values, DTL_PREFETCH_AHEAD positions past the segment's end e,
+ * where the piece is banded there. */
+static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char *e) {
+  int x = n->level;
+  line(g, "if (dtl_%s->banded[%d]) { /* the rewrite prefetch: the entries a few segments on */", tn, x);
+  switch (wmode_of(g)) {
+  case W_32: line(g, "  dtl_prefetch(dtl_%s_crd32[%d], %s + DTL_PREFETCH_AHEAD, sizeof (int32_t));", tn, x, e); break;
+  case W_64: line(g, "  dtl_prefetch(dtl_%s_crd[%d], %s + DTL_PREFETCH_AHEAD, sizeof (int64_t));", tn, x, e); break;
+  case W_EITHER: break; /* one width unknown here: the values only */
+  }
+  if (x == T(g, n->tensor)->order - 1) line(g, "  dtl_prefetch(dtl_%s_vals, %s + DTL_PREFETCH_AHEAD, sizeof *dtl_%s_vals);", tn, e, tn);
+  line(g, "}");
+}
+
 static void emit_loop(cg_st *g, const sp_node *n) {
   const char *v = vname(g, n->var);
   const char *tn = n->loop == SL_SPARSE ? tname(g, n->tensor) : NULL;
@@ -976,6 +991,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     snprintf(nxt, sizeof nxt, "%s + 1", par);
     line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
     line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", bb, S(g, n->base), tn, x, v);
+    if (n->prefetch && !g->in_kernel) emit_prefetch(g, n, tn, e);
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
     const char *start = sp_arr(g, "pos", tn, x, par);
@@ -1927,7 +1943,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
       if (sp->cuda)
         fprintf(c, "    dtl_plan->tmp[%d] = dtl_cu_malloc(bytes);\n", t);
       else
-        fprintf(c, "    dtl_plan->tmp[%d] = calloc(1, bytes);\n", t);
+        fprintf(c, "    dtl_plan->tmp[%d] = dtl_zalloc(1, bytes);\n", t);
       fprintf(c, "    if (!dtl_plan->tmp[%d]) {\n      snprintf(dtl_plan->err, sizeof dtl_plan->err, \"out of memory for temporary %s\");\n"
                  "      return 1;\n    }\n  }\n", t, ft->name);
     }

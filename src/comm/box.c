@@ -1,9 +1,11 @@
 /* box.c -- half-open boxes of global coordinates and copies between row-major blocks. */
+#define _DEFAULT_SOURCE /* madvise */
 #include "distal/runtime.h"
 #include "comm_internal.h"
 
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 
 bool dtl_box_empty(const dtl_box *b) {
   for (int d = 0; d < b->nd; d++)
@@ -168,11 +170,36 @@ void dtl_copy_box(dtl_type t, const void *src, const dtl_box *srcbox, void *dst,
     }                                                                                              \
   } while (0)
 
+/* DISTAL_HUGE_PAGES=0 in the environment: no huge pages asked for (read once) */
+static bool huge_pages(void) {
+  static int v = -1;
+  if (v < 0) {
+    const char *e = getenv("DISTAL_HUGE_PAGES");
+    v = !(e && strcmp(e, "0") == 0);
+  }
+  return v;
+}
+
+void *dtl_halloc(size_t bytes) {
+  if (bytes < DTL_HUGE_MIN || !huge_pages()) {
+    bytes = (bytes + 63) / 64 * 64; /* C11's aligned_alloc: a multiple of the alignment */
+    return aligned_alloc(64, bytes > 0 ? bytes : 64);
+  }
+  const size_t huge = (size_t)2 << 20;
+  if (bytes > SIZE_MAX - huge) return NULL;
+  bytes = (bytes + huge - 1) / huge * huge;
+  void *p = aligned_alloc(huge, bytes);
+#if defined(MADV_HUGEPAGE)
+  if (p) (void)madvise(p, bytes, MADV_HUGEPAGE); /* a hint: refused, the pages stay small */
+#endif
+  return p;
+}
+
 void *dtl_zalloc(size_t count, size_t size) {
   if (size && count > (SIZE_MAX - 64) / size) return NULL;
-  size_t bytes = (count * size + 63) / 64 * 64; /* C11's aligned_alloc: a multiple of the alignment */
-  void *p = aligned_alloc(64, bytes > 0 ? bytes : 64);
-  if (p) memset(p, 0, bytes > 0 ? bytes : 64);
+  size_t bytes = count * size;
+  void *p = dtl_halloc(bytes);
+  if (p) memset(p, 0, bytes > 0 ? bytes : 1);
   return p;
 }
 

@@ -65,8 +65,8 @@ static int narrow_piece(dtl_sparse *s, const int64_t *ext) {
   for (int k = 0; k < s->order; k++) {
     if (s->level[k] == DTL_LEVEL_COMPRESSED) {
       int64_t n = s->npos[k];
-      p32[k] = malloc((size_t)(parents + 1) * sizeof *p32[k]);
-      c32[k] = malloc((size_t)(n > 0 ? n : 1) * sizeof *c32[k]);
+      p32[k] = dtl_halloc((size_t)(parents + 1) * sizeof *p32[k]);
+      c32[k] = dtl_halloc((size_t)(n > 0 ? n : 1) * sizeof *c32[k]);
       if (!p32[k] || !c32[k]) {
         for (int j = 0; j <= k; j++)
           free(p32[j]), free(c32[j]);
@@ -87,6 +87,28 @@ static int narrow_piece(dtl_sparse *s, const int64_t *ext) {
   }
   s->narrow = true;
   return 0;
+}
+
+/* dtl_sparse.banded (runtime.h): per compressed level, whether the stored coordinates of
+ * consecutive parents run alongside one another, from a sample of parent pairs. */
+static void find_banded(dtl_sparse *s) {
+  int64_t parents = 1;
+  for (int k = 0; k < s->order; k++) {
+    s->banded[k] = false;
+    if (s->level[k] == DTL_LEVEL_COMPRESSED && parents >= 2) {
+      int64_t step = parents / 1024 > 1 ? parents / 1024 : 1, near = 0, all = 0;
+      for (int64_t p = 1; p < parents; p += step) {
+        int64_t a = dtl_sp_pos(s, k, p - 1), b = dtl_sp_pos(s, k, p), c = dtl_sp_pos(s, k, p + 1);
+        int64_t m = b - a < c - b ? b - a : c - b;
+        for (int64_t i = 0; i < m && i < 8; i++) {
+          int64_t d = dtl_sp_crd(s, k, b + i) - dtl_sp_crd(s, k, a + i);
+          all++, near += d >= -8 && d <= 8;
+        }
+      }
+      s->banded[k] = all > 0 && 2 * near >= all;
+    }
+    parents = s->npos[k];
+  }
 }
 
 typedef struct {
@@ -219,8 +241,8 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
         if (!(e > 0 && par[e] == par[e - 1] &&
               coords[perm[first[e]] * order + k] == coords[perm[first[e - 1]] * order + k]))
           cnt++;
-      int64_t *pos = calloc((size_t)np + 1, sizeof *pos);
-      int64_t *crd = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *crd);
+      int64_t *pos = dtl_zalloc((size_t)np + 1, sizeof *pos);
+      int64_t *crd = dtl_halloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *crd);
       if (!pos || !crd) {
         free(pos);
         free(crd);
@@ -244,7 +266,7 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
     }
     s->npos[k] = np;
   }
-  s->vals = calloc((size_t)(np > 0 ? np : 1), es);
+  s->vals = dtl_zalloc((size_t)(np > 0 ? np : 1), es); /* large: on huge pages (dtl_halloc) */
   if (!s->vals)
     goto oom;
   /* every occurrence adds to its position, in input order within equal coordinates */
@@ -252,6 +274,7 @@ int dtl_sparse_from_coo(dtl_sparse *s, dtl_type t, int order, const dtl_level *l
     add_value(t, s->vals, par[uniq[e]], vals, perm[e]);
   if (narrow_piece(s, ext))
     goto oom;
+  find_banded(s);
   static uint64_t serials;
   s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   free(perm);

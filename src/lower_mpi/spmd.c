@@ -1197,6 +1197,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_fuse(sp);
   spmd_simd(sp);
   spmd_threads(sp);
+  spmd_prefetch(sp);
   spmd_index_width(sp);
   return sp;
 }
@@ -1334,6 +1335,56 @@ static void simd_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
 void spmd_simd(sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++)
     if (sp->funcs[i].body) simd_walk(sp, &sp->funcs[i], sp->funcs[i].body);
+}
+
+/* ---- prefetch for the leaf loops over stored coordinates (spmd.h: spmd_prefetch) ----------- */
+/* the body of a leaf loop: bindings, guards, positions, sums and assignments (no loop, kernel,
+ * communication or sparse result); why says what else it holds */
+static bool pf_leaf(const sp_node *n, const char **why) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_BIND: case SN_GUARD: case SN_SPPOS: case SN_ACC: case SN_REGISTER: break;
+  case SN_ASSIGN:
+    if (n->to_entries) return *why = "it appends to a sparse result", false;
+    break;
+  case SN_LOOP: return *why = "a loop runs inside it", false;
+  default: return *why = "it does more than compute (a kernel, communication or setup)", false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!pf_leaf(n->kids[q], why)) return false;
+  return true;
+}
+
+static void pf_walk(sp_program *sp, sp_node *n, int *seen, int *done, const char **why) {
+  if (!n || n->kind == SN_DEVICE || n->kind == SN_KERNEL || n->kind == SN_PRODUCER) return;
+  if (n->kind == SN_LOOP && n->loop == SL_SPARSE) {
+    ++*seen;
+    const char *w = NULL;
+    bool leaf = true;
+    for (int q = 0; q < n->nkids && leaf; q++) leaf = pf_leaf(n->kids[q], &w);
+    if (leaf) {
+      n->prefetch = true, ++*done;
+      return;
+    }
+    if (!*why) *why = w;
+  }
+  for (int q = 0; q < n->nkids; q++) pf_walk(sp, n->kids[q], seen, done, why);
+}
+
+void spmd_prefetch(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    int seen = 0, done = 0;
+    const char *why = NULL;
+    pf_walk(sp, fn->body, &seen, &done, &why);
+    if (!seen) continue; /* no loop over stored coordinates: nothing to say */
+    if (done)
+      sp_logf(sp, "prefetch", NULL, "statement %d: %d loop%s over stored coordinates", fn->index + 1, done, done == 1 ? "" : "s");
+    else
+      sp_logf(sp, "prefetch", why ? why : "no loop over stored coordinates is a leaf", "statement %d", fn->index + 1);
+  }
 }
 
 /* ---- threads for the leaf loops (spmd.h: spmd_threads) ------------------------------------- */
@@ -1688,6 +1739,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fprintf(f, ")%s", pk[n->par]);
     }
     if (n->simd_sum) fputs(" (simd sum)", f);
+    if (n->prefetch) fputs(" (prefetch where banded)", f);
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);

@@ -196,6 +196,8 @@ struct sp_node {
   bool parent_maybe_absent;
   bool within;          /* SL_SPARSE: every stored coordinate is below hi (base 0 and hi the
                          * level's extent): no check in the loop */
+  bool prefetch;        /* SL_SPARSE: fetches the piece's arrays ahead where the level is
+                         * banded (spmd_prefetch) */
   /* SN_BIND: var = value */
   const sym *bind;
   /* SN_GUARD, SN_IF */
@@ -513,6 +515,26 @@ void spmd_index_width(sp_program *sp);
  * changes, as a schedule may change it (LANGUAGE.md section 9), the sum does not.
  * --emit spmd marks the loop "(simd sum)" and lists the rewrite. */
 void spmd_simd(sp_program *sp);
+
+/* Prefetch for the leaf loops over stored coordinates (spmd_build does, after the threads).
+ * A loop over a sparse level's stored coordinates streams the piece's coordinates (and, at
+ * the last level, its values) segment after segment, a few entries each (a stencil's five),
+ * and gathers the dense operands at them.  The hardware's prefetchers lose those streams
+ * among the gathers: a 2-D Poisson SpMV read 0.5 to 0.7 of the read bandwidth.  Precondition,
+ * on a CPU program: an SL_SPARSE loop whose body has no loop, kernel, communication or
+ * sparse result (a leaf: it visits one parent's segment, and the enclosing loops visit the
+ * parents in order).  Rule: the loop is marked prefetch, printed before the loop as
+ *   if (piece->banded[level]) {
+ *     dtl_prefetch(crd[level], end + DTL_PREFETCH_AHEAD, width);
+ *     dtl_prefetch(vals, end + DTL_PREFETCH_AHEAD, size);   (at the last level)
+ *   }
+ * where end is the segment's end: the entries a few segments on are in the cache when the
+ * loop reaches them.  The test is the piece's, made when it was built (runtime.h
+ * dtl_sparse.banded): where the coordinates scatter, the gathers take the memory system's
+ * outstanding requests and fetching ahead slowed a random SpMV by a tenth, so those pieces
+ * run the loop as without the rewrite.  A hint: no value changes.  --emit spmd marks the loop
+ * "(prefetch where banded)" and lists the rewrite per statement with sparse loops. */
+void spmd_prefetch(sp_program *sp);
 
 /* Threads for the leaf loops (spmd_build does, after the SIMD sums).  A rank that runs several
  * OpenMP threads (OMP_NUM_THREADS set, LANGUAGE.md section 6's parallelize without the

@@ -2332,6 +2332,62 @@ static void test_sparse_build(void **state) {
   all_ok();
 }
 
+/* dtl_sparse.banded: the 5-point stencil of a g x g grid and a band are banded at the compressed
+ * level, a matrix of random columns is not, nor is a level with one parent (DCSR's outer level)
+ * or a dense level; a CSC piece (columns outer) of the stencil is banded too. */
+static void test_sparse_banded(void **state) {
+  (void)state;
+  const int64_t g = 40, n = g * g;
+  int64_t *c = malloc((size_t)(5 * n) * 2 * sizeof *c);
+  double *v = malloc((size_t)(5 * n) * sizeof *v);
+  dtl_box box = {2, {0, 0}, {n, n}};
+  for (int kind = 0; kind < 3; kind++) {
+    int64_t m = 0;
+    uint64_t s = 7;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t gi = r / g, gj = r % g;
+      int64_t cols[5], k = 0;
+      if (kind == 0) { /* stencil */
+        if (gi > 0) cols[k++] = r - g;
+        if (gj > 0) cols[k++] = r - 1;
+        cols[k++] = r;
+        if (gj < g - 1) cols[k++] = r + 1;
+        if (gi < g - 1) cols[k++] = r + g;
+      } else if (kind == 1) { /* a band of width 3 */
+        for (int64_t d = -1; d <= 1; d++)
+          if (r + d >= 0 && r + d < n) cols[k++] = r + d;
+      } else { /* random distinct columns */
+        for (int64_t q = 0; q < 4; q++) {
+          s = mix(s);
+          cols[k++] = (int64_t)(s % (uint64_t)(n / 4)) * 4 + q;
+        }
+      }
+      for (int64_t q = 0; q < k; q++) c[2 * m] = r, c[2 * m + 1] = cols[q], v[m++] = 1;
+    }
+    dtl_level csr[2] = {DTL_LEVEL_DENSE, DTL_LEVEL_COMPRESSED}, dcsr[2] = {DTL_LEVEL_COMPRESSED, DTL_LEVEL_COMPRESSED};
+    dtl_sparse sp;
+    char err[256];
+    CHECKF(dtl_sparse_from_coo(&sp, DTL_DOUBLE, 2, csr, &box, m, c, v, err, sizeof err) == 0, "%s", err);
+    CHECKF(sp.banded[1] == (kind < 2), "kind %d: banded %d", kind, (int)sp.banded[1]);
+    CHECK(!sp.banded[0]);
+    dtl_sparse_free(&sp);
+    CHECKF(dtl_sparse_from_coo(&sp, DTL_DOUBLE, 2, dcsr, &box, m, c, v, err, sizeof err) == 0, "%s", err);
+    CHECK(!sp.banded[0] && sp.banded[1] == (kind < 2));
+    dtl_sparse_free(&sp);
+    if (kind == 0) { /* the transpose's rows: the same stencil */
+      for (int64_t e = 0; e < m; e++) {
+        int64_t x = c[2 * e];
+        c[2 * e] = c[2 * e + 1], c[2 * e + 1] = x;
+      }
+      CHECKF(dtl_sparse_from_coo(&sp, DTL_DOUBLE, 2, csr, &box, m, c, v, err, sizeof err) == 0, "%s", err);
+      CHECK(sp.banded[1]);
+      dtl_sparse_free(&sp);
+    }
+  }
+  free(c);
+  free(v);
+}
+
 static void test_sparse_fetch(void **state) {
   (void)state;
   int64_t gs[16][DTL_MAX_DIMS], moved = 0, total = 0;
@@ -2768,6 +2824,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_gemv_rows, reset, report_time),
       cmocka_unit_test_setup_teardown(test_tensor_kernels, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_build, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_sparse_banded, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_fetch, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_import, reset, report_time),
       cmocka_unit_test_setup_teardown(test_sparse_accumulate, reset, report_time),
