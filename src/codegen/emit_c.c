@@ -1302,6 +1302,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
   }
   free(cin);
   fputs(" */\n", f);
+  if (fn->clones) fputs("DTL_LEAF_CLONES /* the rewrite clones: also compiled for AVX2 */\n", f);
   fprintf(f, "static int %s_s%d(%s_plan *dtl_plan", fnp(o), fn->index, o->prefix);
   for (int t = 0; t < sp->ntensors; t++) cg_tensor_param(f, sp, t);
   fputs(") {\n", f);

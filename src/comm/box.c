@@ -4,6 +4,7 @@
 #include "comm_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 

@@ -1199,6 +1199,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_threads(sp);
   spmd_prefetch(sp);
   spmd_index_width(sp);
+  spmd_clones(sp);
   return sp;
 }
 
@@ -1384,6 +1385,70 @@ void spmd_prefetch(sp_program *sp) {
       sp_logf(sp, "prefetch", NULL, "statement %d: %d loop%s over stored coordinates", fn->index + 1, done, done == 1 ? "" : "s");
     else
       sp_logf(sp, "prefetch", why ? why : "no loop over stored coordinates is a leaf", "statement %d", fn->index + 1);
+  }
+}
+
+/* ---- leaf loops at the CPU's vector width (spmd.h: spmd_clones) ----------------------------- */
+static bool cl_is_local(const sp_node *n) {
+  return n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK || n->loop == SL_SPARSE);
+}
+
+/* e (an expression of the innermost loop's body) accesses an element that no variable of
+ * `outer` indexes: it stays while that loop runs */
+static bool cl_invariant(const sp_expr *e, int outer) {
+  if (!e) return false;
+  if (e->kind == SE_ACCESS && !e->contracted && (e->buf >= 0 || e->sparse >= 0)) {
+    bool uses = false;
+    for (int k = 0; k < e->nidx; k++) uses |= e->vars[k] == outer;
+    if (!uses) return true;
+  }
+  return cl_invariant(e->a, outer) || cl_invariant(e->b, outer);
+}
+
+/* the body of the innermost loop reuses across some enclosing local loop (outer: their
+ * variables, nouter of them) */
+static bool cl_reuse(const sp_node *n, const int *outer, int nouter) {
+  if (!n) return false;
+  if (n->kind == SN_ASSIGN)
+    for (int q = 0; q < nouter; q++)
+      if ((!n->to_acc && n->lhs && cl_invariant(n->lhs, outer[q])) || cl_invariant(n->rhs, outer[q])) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (cl_reuse(n->kids[q], outer, nouter)) return true;
+  return false;
+}
+
+static bool cl_has_loop(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_LOOP) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (cl_has_loop(n->kids[q])) return true;
+  return false;
+}
+
+/* an innermost dense local loop inside other local loops (outer) that reuses across one */
+static bool cl_walk(const sp_node *n, int *outer, int nouter) {
+  if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return false;
+  if (cl_is_local(n)) {
+    bool inner = true;
+    for (int q = 0; q < n->nkids && inner; q++) inner = !cl_has_loop(n->kids[q]);
+    if (inner) return n->loop == SL_LOCAL && nouter > 0 && cl_reuse(n, outer, nouter);
+    if (nouter < 64) outer[nouter++] = n->var;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (cl_walk(n->kids[q], outer, nouter)) return true;
+  return false;
+}
+
+void spmd_clones(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    int outer[64];
+    if (cl_walk(fn->body, outer, 0)) {
+      fn->clones = true;
+      sp_logf(sp, "clones", NULL, "statement %d: a loop nest that reuses what it reads, compiled for AVX2 too", fn->index + 1);
+    }
   }
 }
 

@@ -303,6 +303,9 @@ typedef struct {
    * back into the tensor it was copied from, or a copy nobody reads any more); its body is
    * empty and compute does not call it.  NULL: it runs */
   const char *removed;
+  /* the rewrite "clones" (spmd_clones): the function is compiled for the baseline and for
+   * x86-64-v3 (AVX2, FMA), the loader choosing the CPU's */
+  bool clones;
 } sp_func;
 
 /* The program's control structure (LANGUAGE.md section 9): statement calls and loops. */
@@ -535,6 +538,24 @@ void spmd_simd(sp_program *sp);
  * run the loop as without the rewrite.  A hint: no value changes.  --emit spmd marks the loop
  * "(prefetch where banded)" and lists the rewrite per statement with sparse loops. */
 void spmd_prefetch(sp_program *sp);
+
+/* Leaf loops at the CPU's vector width (spmd_build does, last).  The generated C is compiled
+ * for the baseline of its target (x86-64: SSE2, two doubles a vector), which runs on any CPU
+ * of it; a loop nest that reuses what it reads does more arithmetic per byte than the memory
+ * bounds, and runs faster on wider vectors: the SpMM C(i,k) = A(i,j) * B(j,k) ran 1.4 times as
+ * fast with AVX2.  Precondition, on a CPU program: the statement's function (or the fused
+ * group's) has an innermost loop over a dense local range, inside another local loop (a
+ * range, a block or stored coordinates), whose body reads or writes an element that does
+ * not change with some enclosing local loop (reuse: C(i,k) over j, a dense product's output
+ * over its sum), outside leaf kernels (the BLAS picks its own code).  Rule: the function is
+ * marked clones, printed with DTL_LEAF_CLONES (runtime.h): where the C compiler is GCC 12 or
+ * later on x86-64 Linux, __attribute__((target_clones("default", "arch=x86-64-v3"))), two
+ * copies of the function, the loader choosing the one the CPU runs (an ifunc); elsewhere,
+ * or compiled with -DDTL_NO_CLONES, nothing.  The copies compute the same sums (-std=c11
+ * contracts no multiply-add); a SIMD sum's lanes differ in number, as any schedule's order
+ * of summation may (LANGUAGE.md section 9).  Loops that a rank's threads share run in an
+ * outlined function, compiled for the baseline.  --emit spmd lists the rewrite. */
+void spmd_clones(sp_program *sp);
 
 /* Threads for the leaf loops (spmd_build does, after the SIMD sums).  A rank that runs several
  * OpenMP threads (OMP_NUM_THREADS set, LANGUAGE.md section 6's parallelize without the

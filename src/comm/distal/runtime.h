@@ -563,6 +563,17 @@ typedef struct {
   void *vals;
   bool borrowed; /* the arrays belong to another piece (dtl_sparse_free leaves them) */
 } dtl_sparse;
+/* The generated statement functions that the SPMD rewrite "clones" marks: compiled for the
+ * target's baseline and for x86-64-v3 (AVX2, FMA) where the C compiler is GCC 12 or later on
+ * x86-64 Linux, the loader choosing the copy the CPU runs; compile with -DDTL_NO_CLONES for
+ * one copy. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__INTEL_COMPILER) && !defined(__NVCC__) && __GNUC__ >= 12 && !defined(DTL_NO_CLONES)
+#define DTL_LEAF_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#else
+#define DTL_LEAF_CLONES
+#endif
+
 /* A hint: fetch element `index` of an array of `size`-byte elements into the cache ahead of
  * its use (it never faults, also beyond the array's end, and changes no value).  The loops of
  * the SPMD rewrite "prefetch" fetch DTL_PREFETCH_AHEAD positions past a banded segment's end. */
