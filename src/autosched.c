@@ -386,8 +386,6 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
   for (int l = 1; l < M->nlevels; l++)
     if (M->levels[l].ndims > M->levels[l - 1].ndims)
       return "an inner level of the machine has more dims than the level around it (the owner-computes default applies)";
-  int lhs = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
-  if (lhs >= 0 && lw_sparse(p, lhs)) return "it writes a sparse tensor (the owner-computes default applies)";
   return NULL;
 }
 
@@ -462,7 +460,8 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
    * a sparse box as dense entries and its loops as dense iterations (upper bounds); the panels'
    * overlap needs a step's real time, and the default's broadcast of a vector becomes a halo
    * exchange (an SPMD rewrite) only where the loops are not split: among equals the default */
-  const bool sparse = reads_sparse_expr(p, s->ast->rhs);
+  const int lhs_t = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
+  const bool sparse = reads_sparse_expr(p, s->ast->rhs) || (lhs_t >= 0 && lw_sparse(p, lhs_t));
   /* the loop variables (the statement's index variables) */
   const cin_node *loops[64];
   int nl = cin_loops(base->root, loops, 64);
@@ -656,7 +655,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     for (int q = 0; q < def && at == def; q++)
       if (S->cand[idx[q]].fits && S->cand[idx[q]].cost.bytes < S->cand[idx[def]].cost.bytes) at = q;
     if (at == def && def > 0)
-      st->why_not = "it reads a sparse tensor and no faster candidate receives fewer bytes: the default";
+      st->why_not = "it reads or writes a sparse tensor and no faster candidate receives fewer bytes: the default";
     for (int t = idx[at]; at > 0; at--) idx[at] = idx[at - 1], idx[at - 1] = t;
   }
   st->ncand = S->ncand;

@@ -1393,28 +1393,47 @@ static bool cl_is_local(const sp_node *n) {
   return n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK || n->loop == SL_SPARSE);
 }
 
-/* e (an expression of the innermost loop's body) accesses an element that no variable of
- * `outer` indexes: it stays while that loop runs */
-static bool cl_invariant(const sp_expr *e, int outer) {
-  if (!e) return false;
-  if (e->kind == SE_ACCESS && !e->contracted && (e->buf >= 0 || e->sparse >= 0)) {
-    bool uses = false;
-    for (int k = 0; k < e->nidx; k++) uses |= e->vars[k] == outer;
-    if (!uses) return true;
+/* the accesses of e (of the innermost loop's body) that move with the loop (index one of
+ * `moving`, by var) are each still in place over some enclosing loop q (index none of the
+ * variables that move with it, over[q]: read from the cache, not the memory); *streams: some
+ * access moves */
+static bool cl_reused(const sp_expr *e, const bool *moving, int nvars, bool **over, int nouter, bool *streams) {
+  if (!e) return true;
+  if (e->kind == SE_ACCESS && !e->contracted && (e->buf >= 0 || e->sparse >= 0 || e->work >= 0)) {
+    bool moves = false;
+    for (int k = 0; k < e->nidx; k++) moves |= e->vars[k] >= 0 && e->vars[k] < nvars && moving[e->vars[k]];
+    if (moves) {
+      *streams = true;
+      bool kept = false;
+      for (int q = 0; q < nouter && !kept; q++) {
+        bool uses = false;
+        for (int k = 0; k < e->nidx; k++) uses |= e->vars[k] >= 0 && e->vars[k] < nvars && over[q][e->vars[k]];
+        kept = !uses;
+      }
+      if (!kept) return false;
+    }
   }
-  return cl_invariant(e->a, outer) || cl_invariant(e->b, outer);
+  return cl_reused(e->a, moving, nvars, over, nouter, streams) && cl_reused(e->b, moving, nvars, over, nouter, streams);
 }
 
-/* the body of the innermost loop reuses across some enclosing local loop (outer: their
- * variables, nouter of them) */
-static bool cl_reuse(const sp_node *n, const int *outer, int nouter) {
-  if (!n) return false;
-  if (n->kind == SN_ASSIGN)
-    for (int q = 0; q < nouter; q++)
-      if ((!n->to_acc && n->lhs && cl_invariant(n->lhs, outer[q])) || cl_invariant(n->rhs, outer[q])) return true;
+/* the variables bound in n (the loop's own and those bound inside it) move with it */
+static void cl_moving(const sp_node *n, bool *moving, int nvars) {
+  if (!n) return;
+  if ((n->kind == SN_LOOP || n->kind == SN_BIND) && n->var >= 0 && n->var < nvars) moving[n->var] = true;
+  for (int q = 0; q < n->nkids; q++) cl_moving(n->kids[q], moving, nvars);
+}
+
+/* every assignment of the innermost loop's body reads and writes what moves with the loop
+ * from the cache (reused over some enclosing loop) */
+static bool cl_reuse(const sp_node *n, const bool *moving, int nvars, bool **over, int nouter, bool *streams) {
+  if (!n) return true;
+  if (n->kind == SN_ASSIGN) {
+    if (!n->to_acc && n->lhs && !cl_reused(n->lhs, moving, nvars, over, nouter, streams)) return false;
+    if (!cl_reused(n->rhs, moving, nvars, over, nouter, streams)) return false;
+  }
   for (int q = 0; q < n->nkids; q++)
-    if (cl_reuse(n->kids[q], outer, nouter)) return true;
-  return false;
+    if (!cl_reuse(n->kids[q], moving, nvars, over, nouter, streams)) return false;
+  return true;
 }
 
 static bool cl_has_loop(const sp_node *n) {
@@ -1425,17 +1444,44 @@ static bool cl_has_loop(const sp_node *n) {
   return false;
 }
 
-/* an innermost dense local loop inside other local loops (outer) that reuses across one */
-static bool cl_walk(const sp_node *n, int *outer, int nouter) {
+/* the variables an enclosing loop n moves itself: its own and those bound in its body outside
+ * the loops nested in it */
+static void cl_own(const sp_node *n, bool *own, int nvars, bool top) {
+  if (!n || (!top && n->kind == SN_LOOP)) return;
+  if ((n->kind == SN_LOOP || n->kind == SN_BIND) && n->var >= 0 && n->var < nvars) own[n->var] = true;
+  for (int q = 0; q < n->nkids; q++) cl_own(n->kids[q], own, nvars, false);
+}
+
+/* the innermost dense local loop L inside the local loops outer[0..nouter) reads and writes
+ * from the cache: what moves with L (its variables and those bound inside it) is each in
+ * place over some enclosing loop (indexes none of the variables that loop moves itself; a
+ * loop nested between them may move it: SpMM's rows of B move with j, not with i) */
+static bool cl_leaf(const sp_program *sp, const sp_node *L, const sp_node **outer, int nouter) {
+  int nv = sp->nvars;
+  bool *moving = calloc((size_t)nv + 1, sizeof *moving), streams = false, ok;
+  bool **over = calloc((size_t)nouter + 1, sizeof *over);
+  cl_moving(L, moving, nv);
+  for (int q = 0; q < nouter; q++) {
+    over[q] = calloc((size_t)nv + 1, sizeof **over);
+    cl_own(outer[q], over[q], nv, true);
+  }
+  ok = cl_reuse(L, moving, nv, over, nouter, &streams) && streams;
+  for (int q = 0; q < nouter; q++) free(over[q]);
+  free(over), free(moving);
+  return ok;
+}
+
+/* some innermost dense local loop inside other local loops reads and writes from the cache */
+static bool cl_walk(const sp_program *sp, const sp_node *n, const sp_node **outer, int nouter) {
   if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return false;
   if (cl_is_local(n)) {
     bool inner = true;
     for (int q = 0; q < n->nkids && inner; q++) inner = !cl_has_loop(n->kids[q]);
-    if (inner) return n->loop == SL_LOCAL && nouter > 0 && cl_reuse(n, outer, nouter);
-    if (nouter < 64) outer[nouter++] = n->var;
+    if (inner) return n->loop == SL_LOCAL && nouter > 0 && cl_leaf(sp, n, outer, nouter);
+    if (nouter < 64) outer[nouter++] = n;
   }
   for (int q = 0; q < n->nkids; q++)
-    if (cl_walk(n->kids[q], outer, nouter)) return true;
+    if (cl_walk(sp, n->kids[q], outer, nouter)) return true;
   return false;
 }
 
@@ -1444,10 +1490,10 @@ void spmd_clones(sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++) {
     sp_func *fn = &sp->funcs[i];
     if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
-    int outer[64];
-    if (cl_walk(fn->body, outer, 0)) {
+    const sp_node *outer[64];
+    if (cl_walk(sp, fn->body, outer, 0)) {
       fn->clones = true;
-      sp_logf(sp, "clones", NULL, "statement %d: a loop nest that reuses what it reads, compiled for AVX2 too", fn->index + 1);
+      sp_logf(sp, "clones", NULL, "statement %d: an innermost loop that reads and writes from the cache, compiled for AVX2 too", fn->index + 1);
     }
   }
 }

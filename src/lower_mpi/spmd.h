@@ -544,10 +544,14 @@ void spmd_prefetch(sp_program *sp);
  * of it; a loop nest that reuses what it reads does more arithmetic per byte than the memory
  * bounds, and runs faster on wider vectors: the SpMM C(i,k) = A(i,j) * B(j,k) ran 1.4 times as
  * fast with AVX2.  Precondition, on a CPU program: the statement's function (or the fused
- * group's) has an innermost loop over a dense local range, inside another local loop (a
- * range, a block or stored coordinates), whose body reads or writes an element that does
- * not change with some enclosing local loop (reuse: C(i,k) over j, a dense product's output
- * over its sum), outside leaf kernels (the BLAS picks its own code).  Rule: the function is
+ * group's) has an innermost loop over a dense local range, inside other local loops (ranges,
+ * blocks or stored coordinates), outside leaf kernels (the BLAS picks its own code), in whose
+ * body every element that moves with the loop stays in place over some enclosing loop (is
+ * indexed by none of the variables that loop binds itself, outside the loops nested in it: it
+ * comes from the cache, not the memory: SpMM's C(i,k) over j and B(j,k) over i, a dense
+ * product's output over its sum and its right operand over its rows), and some element moves.
+ * A nest that streams an operand from the memory (gemv's rows, TTV, element-wise statements)
+ * runs no faster on wider vectors and keeps one copy.  Rule: the function is
  * marked clones, printed with DTL_LEAF_CLONES (runtime.h): where the C compiler is GCC 12 or
  * later on x86-64 Linux, __attribute__((target_clones("default", "arch=x86-64-v3"))), two
  * copies of the function, the loader choosing the one the CPU runs (an ifunc); elsewhere,

@@ -20,7 +20,8 @@ import tempfile
 TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), "..", "..")
 DISTALC = os.environ.get("DISTALC", "distalc")
 PROGRAMS = [os.path.join(TOP, "tests", "e2e", "programs", f) for f in ("auto_kernels.dtl", "auto_3d.dtl", "auto_layout.dtl", "auto_shape.dtl",
-                                                                        "auto_hier.dtl", "auto_hier3.dtl", "auto_sparse.dtl")]
+                                                                        "auto_hier.dtl", "auto_hier3.dtl", "auto_sparse.dtl",
+                                                                        "auto_sparse_out.dtl")]
 PROGRAMS += [os.path.join(TOP, "examples", f) for f in ("summa.dtl", "ttv.dtl", "cg.dtl")]
 
 checks = fails = 0
@@ -105,8 +106,31 @@ def sparse_checks():
             bad("auto_sparse.dtl at %d ranks: expected %s, no panels; got %s" % (ranks, want, got), out + err)
         else:
             ok("auto_sparse.dtl at %d ranks: B by columns computed over j, A by rows by its owners, no panels" % ranks)
-        if ranks == 8 and "it reads a sparse tensor and no faster candidate receives fewer bytes: the default" not in out:
+        if ranks == 8 and "it reads or writes a sparse tensor and no faster candidate receives fewer bytes: the default" not in out:
             bad("auto_sparse.dtl at 8 ranks: the listing does not say why statement 1 keeps its default", out)
+
+
+def sparse_out_checks():
+    """statements that write sparse tensors are searched too: B (CSR by columns) times a dense
+    matrix into a sparse result by rows computes where B lies, over j, its partial sums' entries
+    sent to the holders of the result's rows (the plan's exchange of produced entries); no panels,
+    no kernels, no threads (a sparse result is produced by one thread)"""
+    path = os.path.join(TOP, "tests", "e2e", "programs", "auto_sparse_out.dtl")
+    for ranks in (2, 8, 64):  # sizes that give every rank columns of B
+        rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks), "--set", "n=4000", "--set", "m=3000")
+        chosen = re.findall(r"^  statement (\d+): .*\n    chosen .*?\): (.*)$", out, re.M)
+        got = dict((int(k), v) for k, v in chosen)
+        rest = [l for l in out.splitlines() if l.startswith("    ") and (".split(" in l or ".rotate(" in l or
+                                                                         ".substitute(" in l or ".parallelize(" in l)]
+        if rc or got.get(2) != ".distribute({j}, {jo}, {ji}, M)" or rest or len(got) != 4:
+            bad("auto_sparse_out.dtl at %d ranks: expected G over j, no panels or kernels; got %s" % (ranks, got), out + err)
+        else:
+            ok("auto_sparse_out.dtl at %d ranks: G computed where B lies, over j" % ranks)
+    rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", "4", "--set", "n=400", "--set", "m=300")
+    if rc or "sparse: the produced entries, point to point to the holders, summed there" not in out:
+        bad("auto_sparse_out.dtl: the plan of G does not send the produced entries to their holders", out + err)
+    else:
+        ok("auto_sparse_out.dtl: G's produced entries go point to point to the holders")
 
 
 def node_checks(d):
@@ -337,6 +361,7 @@ def main():
         memory_checks(d)
         node_checks(d)
         sparse_checks()
+        sparse_out_checks()
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")

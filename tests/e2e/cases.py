@@ -643,6 +643,10 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("auto_sparse.dtl"), [{"n": 23, "m": 17, "k": 5}], [1, 2, 3, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "4"]))
     runs.extend(_expand("programs", pr("auto_sparse.dtl"), [{"n": 3, "m": 9, "k": 2}], [4, 8], compile_args=["--auto"]))
+    # statements that write sparse tensors, searched the same way
+    runs.extend(_expand("programs", pr("auto_sparse_out.dtl"), [{"n": 23, "m": 17, "k": 5}], [1, 2, 3, 4, 6, 8],
+                        compile_args=["--auto", "--ranks", "4"]))
+    runs.extend(_expand("programs", pr("auto_sparse_out.dtl"), [{"n": 3, "m": 9, "k": 2}], [4, 8], compile_args=["--auto"]))
     runs.extend(_expand("programs", pr("auto_transpose.dtl"), [{"n": 5}], [4, 6], compile_args=["--auto", "--ranks", "4"]))
     runs.extend(_expand("programs", pr("auto_3d.dtl"), [{"n": 19, "m": 23, "r": 7}], [1, 2, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "8"]))

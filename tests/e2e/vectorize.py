@@ -40,6 +40,10 @@ PROGRAMS = {
 }
 # (a loop over stored coordinates that reads a dense operand at them, as SpMV's, is a gather:
 # it is left to one lane and not listed)
+# The programs whose nest reuses what it reads, which the SPMD rewrite "clones" also compiles
+# for x86-64-v3 (AVX2): on GCC 12 or later on x86-64 their report must show 32-byte vectors,
+# and the others must keep one copy.
+CLONED = {"gemm", "ttm", "mttkrp", "spmm"}
 
 
 def innermost_loops(c_text, prefix):
@@ -65,6 +69,14 @@ def innermost_loops(c_text, prefix):
     return out
 
 
+def avx2_clones():
+    """the C compiler spells DTL_LEAF_CLONES as target_clones: GCC 12 or later on x86-64 Linux"""
+    r = subprocess.run([MPICC, "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True, text=True)
+    macros = dict(l.split(" ", 2)[1:3] for l in r.stdout.splitlines() if l.count(" ") >= 2)
+    return ("__x86_64__" in macros and "__linux__" in macros and "__clang__" not in macros
+            and int(macros.get("__GNUC__", "0")) >= 12)
+
+
 def check(name, body, work):
     src = os.path.join(work, name + ".dtl")
     with open(src, "w") as f:
@@ -80,13 +92,17 @@ def check(name, body, work):
     if r.returncode:
         return ["%s: the C compiler failed: %s" % (name, r.stderr.strip()[-2000:])]
     c_text = open(base + ".c").read()
+    errors = []
+    if ("DTL_LEAF_CLONES" in c_text) != (name in CLONED):
+        errors.append("%s: the rewrite clones %s" % (name, "missing" if name in CLONED else "applied where the nest streams"))
+    if name in CLONED and avx2_clones() and "32 byte vectors" not in open(report).read():
+        errors.append("%s: no loop of the AVX2 copy is vectorized with 32-byte vectors" % name)
     vectorized = set()
     for line in open(report):
         m = re.match(r".*%s\.c:(\d+):\d+: optimized: loop vectorized" % re.escape(name), line)
         if m:
             vectorized.add(int(m.group(1)))
     loops = innermost_loops(c_text, name)
-    errors = []
     if not loops:
         errors.append("%s: no loop found in the statements' functions" % name)
     c_lines = c_text.split("\n")
