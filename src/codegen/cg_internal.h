@@ -47,6 +47,11 @@ typedef struct cg_st {
   const sp_node *width; /* the enclosing SN_WIDTH (NULL: none) */
   bool w32;           /* ... printing its 32-bit branch */
   int th_mode;        /* a loop of the pass threads: 1 printing its shared version, 2 its own (0: neither) */
+  /* the rewrite hoist: the operands of the innermost loop being printed that are read once
+   * before it, as the locals dtl_hN (hoist_id[k]: N of hoist_e[k]) */
+  int nhoist, hoist_next;
+  const sp_expr *hoist_e[16];
+  int hoist_id[16];
 } cg_st;
 void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */

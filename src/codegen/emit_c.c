@@ -412,6 +412,11 @@ static void out_elem(FILE *m, cg_st *g, const sp_expr *lhs);
 
 static void access_local(FILE *f, const sp_expr *e, void *vc) {
   cg_st *g = vc;
+  for (int k = 0; k < g->nhoist; k++)
+    if (g->hoist_e[k] == e) { /* read once before the loop (the rewrite hoist) */
+      fprintf(f, "dtl_h%d", g->hoist_id[k]);
+      return;
+    }
   if (e->contracted) { /* a contracted temporary: the iteration's register */
     fprintf(f, "dtl_k%d", e->tensor);
     return;
@@ -918,6 +923,22 @@ static void emit_threads(cg_st *g, const sp_node *n, int mode) {
   line(g, "#endif");
 }
 
+/* The rewrite "hoist" (spmd.h: spmd_hoist): the loop's invariant operands as locals before
+ * it, which access_local prints by name inside it (the table is the loop's until its end). */
+static void emit_hoist(cg_st *g, const sp_node *n) {
+  g->nhoist = 0;
+  for (int k = 0; k < n->nhoist && k < 16; k++) {
+    const sp_expr *e = n->hoist[k];
+    MBUF(b);
+    FILE *m = mopen(&b);
+    access_local(m, e, g);
+    fclose(m);
+    int id = g->hoist_next++;
+    line(g, "const %s dtl_h%d = %s; /* the rewrite hoist: the same in every iteration */", cg_ctype(T(g, e->tensor)->type), id, b);
+    g->hoist_e[g->nhoist] = e, g->hoist_id[g->nhoist++] = id;
+  }
+}
+
 /* The rewrite "prefetch" (spmd.h: spmd_prefetch): the piece's coordinates at the loop's level
  * and, at its last level, its values, DTL_PREFETCH_AHEAD positions past the segment's end e,
  * where the piece is banded there. */
@@ -956,6 +977,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     line(g, "for (int64_t %s = %s; %s < %s; %s++) {", v, S(g, n->lo), v, S(g, n->hi), v);
     break;
   case SL_LOCAL:
+    if (n->nhoist && !g->in_kernel) emit_hoist(g, n);
     emit_threads(g, n, mode);
     if (!g->in_kernel && n->par == PAR_CPU_THREAD) line(g, "#pragma omp parallel for");
     if (!g->in_kernel && n->par == PAR_CPU_VECTOR) line(g, "#pragma omp simd");
@@ -1024,6 +1046,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   emit_kids(g, n);
   g->ind -= 2;
   line(g, "}");
+  if (n->nhoist) g->nhoist = 0; /* the hoisted operands were this loop's */
   if (n->loop == SL_SPARSE && !mode) {
     g->ind -= 2;
     line(g, "}");

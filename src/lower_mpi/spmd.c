@@ -1198,6 +1198,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_simd(sp);
   spmd_threads(sp);
   spmd_prefetch(sp);
+  spmd_hoist(sp);
   spmd_index_width(sp);
   spmd_clones(sp);
   return sp;
@@ -1385,6 +1386,94 @@ void spmd_prefetch(sp_program *sp) {
       sp_logf(sp, "prefetch", NULL, "statement %d: %d loop%s over stored coordinates", fn->index + 1, done, done == 1 ? "" : "s");
     else
       sp_logf(sp, "prefetch", why ? why : "no loop over stored coordinates is a leaf", "statement %d", fn->index + 1);
+  }
+}
+
+/* ---- operands read once before the innermost loop (spmd.h: spmd_hoist) --------------------- */
+static void cl_moving(const sp_node *n, bool *moving, int nvars);
+static bool cl_has_loop(const sp_node *n);
+static bool cl_has_loop_kids(const sp_node *n) {
+  for (int q = 0; q < n->nkids; q++)
+    if (cl_has_loop(n->kids[q])) return true;
+  return false;
+}
+
+/* the loop's body only binds and assigns; writes[t]: tensor t is assigned */
+static bool ho_body(const sp_node *n, bool *writes, int nt) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_BIND: break;
+  case SN_ASSIGN:
+    if (n->to_entries || n->atomic || !n->lhs) return false;
+    if (n->lhs->tensor >= 0 && n->lhs->tensor < nt) writes[n->lhs->tensor] = true;
+    else if (!n->to_acc) return false;
+    break;
+  default: return false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!ho_body(n->kids[q], writes, nt)) return false;
+  return true;
+}
+
+static void ho_collect(const sp_program *sp, const sp_expr *e, const bool *moving, const bool *writes, const sp_expr **out,
+                       int *n) {
+  if (!e || e->nguards) return;
+  if (e->kind == SE_ACCESS) {
+    if (e->contracted || e->work >= 0 || (e->buf < 0 && e->sparse < 0) || e->tensor < 0 || e->tensor >= sp->ntensors ||
+        writes[e->tensor])
+      return;
+    for (int k = 0; k < e->nidx; k++)
+      if (e->vars[k] < 0 || e->vars[k] >= sp->nvars || moving[e->vars[k]]) return;
+    for (int q = 0; q < *n; q++)
+      if (out[q] == e) return;
+    if (*n < 16) out[(*n)++] = e;
+    return;
+  }
+  ho_collect(sp, e->a, moving, writes, out, n);
+  ho_collect(sp, e->b, moving, writes, out, n);
+}
+
+static void ho_rhs(const sp_program *sp, const sp_node *n, const bool *moving, const bool *writes, const sp_expr **out,
+                   int *k) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) ho_collect(sp, n->rhs, moving, writes, out, k);
+  for (int q = 0; q < n->nkids; q++) ho_rhs(sp, n->kids[q], moving, writes, out, k);
+}
+
+static int ho_walk(sp_program *sp, sp_node *n) {
+  if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return 0;
+  int done = 0;
+  if (n->kind == SN_LOOP && n->loop == SL_LOCAL && !cl_has_loop_kids(n)) {
+    bool *writes = calloc((size_t)sp->ntensors + 1, sizeof *writes);
+    bool *moving = calloc((size_t)sp->nvars + 1, sizeof *moving);
+    bool ok = true;
+    for (int q = 0; q < n->nkids && ok; q++) ok = ho_body(n->kids[q], writes, sp->ntensors);
+    if (ok) {
+      cl_moving(n, moving, sp->nvars);
+      const sp_expr *out[16];
+      int k = 0;
+      ho_rhs(sp, n, moving, writes, out, &k);
+      if (k) {
+        n->hoist = ir_alloc((size_t)k * sizeof *n->hoist);
+        memcpy(n->hoist, out, (size_t)k * sizeof *out);
+        n->nhoist = k, done = k;
+      }
+    }
+    free(writes), free(moving);
+    return done;
+  }
+  for (int q = 0; q < n->nkids; q++) done += ho_walk(sp, n->kids[q]);
+  return done;
+}
+
+void spmd_hoist(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    int k = ho_walk(sp, fn->body);
+    if (k) sp_logf(sp, "hoist", NULL, "statement %d: %d operand%s of innermost loops read once before them", fn->index + 1, k,
+                   k == 1 ? "" : "s");
   }
 }
 
@@ -1851,6 +1940,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     if (n->simd_sum) fputs(" (simd sum)", f);
     if (n->prefetch) fputs(" (prefetch where banded)", f);
+    if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);
