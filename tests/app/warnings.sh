@@ -16,6 +16,24 @@ for f in "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_src
     echo "FAIL -Wall -Wextra -Werror: $f"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
   fi
 done
+# The same C under clang where there is one (compiled only; -Wno-pass-failed: clang reports
+# the `omp simd` loops it leaves scalar, which is not a defect of the C)
+if command -v clang > /dev/null 2>&1 && echo 'int main(void) { return 0; }' > c.c &&
+  OMPI_CC=clang "${MPICC:-mpicc}" -fopenmp -c c.c -o c.o > /dev/null 2>&1; then
+  for f in "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_srcdir"/tests/e2e/programs/*.dtl; do
+    "$DISTALC" "$f" -o cprog > log.txt 2>&1 || continue # the gcc loop above reports those
+    n=$((n + 1))
+    # shellcheck disable=SC2086
+    if OMPI_CC=clang "${MPICC:-mpicc}" -std=c11 -O1 -fopenmp -Wall -Wextra -Werror -Wno-pass-failed ${DISTAL_CFLAGS:-} -I. \
+      -c cprog.c -o cprog.o > log.txt 2>&1; then
+      echo "PASS clang -Wall -Wextra -Werror: $(basename "$f")"
+    else
+      echo "FAIL clang -Wall -Wextra -Werror: $f"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
+    fi
+  done
+else
+  echo "clang with OpenMP not found: the clang check is skipped"
+fi
 args() {
   case $1 in
   summa) echo "-n 45 --chunk 7" ;;
