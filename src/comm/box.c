@@ -182,12 +182,12 @@ static bool huge_pages(void) {
 }
 
 void *dtl_halloc(size_t bytes) {
+  if (bytes > SIZE_MAX - ((size_t)2 << 20)) return NULL;
   if (bytes < DTL_HUGE_MIN || !huge_pages()) {
     bytes = (bytes + 63) / 64 * 64; /* C11's aligned_alloc: a multiple of the alignment */
     return aligned_alloc(64, bytes > 0 ? bytes : 64);
   }
   const size_t huge = (size_t)2 << 20;
-  if (bytes > SIZE_MAX - huge) return NULL;
   bytes = (bytes + huge - 1) / huge * huge;
   void *p = aligned_alloc(huge, bytes);
 #if defined(MADV_HUGEPAGE)

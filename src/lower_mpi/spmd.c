@@ -1339,6 +1339,34 @@ void spmd_simd(sp_program *sp) {
     if (sp->funcs[i].body) simd_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
+/* ---- helpers of the leaf-loop passes (prefetch, hoist, clones, threads) -------------------- */
+/* the function runs its own body (not fused into another statement's, not removed) */
+static bool fn_runs(const sp_func *fn) {
+  return fn->body && fn->fused_into < 0 && !fn->removed;
+}
+
+/* the variables bound in n (a loop's own and those bound inside it) move with it */
+static void bound_in(const sp_node *n, bool *moving, int nvars) {
+  if (!n) return;
+  if ((n->kind == SN_LOOP || n->kind == SN_BIND) && n->var >= 0 && n->var < nvars) moving[n->var] = true;
+  for (int q = 0; q < n->nkids; q++) bound_in(n->kids[q], moving, nvars);
+}
+
+static bool has_loop(const sp_node *n) {
+  if (!n) return false;
+  if (n->kind == SN_LOOP) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (has_loop(n->kids[q])) return true;
+  return false;
+}
+
+/* a loop with no loop inside it */
+static bool innermost(const sp_node *n) {
+  for (int q = 0; q < n->nkids; q++)
+    if (has_loop(n->kids[q])) return false;
+  return true;
+}
+
 /* ---- prefetch for the leaf loops over stored coordinates (spmd.h: spmd_prefetch) ----------- */
 /* the body of a leaf loop: bindings, guards, positions, sums and assignments (no loop, kernel,
  * communication or sparse result); why says what else it holds */
@@ -1377,7 +1405,7 @@ void spmd_prefetch(sp_program *sp) {
   if (sp->cuda) return;
   for (int i = 0; i < sp->nfuncs; i++) {
     sp_func *fn = &sp->funcs[i];
-    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    if (!fn_runs(fn)) continue;
     int seen = 0, done = 0;
     const char *why = NULL;
     pf_walk(sp, fn->body, &seen, &done, &why);
@@ -1390,13 +1418,6 @@ void spmd_prefetch(sp_program *sp) {
 }
 
 /* ---- operands read once before the innermost loop (spmd.h: spmd_hoist) --------------------- */
-static void cl_moving(const sp_node *n, bool *moving, int nvars);
-static bool cl_has_loop(const sp_node *n);
-static bool cl_has_loop_kids(const sp_node *n) {
-  for (int q = 0; q < n->nkids; q++)
-    if (cl_has_loop(n->kids[q])) return true;
-  return false;
-}
 
 /* the loop's body only binds and assigns; writes[t]: tensor t is assigned */
 static bool ho_body(const sp_node *n, bool *writes, int nt) {
@@ -1443,13 +1464,13 @@ static void ho_rhs(const sp_program *sp, const sp_node *n, const bool *moving, c
 static int ho_walk(sp_program *sp, sp_node *n) {
   if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return 0;
   int done = 0;
-  if (n->kind == SN_LOOP && n->loop == SL_LOCAL && !cl_has_loop_kids(n)) {
+  if (n->kind == SN_LOOP && n->loop == SL_LOCAL && innermost(n)) {
     bool *writes = calloc((size_t)sp->ntensors + 1, sizeof *writes);
     bool *moving = calloc((size_t)sp->nvars + 1, sizeof *moving);
     bool ok = true;
     for (int q = 0; q < n->nkids && ok; q++) ok = ho_body(n->kids[q], writes, sp->ntensors);
     if (ok) {
-      cl_moving(n, moving, sp->nvars);
+      bound_in(n, moving, sp->nvars);
       const sp_expr *out[16];
       int k = 0;
       ho_rhs(sp, n, moving, writes, out, &k);
@@ -1470,7 +1491,7 @@ void spmd_hoist(sp_program *sp) {
   if (sp->cuda) return;
   for (int i = 0; i < sp->nfuncs; i++) {
     sp_func *fn = &sp->funcs[i];
-    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    if (!fn_runs(fn)) continue;
     int k = ho_walk(sp, fn->body);
     if (k) sp_logf(sp, "hoist", NULL, "statement %d: %d operand%s of innermost loops read once before them", fn->index + 1, k,
                    k == 1 ? "" : "s");
@@ -1505,13 +1526,6 @@ static bool cl_reused(const sp_expr *e, const bool *moving, int nvars, bool **ov
   return cl_reused(e->a, moving, nvars, over, nouter, streams) && cl_reused(e->b, moving, nvars, over, nouter, streams);
 }
 
-/* the variables bound in n (the loop's own and those bound inside it) move with it */
-static void cl_moving(const sp_node *n, bool *moving, int nvars) {
-  if (!n) return;
-  if ((n->kind == SN_LOOP || n->kind == SN_BIND) && n->var >= 0 && n->var < nvars) moving[n->var] = true;
-  for (int q = 0; q < n->nkids; q++) cl_moving(n->kids[q], moving, nvars);
-}
-
 /* every assignment of the innermost loop's body reads and writes what moves with the loop
  * from the cache (reused over some enclosing loop) */
 static bool cl_reuse(const sp_node *n, const bool *moving, int nvars, bool **over, int nouter, bool *streams) {
@@ -1523,14 +1537,6 @@ static bool cl_reuse(const sp_node *n, const bool *moving, int nvars, bool **ove
   for (int q = 0; q < n->nkids; q++)
     if (!cl_reuse(n->kids[q], moving, nvars, over, nouter, streams)) return false;
   return true;
-}
-
-static bool cl_has_loop(const sp_node *n) {
-  if (!n) return false;
-  if (n->kind == SN_LOOP) return true;
-  for (int q = 0; q < n->nkids; q++)
-    if (cl_has_loop(n->kids[q])) return true;
-  return false;
 }
 
 /* the variables an enclosing loop n moves itself: its own and those bound in its body outside
@@ -1549,7 +1555,7 @@ static bool cl_leaf(const sp_program *sp, const sp_node *L, const sp_node **oute
   int nv = sp->nvars;
   bool *moving = calloc((size_t)nv + 1, sizeof *moving), streams = false, ok;
   bool **over = calloc((size_t)nouter + 1, sizeof *over);
-  cl_moving(L, moving, nv);
+  bound_in(L, moving, nv);
   for (int q = 0; q < nouter; q++) {
     over[q] = calloc((size_t)nv + 1, sizeof **over);
     cl_own(outer[q], over[q], nv, true);
@@ -1564,9 +1570,7 @@ static bool cl_leaf(const sp_program *sp, const sp_node *L, const sp_node **oute
 static bool cl_walk(const sp_program *sp, const sp_node *n, const sp_node **outer, int nouter) {
   if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return false;
   if (cl_is_local(n)) {
-    bool inner = true;
-    for (int q = 0; q < n->nkids && inner; q++) inner = !cl_has_loop(n->kids[q]);
-    if (inner) return n->loop == SL_LOCAL && nouter > 0 && cl_leaf(sp, n, outer, nouter);
+    if (innermost(n)) return n->loop == SL_LOCAL && nouter > 0 && cl_leaf(sp, n, outer, nouter);
     if (nouter < 64) outer[nouter++] = n;
   }
   for (int q = 0; q < n->nkids; q++)
@@ -1578,7 +1582,7 @@ void spmd_clones(sp_program *sp) {
   if (sp->cuda) return;
   for (int i = 0; i < sp->nfuncs; i++) {
     sp_func *fn = &sp->funcs[i];
-    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    if (!fn_runs(fn)) continue;
     const sp_node *outer[64];
     if (cl_walk(sp, fn->body, outer, 0)) {
       fn->clones = true;
@@ -1760,7 +1764,7 @@ void spmd_threads(sp_program *sp) {
   if (sp->cuda) return;
   for (int i = 0; i < sp->nfuncs; i++) {
     sp_func *fn = &sp->funcs[i];
-    if (!fn->body || fn->fused_into >= 0 || fn->removed) continue;
+    if (!fn_runs(fn)) continue;
     const char *why = NULL;
     bool done = false;
     if (th_user_threads(fn->body)) why = "parallelize maps its loops already";
