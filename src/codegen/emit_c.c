@@ -940,17 +940,17 @@ static void emit_hoist(cg_st *g, const sp_node *n) {
 }
 
 /* The rewrite "prefetch" (spmd.h: spmd_prefetch): the piece's coordinates at the loop's level
- * and, at its last level, its values, DTL_PREFETCH_AHEAD positions past the segment's end e,
+ * and, at its last level, its values, DTL_PREFETCH_BYTES past the segment's end e,
  * where the piece is banded there. */
 static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char *e) {
   int x = n->level;
   line(g, "if (dtl_%s->banded[%d]) { /* the rewrite prefetch: the entries a few segments on */", tn, x);
   switch (wmode_of(g)) {
-  case W_32: line(g, "  dtl_prefetch(dtl_%s_crd32[%d], %s + DTL_PREFETCH_AHEAD, sizeof (int32_t));", tn, x, e); break;
-  case W_64: line(g, "  dtl_prefetch(dtl_%s_crd[%d], %s + DTL_PREFETCH_AHEAD, sizeof (int64_t));", tn, x, e); break;
+  case W_32: line(g, "  dtl_prefetch(dtl_%s_crd32[%d], %s, sizeof (int32_t));", tn, x, e); break;
+  case W_64: line(g, "  dtl_prefetch(dtl_%s_crd[%d], %s, sizeof (int64_t));", tn, x, e); break;
   case W_EITHER: break; /* one width unknown here: the values only */
   }
-  if (x == T(g, n->tensor)->order - 1) line(g, "  dtl_prefetch(dtl_%s_vals, %s + DTL_PREFETCH_AHEAD, sizeof *dtl_%s_vals);", tn, e, tn);
+  if (x == T(g, n->tensor)->order - 1) line(g, "  dtl_prefetch(dtl_%s_vals, %s, sizeof *dtl_%s_vals);", tn, e, tn);
   line(g, "}");
 }
 

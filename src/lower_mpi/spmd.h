@@ -530,8 +530,8 @@ void spmd_simd(sp_program *sp);
  * sparse result (a leaf: it visits one parent's segment, and the enclosing loops visit the
  * parents in order).  Rule: the loop is marked prefetch, printed before the loop as
  *   if (piece->banded[level]) {
- *     dtl_prefetch(crd[level], end + DTL_PREFETCH_AHEAD, width);
- *     dtl_prefetch(vals, end + DTL_PREFETCH_AHEAD, size);   (at the last level)
+ *     dtl_prefetch(crd[level], end, width);   (the line DTL_PREFETCH_BYTES past crd[end])
+ *     dtl_prefetch(vals, end, size);          (at the last level)
  *   }
  * where end is the segment's end: the entries a few segments on are in the cache when the
  * loop reaches them.  The test is the piece's, made when it was built (runtime.h

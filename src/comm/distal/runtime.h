@@ -574,15 +574,18 @@ typedef struct {
 #define DTL_LEAF_CLONES
 #endif
 
-/* A hint: fetch element `index` of an array of `size`-byte elements into the cache ahead of
- * its use (it never faults, also beyond the array's end, and changes no value).  The loops of
- * the SPMD rewrite "prefetch" fetch DTL_PREFETCH_AHEAD positions past a banded segment's end. */
-#ifndef DTL_PREFETCH_AHEAD /* -DDTL_PREFETCH_AHEAD=N when compiling the generated C */
-#define DTL_PREFETCH_AHEAD 128
+/* A hint: fetch into the cache the line DTL_PREFETCH_BYTES past element `index` of an array
+ * of `size`-byte elements, ahead of its use (it never faults, also beyond the array's end, and
+ * changes no value).  The loops of the SPMD rewrite "prefetch" fetch that far past a banded
+ * segment's end: the same distance in bytes for 4-byte coordinates as for 8-byte values, so
+ * both streams run equally far ahead (2 KiB measured best for a 2-D Poisson SpMV on one core:
+ * 3.5 ms at 1 KiB and 4 KiB, 3.3 at 2 KiB). */
+#ifndef DTL_PREFETCH_BYTES /* -DDTL_PREFETCH_BYTES=N when compiling the generated C */
+#define DTL_PREFETCH_BYTES 2048
 #endif
 static inline void dtl_prefetch(const void *base, int64_t index, size_t size) {
 #if defined(__GNUC__)
-  __builtin_prefetch((const void *)((uintptr_t)base + (uintptr_t)index * size), 0, 0);
+  __builtin_prefetch((const void *)((uintptr_t)base + (uintptr_t)index * size + (uintptr_t)DTL_PREFETCH_BYTES), 0, 0);
 #else
   (void)base, (void)index, (void)size;
 #endif
