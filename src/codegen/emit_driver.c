@@ -4,6 +4,7 @@
  * distributed code. */
 #include "codegen/cg_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* an element of a whole array in the reference (the output's snapshot where the right side
@@ -191,10 +192,6 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].temp ? "true" : "false");
   if (!nt) fputs("false", c);
   fputs("};\n  (void)ttemp;\n", c);
-  fputs("  static const bool tmoded[] = {", c); /* a mode order: .mtx and .tns only */
-  for (int t = 0; t < nt; t++) fprintf(c, "%s%s", t ? ", " : "", sp->tensors[t].mode ? "true" : "false");
-  if (!nt) fputs("false", c);
-  fputs("};\n  (void)tmoded;\n", c);
   fprintf(c, "  if (dtl_args_agree(MPI_COMM_WORLD, argc, argv, err, sizeof err) ||\n"
              "      dtl_parse_args(argc, argv, %d, pnames, pfloat, values, %d, tnames, &opt, err, sizeof err) ||\n"
              "      dtl_check_saves(&opt, %d, tnames, torders, tsparse, err, sizeof err)) {\n"
@@ -207,13 +204,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
         "      if (rank == 0) fprintf(stderr, \"%s: %s %s=...: %s is a temporary of the program; it cannot be loaded or saved (try --help)\\n\",\n"
         "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], tnames[t]);\n"
         "      MPI_Finalize();\n      return 2;\n    }\n"
-        "    const char *path = k < opt.nload ? opt.load_path[k] : opt.save_path[k - opt.nload];\n"
-        "    size_t l = strlen(path);\n"
-        "    if (tmoded[t] && l >= 4 && !strcmp(path + l - 4, \".npy\")) {\n"
-        "      if (rank == 0) fprintf(stderr, \"%s: %s %s=%s: %s is stored in another mode order: it is %s .mtx or .tns (try --help)\\n\",\n"
-        "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], path, tnames[t],\n"
-        "                             k < opt.nload ? \"read from\" : \"saved as\");\n"
-        "      MPI_Finalize();\n      return 2;\n    }\n  }\n", c);
+        "  }\n", c);
   fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, tnames, %s);\n"
              "    MPI_Finalize();\n    return 0;\n  }\n", np, nt, sp->any_sparse ? "true" : "false");
   fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
@@ -448,11 +439,35 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
               cg_dtltype(sp->tensors[t].type), cg_tensor(sp, t), t, cg_tensor(sp, t));
   fputs("    int bad = 0;\n    if (rank == 0) {\n", c);
   fputs("      int64_t ref_iters = 0;\n", c);
-  /* A program with loops: the serial reference again with every loop backwards, each sum in the
-   * other order.  Where the iterations amplify rounding (a solver on a matrix it does not suit:
-   * cancellation in its dot products, divergence), the two references differ by as much as the
-   * distributed run may differ from either, and the tolerance takes that difference. */
-  if (sp->nloops) {
+  /* A program with loops or of several statements: the serial reference again with every loop
+   * backwards, each sum in the other order.  Where the iterations or a later statement amplify
+   * rounding (a solver on a matrix it does not suit: cancellation in its dot products,
+   * divergence; a difference of two nearly equal results), the two references differ by as
+   * much as the distributed run may differ from either, and the tolerance takes that
+   * difference. */
+  const bool probe = sp->nloops || sp->nfuncs > 1;
+  /* what each tensor's values come from: dep[t * nt + u], u's values (its rounding) reach t */
+  bool *dep = calloc((size_t)nt * (size_t)nt + 1, sizeof *dep);
+  if (!dep) {
+    fputs("distalc: out of memory\n", stderr);
+    exit(1);
+  }
+  for (int t = 0; t < nt; t++) dep[t * nt + t] = true;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i = 0; i < sp->nfuncs; i++) {
+      const sp_func *fn = &sp->funcs[i];
+      int l = fn->lhs_tensor;
+      if (l < 0 || l >= nt) continue;
+      for (int k = 0; k < fn->nbufs; k++) {
+        const sp_buf *b = &sp->bufs[fn->bufs[k]];
+        if (b->output || b->tensor < 0 || b->tensor >= nt) continue;
+        for (int u = 0; u < nt; u++)
+          if (dep[b->tensor * nt + u] && !dep[l * nt + u]) dep[l * nt + u] = true, grew = true;
+      }
+    }
+  }
+  if (probe) {
     fputs("      int dtl_sens_ok = 1;\n", c);
     for (int t = 0; t < nt; t++) {
       const char *n = cg_tensor(sp, t), *ct = cg_ctype(sp->tensors[t].type);
@@ -463,7 +478,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   fprintf(c, "      if (%s_reference(plan->p, 0, &ref_iters", P);
   for (int t = 0; t < nt; t++) fprintf(c, ", r_%s", cg_tensor(sp, t));
   fputs(")) bad = 1;\n      double worst = 0;\n", c);
-  if (sp->nloops) {
+  if (probe) {
     fprintf(c, "      int64_t q_iters = 0;\n      if (dtl_sens_ok && %s_reference(plan->p, 1, &q_iters", P);
     for (int t = 0; t < nt; t++) fprintf(c, ", q_%s", cg_tensor(sp, t));
     fputs(")) dtl_sens_ok = 0;\n", c);
@@ -475,15 +490,24 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     if (!sp->tensors[t].written) continue;
     const char *n = cg_tensor(sp, t), *un = sp->tensors[t].name;
     fe_type ty = sp->tensors[t].type;
-    /* tolerance: rounding grows with the length of the sums */
-    const char *eps = ty == FE_DOUBLE ? "2.3e-16" : ty == FE_FLOAT ? "1.2e-7" : "0";
+    /* tolerance: rounding grows with the length of the sums, those of the statements whose
+     * results this tensor's values come from included, at the precision of the coarsest of them
+     * (a double computed from a float carries the float's rounding) */
+    const char *eps = "0";
+    for (int u = 0; u < nt; u++) {
+      if (!dep[t * nt + u]) continue;
+      fe_type tu = sp->tensors[u].type;
+      if (tu == FE_FLOAT) eps = "1.2e-7";
+      else if (tu == FE_DOUBLE && strcmp(eps, "0") == 0) eps = "2.3e-16";
+    }
+    if (ty != FE_DOUBLE && ty != FE_FLOAT) eps = "0";
     fprintf(c, "      {\n        double e = dtl_max_rel_error(%s, g_%s, r_%s, gv_%s);\n", cg_dtltype(ty), n, n, n);
     fprintf(c, "        double tol = %s * 64.0;\n", eps);
     /* scale by the largest reduction extent product */
     fputs("        double len = 1;\n", c);
     for (int i = 0; i < sp->nfuncs; i++) {
       const sp_func *fn = &sp->funcs[i];
-      if (fn->lhs_tensor != t) continue;
+      if (fn->lhs_tensor < 0 || fn->lhs_tensor >= nt || !dep[t * nt + fn->lhs_tensor]) continue;
       fputs("        { double l = 1", c);
       for (int v = 0; v < fn->nred; v++) {
         fputs(" * (double)", c);
@@ -493,8 +517,9 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
       fputs("; if (l > len) len = l; }\n", c);
     }
     fputs("        tol *= len;\n", c);
-    if (sp->nloops) {
+    if (sp->nloops)
       fputs("        tol *= (double)(ref_iters + 1) * 1024.0; /* errors compound from one iteration to the next, and functions such as sqrt near 0 amplify them */\n", c);
+    if (probe) {
       if (ty == FE_DOUBLE || ty == FE_FLOAT) {
         /* the two references' difference (the sums in either order), sixteen times over; where they
          * differ by a percent or more (chaos: a diverging solver), nothing is left to compare */
@@ -513,8 +538,9 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     fprintf(c, "        printf(\"validate %s: max relative error %%.3g (tolerance %%.3g) %%s\\n\", e, tol, e <= tol ? \"ok\" : \"MISMATCH\");\n", un);
     fputs("        if (!(e <= tol)) bad = 1;\n        if (e > worst) worst = e;\n      }\n", c);
   }
-  if (sp->nloops)
+  if (probe)
     for (int t = 0; t < nt; t++) fprintf(c, "      free(q_%s);\n", cg_tensor(sp, t));
+  free(dep);
   fputs("      (void)worst;\n    }\n    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);\n    if (bad) status = 1;\n  }\n", c);
   fputs("  goto done;\nfail:\n  if (rank == 0) fprintf(stderr, \"%s: %s\\n\", argv[0], dtl_ctx_error(ctx));\n  status = 1;\ndone:\n", c);
   for (int t = 0; t < nt; t++) {

@@ -770,6 +770,47 @@ static dtl_dist declared_dist(const dtl_dist *d) {
   return x;
 }
 
+/* d in the declared order of dimensions, every field (the partitioned dims too): a .npy
+ * file holds the declared tensor, and its blocks are the storage order's, permuted */
+static dtl_dist declared_layout(const dtl_dist *d) {
+  dtl_dist x = declared_dist(d);
+  for (int g = 0; g < d->ngrid; g++)
+    if (d->moded && d->kind[g] == DTL_DIM_PART) x.tdim[g] = d->mode[d->tdim[g]];
+  return x;
+}
+
+/* A block's dense values (box own, row-major in storage order) and the same block in the
+ * declared order (its dims permuted by d->mode, row-major): to_declared copies src, in storage
+ * order, into dst in the declared order; else back. */
+static void permute_block(const dtl_dist *d, const dtl_box *own, size_t es, const char *src, char *dst, bool to_declared) {
+  const int n = d->order;
+  int64_t ext[DTL_MAX_DIMS], dext[DTL_MAX_DIMS], dst_stride[DTL_MAX_DIMS], idx[DTL_MAX_DIMS] = {0}, vol = 1;
+  for (int k = 0; k < n; k++) {
+    ext[k] = own->hi[k] > own->lo[k] ? own->hi[k] - own->lo[k] : 0;
+    dext[d->mode[k]] = ext[k];
+    vol *= ext[k];
+  }
+  int64_t st = 1;
+  for (int q = n - 1; q >= 0; q--) dst_stride[q] = st, st *= dext[q];
+  for (int64_t e = 0; e < vol; e++) {
+    int64_t off = 0;
+    for (int k = 0; k < n; k++) off += idx[k] * dst_stride[d->mode[k]];
+    if (to_declared) memcpy(dst + off * (int64_t)es, src + e * (int64_t)es, es);
+    else memcpy(dst + e * (int64_t)es, src + off * (int64_t)es, es);
+    for (int k = n - 1; k >= 0; k--) {
+      if (++idx[k] < ext[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+static dtl_box declared_box(const dtl_dist *d, const dtl_box *own) {
+  dtl_box b = *own;
+  b.nd = d->order;
+  for (int k = 0; k < d->order; k++) b.lo[d->mode[k]] = own->lo[k], b.hi[d->mode[k]] = own->hi[k];
+  return b;
+}
+
 /* n entries' coordinates from storage order to the declared order (in place) */
 static void to_declared(const dtl_dist *d, int64_t n, int64_t *c) {
   int64_t x[DTL_MAX_DIMS];
@@ -1285,17 +1326,24 @@ int dtl_sparse_read(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
   dtl_box box = *own;
   box.nd = d->order;
   memset(out, 0, sizeof *out);
-  if (ends_with(path, ".npy") && d->moded) {
-    snprintf(err, sizeof err, "%s: a tensor stored in another mode order is read from .mtx or .tns", path);
-    rc = 1;
-  } else if (ends_with(path, ".npy")) {
+  if (ends_with(path, ".npy")) {
+    /* the declared tensor; a mode order's block read in the declared order, then permuted */
     int64_t vol = dtl_box_volume(&box);
-    void *dense = calloc((size_t)(vol > 0 ? vol : 1), dtl_type_size(t));
-    rc = dense ? 0 : dtl_fail(ctx, "out of memory reading %s", path);
-    if (dtl_any_error(ctx, rc) || dtl_npy_read(ctx, path, d, t, dense, own)) {
+    const size_t es = dtl_type_size(t), bytes = (size_t)(vol > 0 ? vol : 1) * es;
+    void *dense = calloc(1, bytes), *file = d->moded ? calloc(1, bytes) : dense;
+    rc = dense && file ? 0 : dtl_fail(ctx, "out of memory reading %s", path);
+    if (!dtl_any_error(ctx, rc)) {
+      const dtl_dist x = declared_layout(d);
+      const dtl_box fb = d->moded ? declared_box(d, &box) : box;
+      rc = dtl_npy_read(ctx, path, d->moded ? &x : d, t, file, &fb);
+    }
+    if (rc) {
+      if (file != dense) free(file);
       free(dense);
       return 1;
     }
+    if (d->moded) permute_block(d, &box, es, file, dense, false);
+    if (file != dense) free(file);
     rc = dtl_sparse_from_dense(out, t, d->order, level, &box, dense, err, sizeof err);
     free(dense);
   } else if (ends_with(path, ".mtx") || ends_with(path, ".tns")) {
@@ -1333,8 +1381,24 @@ static void print_value(FILE *f, dtl_type t, const char *v) {
 
 int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const dtl_sparse *s,
                     const void *dense_local, const dtl_box *own) {
-  if (ends_with(path, ".npy") && d->moded)
-    return dtl_fail(ctx, "%s: a tensor stored in another mode order is saved as .mtx or .tns", path);
+  if (ends_with(path, ".npy") && d->moded) { /* the declared tensor: the block permuted */
+    dtl_box box = *own;
+    box.nd = d->order;
+    const int64_t vol = dtl_box_volume(&box);
+    const size_t es = dtl_type_size(t);
+    char *file = malloc((size_t)(vol > 0 ? vol : 1) * es);
+    int rc = file ? 0 : dtl_fail(ctx, "out of memory saving %s", path);
+    if (dtl_any_error(ctx, rc)) {
+      free(file);
+      return 1;
+    }
+    permute_block(d, &box, es, dense_local, file, true);
+    const dtl_dist x = declared_layout(d);
+    const dtl_box fb = declared_box(d, &box);
+    rc = dtl_npy_write(ctx, path, &x, t, file, &fb);
+    free(file);
+    return rc;
+  }
   if (ends_with(path, ".npy"))
     return dtl_npy_write(ctx, path, d, t, dense_local, own);
   const bool mtx = ends_with(path, ".mtx"), tns = ends_with(path, ".tns");

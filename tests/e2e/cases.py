@@ -126,6 +126,13 @@ def _dominant_inputs(values, rng):
     return {"A": a}
 
 
+def _cancel_inputs(values, rng):
+    """A: 1e9 times the identity plus entries in [-1, 1] (validate_chain.dtl: u = A x nearly
+    equals 1e9 x, and w = u - 1e9 x keeps only the small entries' part)."""
+    n = values["n"]
+    return {"A": 1e9 * np.eye(n) + rng.uniform(-1, 1, (n, n))}
+
+
 def solver_examples(long=False):
     """examples/blackscholes.dtl, jacobi.dtl, cg.dtl and bicgstab.dtl on inputs they work
     on (positive prices, a diagonally dominant or a symmetric positive definite matrix):
@@ -191,6 +198,10 @@ def programs(long=False):
     add("multi.dtl", [{"n": 8, "chunk": 3}], [{"n": 13, "chunk": 5}])
     add("types.dtl", [{"n": 7, "chunk": 2}], [{"n": 12, "chunk": 5}])
     add("mixed_types.dtl", [{"n": 13}], [{"n": 5}])
+    # --validate's tolerance for results computed from other results (every run validated)
+    for p in ([1, 2, 3, 4, 6, 8] if long else [1, 2, 3]):
+        runs.extend(_expand("programs", pr("validate_chain.dtl"), [{"n": 9}, {"n": 14}], [p], validate_at=p,
+                            inputs=_cancel_inputs))
     # loop conditions with C's arithmetic (integer operations in int64)
     add("cond_int.dtl", [{"k": 1, "n": 6}, {"k": 2, "n": 9}], rk=[1, 2, 3], monitor=True)
     # a loop's first statement divides integers: not fused across the back edge (no trap)

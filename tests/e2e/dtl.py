@@ -1147,6 +1147,10 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
         # an operand of another type computes in the statement's: converted to a floating
         # statement's type, an int32 one widened in an int64 statement (others as C promotes)
         if (type_ in ("double", "float") and val.dtype != DTYPES[type_]) or (type_ == "int64" and val.dtype == np.int32):
+            if type_ == "double" and e[1] in _ROUNDED_FLOATS:
+                # a float that a statement computed carries float rounding into the double
+                # statement: its magnitude counts at the float's tolerance
+                mag = np.asarray(mag) * (RTOL["float"] / RTOL["double"])
             val = val.astype(DTYPES[type_])
     elif k == "num":
         val, mag, vars_ = e[1], np.float64(abs(float(e[1]))), []
@@ -1208,6 +1212,10 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
     return val, mag, vars_
 
 
+# the float tensors that a statement of the program being executed has written (execute)
+_ROUNDED_FLOATS = set()
+
+
 def run_stmt(prog, stmt, params, env, mags):
     """Execute one statement on env (tensor values) and mags (their magnitudes)."""
     extents = var_extents(prog, stmt, params)
@@ -1220,6 +1228,8 @@ def run_stmt(prog, stmt, params, env, mags):
     lhs = list(stmt.lhs_vars)
     val = np.broadcast_to(_align(np.asarray(val), vars_, lhs, extents), shape)
     mag = np.broadcast_to(_align(np.asarray(mag, dtype=np.float64), vars_, lhs, extents), shape)
+    if t.type == "float":
+        _ROUNDED_FLOATS.add(t.name)
     if stmt.accumulate:
         env[t.name] = _store_cast(env[t.name] + val, t.dtype)
         mags[t.name] = mags[t.name] + mag
@@ -1386,6 +1396,7 @@ def execute(prog, params, inputs):
     tensor name -> array (tensors not given, and temporaries, start as zeros).  Returns
     an Outcome."""
     env, mags = {}, {}
+    _ROUNDED_FLOATS.clear()
     for name, t in prog.decls.items():
         shape = prog.shape(name, params)
         if name in inputs and name not in prog.temps:
