@@ -542,6 +542,29 @@ static int64_t *param_values(const fe_program *prog, char **sets, int nsets) {
     }
     vals[pi] = v;
   }
+  /* the plan's and the cost model's byte counts are int64: a tensor of more elements than the
+   * executables address (dist.c: 2^59) is refused here as there */
+  for (int t = 0; t < prog->ntensors; t++) {
+    const fe_tensor *x = &prog->tensors[t];
+    int64_t n = 1;
+    bool known = true, big = false;
+    for (int d = 0; d < x->order; d++) {
+      const fe_size *z = &x->dims[d];
+      int64_t e = z->is_param ? (z->param >= 0 && z->param < prog->nparams ? vals[z->param] : -1) : z->value;
+      if (e < 0) {
+        known = false;
+        break;
+      }
+      if (e > 0 && n > ((int64_t)1 << 59) / e) big = true;
+      else n *= e;
+    }
+    if (known && (big || n > ((int64_t)1 << 59))) {
+      fprintf(stderr, "distalc: tensor %s: its elements at these param values are too many to address (at most 2^59)\n",
+              x->name);
+      free(vals);
+      return NULL;
+    }
+  }
   return vals;
 }
 
@@ -1144,7 +1167,9 @@ int main(int argc, char **argv) {
       goto done;
     }
     if (out_commit(&oh) && (!cuda || out_commit(&ok)) && out_commit(&oc)) status = 0;
-    else {
+    else { /* the files not committed yet leave no temporary file; the committed ones go */
+      if (oc.f) out_abort(&oc);
+      if (ok.f) out_abort(&ok);
       unlink(hpath);
       if (cuda) unlink(kpath);
     }

@@ -226,6 +226,14 @@ static void pexpr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg
     fputc(')', f);
     break;
   default: {
+    if (e->kind == SE_DIV && (t == FE_INT32 || t == FE_INT64)) { /* defined for every divisor (runtime.h) */
+      fprintf(f, "dtl_idiv%s(", t == FE_INT32 ? "32" : "64");
+      pexpr(f, sp, e->a, t, acc, ctx, 0);
+      fputs(", ", f);
+      pexpr(f, sp, e->b, t, acc, ctx, 0);
+      fputc(')', f);
+      break;
+    }
     const char *op = e->kind == SE_ADD ? " + " : e->kind == SE_SUB ? " - " : e->kind == SE_MUL ? " * " : " / ";
     pexpr(f, sp, e->a, t, acc, ctx, my);
     fputs(op, f);

@@ -256,7 +256,7 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
     else if (defaults && defaults[i] > 0)
       fprintf(out, "  %-26s default %lld\n", lhs, (long long)defaults[i]);
     else
-      fprintf(out, "  %-26s no default (grid params follow from the rank count)\n", lhs);
+      fprintf(out, "  %-26s no default (required, unless it sizes the machine's grid: then the rank count gives it)\n", lhs);
   }
   fprintf(out, "options:\n"
                "  --fill random|ones|zeros|index  initial data (default random)\n"

@@ -512,6 +512,16 @@ static void access(parser *p, fe_access *a, const char *msg) {
   if (consume(p, ")"))
     return;
   do {
+    /* an expression in the parentheses: a call of a function that does not exist */
+    const fe_token *q = p->tok + (p->tok->kind == TK_IDENT);
+    if (p->tok->kind != TK_KEYWORD && p->tok->kind != TK_EOF && q->kind != TK_EOF &&
+        (p->tok->kind != TK_IDENT || fe_tok_is(q, "(") || fe_tok_is(q, "+") || fe_tok_is(q, "-") ||
+         fe_tok_is(q, "*") || fe_tok_is(q, "/")) &&
+        fe_find_func(a->tname, strlen(a->tname)) < 0)
+      fail(p, p->tok->loc,
+           "expected an index variable: %s(...) reads a tensor, at index variables only (no expressions); the "
+           "functions are sqrt, exp, log, abs, erf, pow, min and max",
+           a->tname);
     fe_token *v = expect_ident(p, "expected an index variable");
     a->idx = grow(p, a->idx, a->nidx, sizeof *a->idx);
     a->idxloc = grow(p, a->idxloc, a->nidx, sizeof *a->idxloc);

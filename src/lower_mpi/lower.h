@@ -59,6 +59,7 @@ typedef struct {
   int lidx_var0;        /* VAR ids >= lidx_var0 are local indices of distributed loops */
   int ncomm;
   lw_comm *comm;        /* ncomm of them: the output, then each tensor read */
+  int comm_cap;         /* (lower_stmt: the entries comm has room for) */
   bool lhs_on_rhs;      /* the output is also read: read a snapshot */
   const ir_expr *rhs;   /* the right side as written: precompute's workspaces expanded */
   /* precompute: where(consumer, producer) nodes; the producer (one loop over the workspace)

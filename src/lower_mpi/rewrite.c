@@ -4,6 +4,8 @@
  * candidates at all (not logged).  spmd_rewrite applies the table in order, everywhere. */
 #include "lower_mpi/spmd.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char not_here[] = "";
@@ -852,7 +854,13 @@ static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_fun
  * `into`'s (*bufmap, by program buffer id; -1 elsewhere).  Other setup nodes (zeroing a sum's
  * result) always join.  The array has room for the loop nest after them; *np counts them. */
 static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const sp_node *from, int **bufmap, int *np) {
-  int *map = ir_alloc((sp->nbufs + 1) * sizeof *map);
+  /* by program buffer id: freed by the caller once it has renamed (the arena keeps what it
+   * allocates, and a map per fusion would hold the square of the program's buffers) */
+  int *map = malloc((size_t)(sp->nbufs + 1) * sizeof *map);
+  if (!map) {
+    fputs("distalc: out of memory\n", stderr);
+    exit(1);
+  }
   for (int q = 0; q < sp->nbufs; q++) map[q] = -1;
   int ni = into->nkids - 1;
   sp_node **pro = ir_alloc((ni + from->nkids + 1) * sizeof *pro);
@@ -893,6 +901,7 @@ static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_n
   body->kids = pro, body->nkids = np;
   B->body = sp_new(SN_SEQ);
   B->fused_into = A->index;
+  free(bufmap), r->bufmap = NULL;
 }
 
 /* A sum after a group: the sum's loop runs the group's iterations too (AXPY, then a dot product
@@ -1018,6 +1027,7 @@ static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, 
   pro[np++] = body->kids[nB];
   body->kids = pro, body->nkids = np;
   A->body = sp_new(SN_SEQ);
+  free(bufmap), r->bufmap = NULL;
   for (int j = 0; j < sp->nfuncs; j++)
     if (sp->funcs[j].fused_into == A->index) sp->funcs[j].fused_into = B->index;
   A->fused_into = B->index;
@@ -1099,6 +1109,7 @@ static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
   for (int j = 0; j < sp->nfuncs; j++)
     if (sp->funcs[j].fused_into == B->index) sp->funcs[j].fused_into = A->index;
   B->fused_into = A->index;
+  free(bufmap), r->bufmap = NULL;
 }
 
 
@@ -1412,8 +1423,15 @@ static void backedge_fuse(sp_program *sp, sp_item *loop) {
   sp_logf(sp, "fuse", NULL, "%s (statement %d also runs once before the loop%s)", w, hb + 1, how);
 }
 
+/* The statements one fused loop nest runs at most: checking a statement against a group costs
+ * the group's size, so that unbounded groups would cost the square of a long program's
+ * statements (1600 statements: 12 s), for loop bodies no compiler keeps in registers. */
+#define FUSE_MAX_GROUP 64
+#define STR_(x) #x
+#define XSTR(x) STR_(x)
+
 static void fuse_items(sp_program *sp, sp_item *list, int n) {
-  int head = -1;
+  int head = -1, group = 0;
   for (int k = 0; k < n; k++) {
     sp_item *it = &list[k];
     if (it->kind == SP_REPEAT) {
@@ -1425,15 +1443,20 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
     sp_func *B = &sp->funcs[it->func];
     if (B->removed) continue; /* it does nothing: its neighbours meet */
     if (head < 0) {
-      head = it->func;
+      head = it->func, group = 1;
       continue;
     }
     sp_func *A = &sp->funcs[head];
+    char w[64];
+    snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
+    if (group >= FUSE_MAX_GROUP) {
+      sp_logf(sp, "fuse", "the first's loop nest runs " XSTR(FUSE_MAX_GROUP) " statements already", "%s", w);
+      head = it->func, group = 1;
+      continue;
+    }
     renaming r = {0};
     sp_node *ia, *ib;
     const char *why = fuse_can(sp, A, B, &r, &ia, &ib);
-    char w[64];
-    snprintf(w, sizeof w, "statements %d and %d", A->index + 1, B->index + 1);
     if (why) {
       renaming r3 = {0};
       sp_node *acc0;
@@ -1441,6 +1464,7 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
       if (sum_shape_n(sp, A, &acc0, &w0, true) && !sums_can(sp, A, B, &r3)) {
         sums_apply(sp, A, B, &r3);
         sp_logf(sp, "fuse", NULL, "%s (two sums, one allreduce)", w);
+        group++;
         continue; /* A stays the head: more sums may join */
       }
       renaming r2 = {0};
@@ -1448,16 +1472,17 @@ static void fuse_items(sp_program *sp, sp_item *list, int n) {
       if (!why2) { /* the group runs inside B's sum; B, which communicates after, ends it */
         sum_fuse_apply(sp, A, B, &r2, ia, ib);
         sp_logf(sp, "fuse", NULL, "%s (the sum's loop runs the first's iterations)", w);
-        head = it->func; /* more sums may join B's allreduce */
+        head = it->func, group++; /* more sums may join B's allreduce */
         continue;
       }
       sp_node *acc;
       const char *w3;
       sp_logf(sp, "fuse", sum_shape(sp, B, &acc, &w3) ? why2 : why, "%s", w);
-      head = it->func;
+      head = it->func, group = 1;
       continue;
     }
     fuse_apply(sp, A, B, &r, ia, ib);
+    group++;
     sp_logf(sp, "fuse", NULL, "%s", w);
   }
 }

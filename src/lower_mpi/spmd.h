@@ -402,8 +402,10 @@ typedef struct sp_program {
   sym_facts facts;      /* the grid's: what rewrites may prove with (variables are program-wide) */
   int nvars;
   sp_var *vars;
+  int vars_cap;         /* (spmd_build: the entries vars has room for) */
   int nbufs;
   sp_buf *bufs;
+  int bufs_cap;         /* (spmd_build: the entries bufs has room for) */
   int nfuncs;
   sp_func *funcs;
   int nslots;

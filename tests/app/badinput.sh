@@ -96,6 +96,27 @@ else ok "distalc rejects a bad program with a located error and writes nothing";
 if "$DISTALC" "$top_srcdir/examples/summa.dtl" -o nodir/lib 2> err.txt; then bad "distalc wrote into a missing directory"
 elif ls nodir 2>/dev/null | grep -q .; then bad "distalc left a file"
 else ok "distalc reports an unwritable output ($(head -1 err.txt))"; fi
+# params that make a tensor larger than the executables address: refused before any arithmetic
+if "$DISTALC" "$top_srcdir/examples/cannon.dtl" --emit plan --set n=3037000500 --ranks 4 > out.txt 2> err.txt; then
+  bad "distalc --emit plan accepted a tensor of 2^63 elements"
+elif grep -q "too many to address" err.txt; then ok "distalc --emit plan refuses a tensor of 2^63 elements"
+else bad "distalc --emit plan on a tensor of 2^63 elements: no clear message"; fi
+# a long program compiles in memory that grows with it, not with its square (4000 statements
+# took 670 MB when each statement copied the program's buffer and variable tables; 80 MB now)
+if "$PYTHON" - "$DISTALC" <<'PY' > err.txt 2>&1; then ok "distalc compiles 4000 statements in little memory ($(cat err.txt))"; else bad "distalc on 4000 statements"; fi
+import resource, subprocess, sys
+with open("long.dtl", "w") as f:
+    f.write("param n = 4;\ntensor a(n);\ntensor b(n);\n" + "a(i) = a(i) + b(i);\n" * 4000)
+rc = subprocess.call([sys.argv[1], "long.dtl", "-o", "long"])
+mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print("%d MB" % mb)
+sys.exit(0 if rc == 0 and mb < 400 else 1)
+PY
+# the header's path is a directory: the C file written first must not stay behind either
+mkdir -p hdir && mkdir hdir/lib.h
+if "$DISTALC" "$top_srcdir/examples/summa.dtl" -o hdir/lib 2> err.txt; then bad "distalc wrote a header over a directory"
+elif [ "$(ls hdir)" != "lib.h" ]; then bad "distalc left a file when the header could not be written: $(ls hdir | tr '\n' ' ')"
+else ok "distalc reports an unwritable header and leaves nothing ($(head -1 err.txt))"; fi
 if "$DISTALC" "$top_srcdir/examples/summa.dtl" --exe -o nodir/prog 2> err.txt; then bad "distalc --exe wrote into a missing directory"
 else ok "distalc --exe reports an unwritable output"; fi
 # --check: everything short of writing code, so also what only the code generator rejects

@@ -133,6 +133,16 @@ def _cancel_inputs(values, rng):
     return {"A": 1e9 * np.eye(n) + rng.uniform(-1, 1, (n, n))}
 
 
+def _int_div_inputs(values, rng):
+    """int_div.dtl: divisors with zeros and -1s, dividends with the types' most negative values."""
+    n = values["n"]
+    pick = lambda choices: rng.choice(choices, n)  # noqa: E731
+    return {"a": pick(np.array([np.iinfo(np.int64).min, -9, 0, 5, 12], dtype=np.int64)),
+            "b": pick(np.array([0, -1, 2, -3], dtype=np.int64)),
+            "c": pick(np.array([np.iinfo(np.int32).min, -8, 3, 100], dtype=np.int32)),
+            "d": pick(np.array([0, -1, 3, -2], dtype=np.int32))}
+
+
 def solver_examples(long=False):
     """examples/blackscholes.dtl, jacobi.dtl, cg.dtl and bicgstab.dtl on inputs they work
     on (positive prices, a diagonally dominant or a symmetric positive definite matrix):
@@ -198,6 +208,8 @@ def programs(long=False):
     add("multi.dtl", [{"n": 8, "chunk": 3}], [{"n": 13, "chunk": 5}])
     add("types.dtl", [{"n": 7, "chunk": 2}], [{"n": 12, "chunk": 5}])
     add("mixed_types.dtl", [{"n": 13}], [{"n": 5}])
+    # integer division by zero and of the most negative value by -1: defined, at every rank count
+    add("int_div.dtl", [{"n": 10}, {"n": 13}], [{"n": 3}], inputs=_int_div_inputs)
     # --validate's tolerance for results computed from other results (every run validated)
     for p in ([1, 2, 3, 4, 6, 8] if long else [1, 2, 3]):
         runs.extend(_expand("programs", pr("validate_chain.dtl"), [{"n": 9}, {"n": 14}], [p], validate_at=p,
@@ -323,6 +335,7 @@ _FUNCTION_REJECTED = [
     ("float_param_int", 4, "param n = 4;\nparam tol = 1e-8;\ntensor I(n) int32;\nI(i) = I(i) * tol;\n"),
     ("tensor_later", 3, "param n = 4;\ntensor D(n);\nD(i) = exp(i);\ntensor exp(n);\n"),
     ("param_parens", 4, "param n = 4;\nparam k = 2;\ntensor D(n);\nD(i) = D(i) * k();\n"),
+    ("unknown", 6, _FUNCTION_HEAD + "D(i) = sqr(D(i) + 1);\n"),
 ]
 
 

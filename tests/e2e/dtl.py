@@ -957,13 +957,21 @@ def _align(arr, vars_, union, extents):
 
 
 def _c_div(a, b):
-    """Division of the C language: integers truncate toward zero."""
+    """Division of the C language: integers truncate toward zero; a zero divisor gives 0 and
+    the most negative value over -1 gives itself (README, "Choices": distal's division is
+    defined for every divisor)."""
     if np.issubdtype(np.result_type(a, b), np.integer):
-        a, b = np.asarray(a), np.asarray(b)
-        if np.any(b == 0):
-            raise DtlError("integer division by zero")
-        q = np.abs(a) // np.abs(b)
-        return np.where((a < 0) != (b < 0), -q, q).astype(np.result_type(a, b))
+        rt = np.result_type(a, b)
+        bits = np.iinfo(rt).bits
+
+        def one(x, y):
+            if y == 0:
+                return 0
+            q = abs(x) // abs(y)
+            q = -q if (x < 0) != (y < 0) else q
+            return ((q + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+        q = np.vectorize(one, otypes=[object])(np.asarray(a).astype(object), np.asarray(b).astype(object))
+        return np.asarray(q).astype(rt)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.true_divide(a, b)
 
@@ -1314,10 +1322,11 @@ def _cond_value(e, env, mags, params):
     if k == "*":
         return a * b, min(ma * mb, ma * abs(b) + mb * abs(a)) if ma and mb else ma * abs(b) + mb * abs(a), r
     if isinstance(a, int) and isinstance(b, int):
-        if b == 0:
-            raise DtlError("integer division by zero in a condition")
+        if b == 0:  # defined: 0 (README, "Choices")
+            return 0, 0.0, r
         q = abs(a) // abs(b)
-        return (-q if (a < 0) != (b < 0) else q), 0.0, r
+        q = -q if (a < 0) != (b < 0) else q
+        return ((q + (1 << 63)) % (1 << 64)) - (1 << 63), 0.0, r
     if b == 0:
         v = math.nan if a == 0 else math.copysign(math.inf, a) * math.copysign(1, b)
         return v, math.inf, r

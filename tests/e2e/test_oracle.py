@@ -79,6 +79,8 @@ def _common_prefix(paths):
 
 
 def c_int_div(a, b):
+    if b == 0:  # defined: 0 (README, "Choices")
+        return 0
     q = abs(a) // abs(b)
     return -q if (a < 0) != (b < 0) else q
 

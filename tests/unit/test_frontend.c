@@ -929,6 +929,10 @@ static void test_schedule_arg_errors(void **state) {
   /* ".3" is a number, so this is a missing ';' */
   expect_error(SUMMA_DECLS "A(i,j) = B(i,j).3;", 6, 16, "expected ';' after statement");
   expect_error(SUMMA_DECLS "A(i,j) = B(i,j) split(i);", 6, 17, "expected ';' after statement");
+  /* a function that does not exist reads as an access whose parentheses hold an expression */
+  expect_error(SUMMA_DECLS "A(i,j) = foo(B(i,j));", 6, 14, "the functions are sqrt, exp, log, abs, erf, pow, min and max");
+  expect_error(SUMMA_DECLS "A(i,j) = B(i+1,j);", 6, 12, "at index variables only");
+  expect_error(SUMMA_DECLS "A(i,j) = B(i j);", 6, 14, "expected ',' or ')' after index variable");
 }
 
 static void test_statement_syntax_errors(void **state) {

@@ -85,6 +85,12 @@ DTL_HD int64_t dtl_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+DTL_HD int32_t dtl_idiv32(int32_t a, int32_t b) { /* as runtime.h's */
+  return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
+}
+DTL_HD int64_t dtl_idiv64(int64_t a, int64_t b) {
+  return b == 0 ? 0 : b == -1 ? (int64_t)((uint64_t)0 - (uint64_t)a) : a / b;
+}
 DTL_HD int64_t dtl_mod(int64_t a, int64_t b) {
   int64_t r = b == 0 ? 0 : a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;

@@ -574,6 +574,17 @@ typedef struct {
 #define DTL_LEAF_CLONES
 #endif
 
+/* Integer division as generated statements and loop conditions compute it: C's, truncating
+ * toward zero, defined for every pair of operands (README, "Choices"): a zero divisor gives 0
+ * and the most negative value over -1 gives itself (the quotient wrapped), where C's division
+ * traps (SIGFPE) and stops every rank. */
+static inline int32_t dtl_idiv32(int32_t a, int32_t b) {
+  return b == 0 ? 0 : b == -1 ? (int32_t)(0u - (uint32_t)a) : a / b;
+}
+static inline int64_t dtl_idiv64(int64_t a, int64_t b) {
+  return b == 0 ? 0 : b == -1 ? (int64_t)(UINT64_C(0) - (uint64_t)a) : a / b;
+}
+
 /* A hint: fetch into the cache the line DTL_PREFETCH_BYTES past element `index` of an array
  * of `size`-byte elements, ahead of its use (it never faults, also beyond the array's end, and
  * changes no value).  The loops of the SPMD rewrite "prefetch" fetch that far past a banded
