@@ -4,7 +4,6 @@
  * distributed code. */
 #include "codegen/cg_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* an element of a whole array in the reference (the output's snapshot where the right side
@@ -447,11 +446,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
    * difference. */
   const bool probe = sp->nloops || sp->nfuncs > 1;
   /* what each tensor's values come from: dep[t * nt + u], u's values (its rounding) reach t */
-  bool *dep = calloc((size_t)nt * (size_t)nt + 1, sizeof *dep);
-  if (!dep) {
-    fputs("distalc: out of memory\n", stderr);
-    exit(1);
-  }
+  bool *dep = ir_alloc((size_t)nt * (size_t)nt + 1);
   for (int t = 0; t < nt; t++) dep[t * nt + t] = true;
   for (bool grew = true; grew;) {
     grew = false;
@@ -493,16 +488,13 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
     /* tolerance: rounding grows with the length of the sums, those of the statements whose
      * results this tensor's values come from included, at the precision of the coarsest of them
      * (a double computed from a float carries the float's rounding) */
-    const char *eps = "0";
-    for (int u = 0; u < nt; u++) {
-      if (!dep[t * nt + u]) continue;
-      fe_type tu = sp->tensors[u].type;
-      if (tu == FE_FLOAT) eps = "1.2e-7";
-      else if (tu == FE_DOUBLE && strcmp(eps, "0") == 0) eps = "2.3e-16";
+    double eps = 0;
+    for (int u = 0; u < nt && (ty == FE_DOUBLE || ty == FE_FLOAT); u++) {
+      double eu = sp->tensors[u].type == FE_FLOAT ? 1.2e-7 : sp->tensors[u].type == FE_DOUBLE ? 2.3e-16 : 0;
+      if (dep[t * nt + u] && eu > eps) eps = eu;
     }
-    if (ty != FE_DOUBLE && ty != FE_FLOAT) eps = "0";
     fprintf(c, "      {\n        double e = dtl_max_rel_error(%s, g_%s, r_%s, gv_%s);\n", cg_dtltype(ty), n, n, n);
-    fprintf(c, "        double tol = %s * 64.0;\n", eps);
+    fprintf(c, "        double tol = %.2g * 64.0;\n", eps);
     /* scale by the largest reduction extent product */
     fputs("        double len = 1;\n", c);
     for (int i = 0; i < sp->nfuncs; i++) {
@@ -540,7 +532,6 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   }
   if (probe)
     for (int t = 0; t < nt; t++) fprintf(c, "      free(q_%s);\n", cg_tensor(sp, t));
-  free(dep);
   fputs("      (void)worst;\n    }\n    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);\n    if (bad) status = 1;\n  }\n", c);
   fputs("  goto done;\nfail:\n  if (rank == 0) fprintf(stderr, \"%s: %s\\n\", argv[0], dtl_ctx_error(ctx));\n  status = 1;\ndone:\n", c);
   for (int t = 0; t < nt; t++) {

@@ -23,6 +23,11 @@ size_t ir_arena_used(const ir_arena *a); /* bytes handed out so far */
 
 void *ir_alloc(size_t n);       /* zeroed */
 char *ir_strdup(const char *s);
+/* An array arr of n entries of `size` bytes with room for *cap, given room for `need`: arr, or
+ * a copy in the current arena twice as large (*cap updated).  Arrays that grow entry by entry
+ * copy at each doubling only: the arena frees nothing, and a copy per addition would hold the
+ * square of the entries. */
+void *ir_reserve(void *arr, int n, int need, int *cap, size_t size);
 void ir_arena_free(void);       /* frees every object of the current arena, which stays usable */
 /* A point in an arena's allocations: ir_arena_release frees every object allocated in it
  * after ir_arena_mark (a search that builds and costs a candidate program, then keeps only

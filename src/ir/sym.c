@@ -100,6 +100,15 @@ void *ir_alloc(size_t n) {
   return p;
 }
 
+void *ir_reserve(void *arr, int n, int need, int *cap, size_t size) {
+  if (need <= *cap) return arr;
+  int grown = 2 * need;
+  void *p = ir_alloc((size_t)grown * size);
+  if (n > 0) memcpy(p, arr, (size_t)n * size);
+  *cap = grown;
+  return p;
+}
+
 char *ir_strdup(const char *s) {
   size_t n = strlen(s) + 1;
   char *p = ir_alloc(n);

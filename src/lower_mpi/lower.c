@@ -386,12 +386,7 @@ static void try_assumption(lw_program *lp, const lw_stmt *ls, lw_comm *c) {
 
 static void add_comm(lw_program *lp, lw_stmt *ls, int t, bool output) {
   const cin_node *asg = cin_assign(ls->s->root);
-  if (ls->ncomm >= ls->comm_cap) { /* room for more (a statement reads few of the tensors) */
-    int cap = 2 * ls->comm_cap + 2;
-    lw_comm *grown = ir_alloc((size_t)cap * sizeof *grown);
-    if (ls->ncomm) memcpy(grown, ls->comm, (size_t)ls->ncomm * sizeof *grown);
-    ls->comm = grown, ls->comm_cap = cap;
-  }
+  ls->comm = ir_reserve(ls->comm, ls->ncomm, ls->ncomm + 1, &ls->comm_cap, sizeof *ls->comm);
   lw_comm *c = &ls->comm[ls->ncomm++];
   c->tensor = t, c->output = output, c->depth = comm_depth(ls, t);
   c->order = lp->ir->ast->tensors[t].order;
@@ -526,8 +521,7 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   ls->s = s;
   ls->kernel_depth = -1;
   ls->nloops = loop_chain(s->root, ls);
-  ls->comm = ir_alloc(4 * sizeof *ls->comm); /* the output, each tensor read (add_comm grows it) */
-  ls->comm_cap = 4;
+  ls->comm = NULL, ls->comm_cap = 0; /* the output, each tensor read (add_comm grows it) */
   ls->lidx_var0 = s->nvars;
   ls->facts = (sym_facts){.ndims = lp->ndims, .dims = lp->dims, .nvars = s->nvars + ls->nloops,
                           .var_max = ir_alloc((s->nvars + ls->nloops + 1) * sizeof *ls->facts.var_max)};

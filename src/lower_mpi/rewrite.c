@@ -4,8 +4,6 @@
  * candidates at all (not logged).  spmd_rewrite applies the table in order, everywhere. */
 #include "lower_mpi/spmd.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char not_here[] = "";
@@ -642,7 +640,9 @@ static sp_node *fusable(const sp_program *sp, const sp_func *fn, const char **wh
 typedef struct {
   int n;
   int from[64], to[64];
-  const int *bufmap; /* by program buffer id: A's buffer, or -1 */
+  /* buffers: buf_from[k] becomes buf_to[k], k < nbuf (merge_prologue) */
+  int nbuf;
+  const int *buf_from, *buf_to;
 } renaming;
 static int rn_var(const renaming *r, int v) {
   for (int k = 0; k < r->n; k++)
@@ -664,7 +664,8 @@ static const sp_expr *rn_expr(const renaming *r, const sp_expr *e) {
   if (!e) return NULL;
   sp_expr *x = ir_alloc(sizeof *x);
   *x = *e;
-  if (e->kind == SE_ACCESS && e->buf >= 0 && r->bufmap && r->bufmap[e->buf] >= 0) x->buf = r->bufmap[e->buf];
+  for (int k = 0; e->kind == SE_ACCESS && k < r->nbuf; k++)
+    if (r->buf_from[k] == e->buf) x->buf = r->buf_to[k];
   if (e->nidx) {
     int *v = ir_alloc(e->nidx * sizeof *v);
     for (int k = 0; k < e->nidx; k++) v[k] = rn_var(r, e->vars[k]);
@@ -851,17 +852,10 @@ static const char *fuse_can(const sp_program *sp, const sp_func *A, const sp_fun
 /* The prologue of `into` (its kids before its loop nest) followed by that of `from`, except the
  * declarations and views of buffers whose C name `into` already has (the same tensor's own
  * block, read or written, or the same in-place snapshot): those buffers of `from` become
- * `into`'s (*bufmap, by program buffer id; -1 elsewhere).  Other setup nodes (zeroing a sum's
+ * `into`'s (r's buffer pairs: from's id, into's id).  Other setup nodes (zeroing a sum's
  * result) always join.  The array has room for the loop nest after them; *np counts them. */
-static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const sp_node *from, int **bufmap, int *np) {
-  /* by program buffer id: freed by the caller once it has renamed (the arena keeps what it
-   * allocates, and a map per fusion would hold the square of the program's buffers) */
-  int *map = malloc((size_t)(sp->nbufs + 1) * sizeof *map);
-  if (!map) {
-    fputs("distalc: out of memory\n", stderr);
-    exit(1);
-  }
-  for (int q = 0; q < sp->nbufs; q++) map[q] = -1;
+static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const sp_node *from, renaming *r, int *np) {
+  int *bf = ir_alloc((size_t)(from->nkids + 1) * sizeof *bf), *bt = ir_alloc((size_t)(from->nkids + 1) * sizeof *bt), nb = 0;
   int ni = into->nkids - 1;
   sp_node **pro = ir_alloc((ni + from->nkids + 1) * sizeof *pro);
   if (ni > 0) memcpy(pro, into->kids, ni * sizeof *pro);
@@ -876,19 +870,18 @@ static sp_node **merge_prologue(const sp_program *sp, const sp_node *into, const
       const sp_buf *a = &sp->bufs[ki->buf], *b = &sp->bufs[k->buf];
       if (a->tensor == b->tensor && a->snapshot == b->snapshot) same = a->id;
     }
-    if (same >= 0) map[k->buf] = same;
+    if (same >= 0) bf[nb] = k->buf, bt[nb++] = same;
     else pro[n++] = k;
   }
-  *bufmap = map, *np = n;
+  r->nbuf = nb, r->buf_from = bf, r->buf_to = bt, *np = n;
   return pro;
 }
 
 static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
-  int *bufmap, np;
+  int np;
   sp_node *body = A->body;
   int nA = body->nkids - 1;
-  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
-  r->bufmap = bufmap;
+  sp_node **pro = merge_prologue(sp, body, B->body, r, &np);
   /* B's innermost level after A's: its bindings are A's (match_nests), its other nodes follow */
   for (int q = 0; q < ib->nkids; q++) {
     const sp_node *k = ib->kids[q];
@@ -901,7 +894,6 @@ static void fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_n
   body->kids = pro, body->nkids = np;
   B->body = sp_new(SN_SEQ);
   B->fused_into = A->index;
-  free(bufmap), r->bufmap = NULL;
 }
 
 /* A sum after a group: the sum's loop runs the group's iterations too (AXPY, then a dot product
@@ -1002,11 +994,10 @@ static const char *sum_fuse_can(const sp_program *sp, const sp_func *A, const sp
 
 static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, sp_node *ia, sp_node *ib) {
   /* A's prologue joins B's, sharing the buffers B already declares */
-  int *bufmap, np;
+  int np;
   sp_node *body = B->body;
   int nB = body->nkids - 1;
-  sp_node **pro = merge_prologue(sp, body, A->body, &bufmap, &np);
-  r->bufmap = bufmap;
+  sp_node **pro = merge_prologue(sp, body, A->body, r, &np);
   /* A's innermost nodes first (its bindings are B's) */
   sp_node **k = ir_alloc((ib->nkids + ia->nkids + 1) * sizeof *k);
   int nk = 0;
@@ -1027,7 +1018,6 @@ static void sum_fuse_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r, 
   pro[np++] = body->kids[nB];
   body->kids = pro, body->nkids = np;
   A->body = sp_new(SN_SEQ);
-  free(bufmap), r->bufmap = NULL;
   for (int j = 0; j < sp->nfuncs; j++)
     if (sp->funcs[j].fused_into == A->index) sp->funcs[j].fused_into = B->index;
   A->fused_into = B->index;
@@ -1073,11 +1063,10 @@ static const char *sums_can(const sp_program *sp, const sp_func *A, const sp_fun
 }
 
 static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
-  int *bufmap, np;
+  int np;
   sp_node *body = A->body;
   int nA = body->nkids - 1;
-  sp_node **pro = merge_prologue(sp, body, B->body, &bufmap, &np);
-  r->bufmap = bufmap;
+  sp_node **pro = merge_prologue(sp, body, B->body, r, &np);
   sp_node *la = level(body->kids[nA]), *lb = level(B->body->kids[B->body->nkids - 1]);
   /* produce a, produce b, sums of a, sums of b, allreduce a with b, keep a, keep b */
   sp_node **k = ir_alloc((la->nkids + lb->nkids + 1) * sizeof *k);
@@ -1109,7 +1098,6 @@ static void sums_apply(sp_program *sp, sp_func *A, sp_func *B, renaming *r) {
   for (int j = 0; j < sp->nfuncs; j++)
     if (sp->funcs[j].fused_into == B->index) sp->funcs[j].fused_into = A->index;
   B->fused_into = A->index;
-  free(bufmap), r->bufmap = NULL;
 }
 
 

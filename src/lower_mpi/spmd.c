@@ -920,13 +920,7 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
   fn->nvars = ls->lidx_var0 + ls->nloops;
   fn->nargs = fn->nvars + 1;
   /* variables */
-  sp_var *nv = sp->vars; /* grown geometrically, as the buffers below */
-  if (sp->nvars + fn->nvars + 1 > sp->vars_cap) {
-    int cap = 2 * (sp->nvars + fn->nvars + 1);
-    nv = ir_alloc((size_t)cap * sizeof *nv);
-    if (sp->nvars) memcpy(nv, sp->vars, sp->nvars * sizeof *nv);
-    sp->vars_cap = cap;
-  }
+  sp_var *nv = ir_reserve(sp->vars, sp->nvars, sp->nvars + fn->nvars + 1, &sp->vars_cap, sizeof *nv);
   for (int v = 0; v < fn->nvars; v++) {
     sp_var *x = &nv[sp->nvars + v];
     x->func = i, x->arg = v;
@@ -964,15 +958,7 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
   g.comm_buf = ir_alloc((ls->ncomm + 1) * sizeof *g.comm_buf);
   g.bound = ir_alloc((s->nvars + 1) * sizeof *g.bound);
   g.mapped = ir_alloc((ls->nloops + 1) * sizeof *g.mapped);
-  /* the program's buffers grow geometrically (the arena frees nothing: a copy per statement
-   * would hold the square of the statements) */
-  sp_buf *nb = sp->bufs;
-  if (sp->nbufs + ls->ncomm + 1 > sp->bufs_cap) {
-    int cap = 2 * (sp->nbufs + ls->ncomm + 1);
-    nb = ir_alloc((size_t)cap * sizeof *nb);
-    if (sp->nbufs) memcpy(nb, sp->bufs, sp->nbufs * sizeof *nb);
-    sp->bufs_cap = cap;
-  }
+  sp_buf *nb = ir_reserve(sp->bufs, sp->nbufs, sp->nbufs + ls->ncomm + 1, &sp->bufs_cap, sizeof *nb);
   fn->bufs = ir_alloc((ls->ncomm + 1) * sizeof *fn->bufs);
   int nfn = 0;
   for (int q = 0; q < ls->ncomm; q++) {
