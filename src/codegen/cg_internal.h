@@ -52,6 +52,7 @@ typedef struct cg_st {
   int nhoist, hoist_next;
   const sp_expr *hoist_e[16];
   int hoist_id[16];
+  const char *acc_sfx; /* the rewrite jam: the register sum being printed is dtl__acc<acc_sfx> (NULL: dtl__acc) */
 } cg_st;
 void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */

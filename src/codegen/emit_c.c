@@ -906,6 +906,7 @@ static const char *threads_cond(cg_st *g, const sp_node *n) {
 }
 
 static void emit_loop(cg_st *g, const sp_node *n);
+static void emit_jam(cg_st *g, const sp_node *n, int mode);
 
 /* the loop twice: shared by the threads where threads_cond holds, else the rank's own */
 static void emit_threads_split(cg_st *g, const sp_node *n) {
@@ -970,6 +971,10 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   g->th_mode = 0; /* the loops inside are not this one */
   if (threads && mode == 0 && n->loop != SL_SPARSE) {
     emit_threads_split(g, n);
+    return;
+  }
+  if (n->jam > 1 && !g->in_kernel && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK)) {
+    emit_jam(g, n, mode);
     return;
   }
   if (mode != 2) line(g, "/* loop %s (%s) */", g->sp->vars[n->var].name, n->comment);
@@ -1130,7 +1135,7 @@ static void emit_assign(cg_st *g, const sp_node *n) {
     return;
   }
   if (n->to_acc) {
-    fputs("dtl__acc += ", m);
+    fprintf(m, "dtl__acc%s += ", g->acc_sfx ? g->acc_sfx : "");
     cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
     fputc(';', m);
     fclose(m);
@@ -1149,23 +1154,94 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   line(g, "%s", b);
 }
 
+/* The register sum acc added to (or stored in) the SN_ACC n's output element. */
+static void acc_store(cg_st *g, const sp_node *n, const char *acc) {
+  if (n->to_entries) {
+    sp_push(g, n->lhs, acc);
+    return;
+  }
+  MBUF(b);
+  FILE *m = mopen(&b);
+  out_elem(m, g, n->lhs);
+  fprintf(m, n->store ? " = %s;" : " += %s;", acc);
+  fclose(m);
+  if (n->atomic) line(g, "#pragma omp atomic");
+  line(g, "%s", b);
+}
+
 /* The innermost loop's sum in a register, added to the output element after it. */
 static void emit_acc(cg_st *g, const sp_node *n) {
   line(g, "{ /* %s */", n->comment);
   g->ind += 2;
   line(g, "%s dtl__acc = (%s)0;", cg_ctype(n->type), cg_ctype(n->type));
   emit_kids(g, n);
-  if (n->to_entries) {
-    sp_push(g, n->lhs, "dtl__acc");
-  } else {
-    MBUF(b);
-    FILE *m = mopen(&b);
-    out_elem(m, g, n->lhs);
-    fputs(n->store ? " = dtl__acc;" : " += dtl__acc;", m);
-    fclose(m);
-    if (n->atomic) line(g, "#pragma omp atomic");
-    line(g, "%s", b);
+  acc_store(g, n, "dtl__acc");
+  g->ind -= 2;
+  line(g, "}");
+}
+
+/* The rewrite "jam" (spmd.h: spmd_jam): DTL_JAM rows' register sums in one pass of their
+ * inner loop, each row's bindings in a block of its own; the rows left over as without it. */
+static void emit_jam(cg_st *g, const sp_node *n, int mode) {
+  const char *v = vname(g, n->var);
+  const sp_node *binds[16];
+  int nb, J = n->jam;
+  const sp_node *acc = spmd_jam_parts(n, binds, &nb), *I = acc;
+  do I = I->nkids == 1 ? I->kids[0] : NULL;
+  while (I && I->kind == SN_SEQ);
+  const char *ty = cg_ctype(acc->type), *iv = vname(g, I->var);
+  if (mode != 2) line(g, "/* loop %s (%s): the rewrite jam, the sums of %d rows in one pass */", g->sp->vars[n->var].name, n->comment, J);
+  line(g, "{ const int64_t dtl_jlo = %s, dtl_jhi = %s;", n->loop == SL_LOCAL_BLOCK ? S(g, n->lo) : "0", S(g, n->hi));
+  g->ind += 2;
+  line(g, "const int64_t dtl_jend = dtl_jlo + dtl_max(dtl_jhi - dtl_jlo, 0) / %d * %d;", J, J);
+  emit_threads(g, n, mode);
+  line(g, "for (int64_t dtl_jq = dtl_jlo; dtl_jq < dtl_jend; dtl_jq += %d) {", J);
+  g->ind += 2;
+  char names[16][16], list[256] = "";
+  for (int c = 0; c < J && c < 16; c++) {
+    snprintf(names[c], sizeof names[c], "%d", c);
+    line(g, "%s dtl__acc%d = (%s)0;", ty, c, ty);
+    char one[24];
+    snprintf(one, sizeof one, "%sdtl__acc%d", c ? ", " : "", c);
+    strcat(list, one);
   }
+  line(g, "/* loop %s (%s) */", g->sp->vars[I->var].name, I->comment);
+  line(g, "#ifdef _OPENMP");
+  line(g, "#pragma omp simd reduction(+: %s)", list);
+  line(g, "#endif");
+  line(g, "for (int64_t %s = 0; %s < %s; %s++) {", iv, iv, S(g, I->hi), iv);
+  g->ind += 2;
+  line(g, "(void)%s;", iv);
+  for (int c = 0; c < J && c < 16; c++) {
+    line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
+    g->ind += 2;
+    for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
+    g->acc_sfx = names[c];
+    emit_kids(g, I);
+    g->acc_sfx = NULL;
+    g->ind -= 2;
+    line(g, "}");
+  }
+  g->ind -= 2;
+  line(g, "}");
+  for (int c = 0; c < J && c < 16; c++) {
+    line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
+    g->ind += 2;
+    for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
+    char a[24];
+    snprintf(a, sizeof a, "dtl__acc%d", c);
+    acc_store(g, acc, a);
+    g->ind -= 2;
+    line(g, "}");
+  }
+  g->ind -= 2;
+  line(g, "}");
+  line(g, "for (int64_t %s = dtl_jend; %s < dtl_jhi; %s++) { /* the rows left over */", v, v, v);
+  g->ind += 2;
+  line(g, "(void)%s;", v);
+  emit_kids(g, n);
+  g->ind -= 2;
+  line(g, "}");
   g->ind -= 2;
   line(g, "}");
 }

@@ -1197,6 +1197,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_threads(sp);
   spmd_prefetch(sp);
   spmd_hoist(sp);
+  spmd_jam(sp);
   spmd_index_width(sp);
   spmd_clones(sp);
   return sp;
@@ -1494,6 +1495,115 @@ void spmd_hoist(sp_program *sp) {
     if (k) sp_logf(sp, "hoist", NULL, "statement %d: %d operand%s of innermost loops read once before them", fn->index + 1, k,
                    k == 1 ? "" : "s");
   }
+}
+
+/* ---- register sums of several rows at once (spmd.h: spmd_jam) ------------------------------ */
+/* The body of L as a list (sequences flattened): bindings, then the register sum; NULL where
+ * it holds anything else.  *nb: the bindings. */
+const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb) {
+  const sp_node *stack[64], *acc = NULL;
+  int top = 0;
+  *nb = 0;
+  for (int q = L->nkids - 1; q >= 0; q--)
+    if (L->kids[q] && top < 64) stack[top++] = L->kids[q];
+  while (top) {
+    const sp_node *k = stack[--top];
+    if (k->kind == SN_SEQ) {
+      for (int q = k->nkids - 1; q >= 0; q--)
+        if (k->kids[q]) {
+          if (top == 64) return NULL;
+          stack[top++] = k->kids[q];
+        }
+      continue;
+    }
+    if (acc) return NULL; /* something after the sum */
+    if (k->kind == SN_BIND) {
+      if (*nb == 16) return NULL;
+      binds[(*nb)++] = k;
+    } else if (k->kind == SN_ACC) {
+      acc = k;
+    } else {
+      return NULL;
+    }
+  }
+  return acc;
+}
+
+/* the inner loop's body only binds and adds to the register */
+static bool jam_body(const sp_node *n) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_BIND: break;
+  case SN_ASSIGN: if (!n->to_acc || n->atomic || n->to_entries) return false; break;
+  default: return false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!jam_body(n->kids[q])) return false;
+  return true;
+}
+
+/* e reads tensor t other than through a snapshot taken before the loops */
+static bool jam_reads(const sp_program *sp, const sp_expr *e, int t) {
+  if (!e) return false;
+  if (e->kind == SE_ACCESS) {
+    if (e->tensor == t && !(e->buf >= 0 && e->buf < sp->nbufs && sp->bufs[e->buf].snapshot)) return true;
+    return false;
+  }
+  return jam_reads(sp, e->a, t) || jam_reads(sp, e->b, t);
+}
+
+static bool jam_reads_node(const sp_program *sp, const sp_node *n, int t) {
+  if (!n) return false;
+  if (n->kind == SN_ASSIGN && jam_reads(sp, n->rhs, t)) return true;
+  for (int q = 0; q < n->nkids; q++)
+    if (jam_reads_node(sp, n->kids[q], t)) return true;
+  return false;
+}
+
+/* NULL where the rewrite applies to L, else why not */
+static const char *jam_why(const sp_program *sp, const sp_node *L) {
+  if (L->par != PAR_NONE) return "the loop runs in threads or lanes already";
+  if (L->threads_sum) return "the loop sums an enclosing register in threads";
+  const sp_node *binds[16];
+  int nb;
+  const sp_node *acc = spmd_jam_parts(L, binds, &nb);
+  if (!acc) return "its body does more than bind index values and sum into a register";
+  if (acc->to_entries || acc->atomic || !acc->lhs || acc->lhs->contracted || acc->lhs->buf < 0)
+    return "the sum goes to a sparse result, a temporary or an atomic update";
+  const sp_node *I = acc;
+  do I = I->nkids == 1 ? I->kids[0] : NULL;
+  while (I && I->kind == SN_SEQ);
+  if (!I || I->kind != SN_LOOP || !I->simd_sum) return "the register's sum is not a SIMD sum";
+  if (I->nhoist) return "its inner loop reads operands once before it";
+  if (I->par != PAR_NONE || I->threads) return "its inner loop runs in threads or lanes";
+  for (int q = 0; q < I->nkids; q++)
+    if (!jam_body(I->kids[q])) return "its inner loop skips iterations or does more than add to the register";
+  if (sym_uses(I->hi, SYM_VAR, L->var)) return "its inner loop's bound changes with the row";
+  for (int b = 0; b < nb; b++)
+    if (sym_uses(I->hi, SYM_VAR, binds[b]->var)) return "its inner loop's bound changes with the row";
+  if (jam_reads_node(sp, I, acc->lhs->tensor)) return "the sum reads the tensor it writes";
+  return NULL;
+}
+
+static void jam_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
+  if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return;
+  if (n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK)) {
+    const sp_node *binds[16];
+    int nb;
+    if (spmd_jam_parts(n, binds, &nb)) { /* a loop of register sums: the rewrite's candidate */
+      const char *why = jam_why(sp, n);
+      if (!why) n->jam = DTL_JAM;
+      sp_logf(sp, "jam", why, "statement %d, loop %s", fn->index + 1, sp->vars[n->var].name);
+      return;
+    }
+  }
+  for (int q = 0; q < n->nkids; q++) jam_walk(sp, fn, n->kids[q]);
+}
+
+void spmd_jam(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (fn_runs(&sp->funcs[i])) jam_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
 /* ---- leaf loops at the CPU's vector width (spmd.h: spmd_clones) ----------------------------- */
@@ -1943,6 +2053,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->simd_sum) fputs(" (simd sum)", f);
     if (n->prefetch) fputs(" (prefetch where banded)", f);
     if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
+    if (n->jam) fprintf(f, " (rows jammed by %d)", n->jam);
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);

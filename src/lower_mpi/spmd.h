@@ -200,6 +200,8 @@ struct sp_node {
                          * banded (spmd_prefetch) */
   int nhoist;           /* SL_LOCAL: operands read once before the loop (spmd_hoist) */
   const sp_expr **hoist;
+  int jam;              /* SL_LOCAL, SL_LOCAL_BLOCK: iterations whose register sums run in one
+                         * pass of their inner loop (spmd_jam; 0: one at a time) */
   /* SN_BIND: var = value */
   const sym *bind;
   /* SN_GUARD, SN_IF */
@@ -560,6 +562,33 @@ void spmd_prefetch(sp_program *sp);
  * SpMM above ran 1.1 times as fast (AVX2 copy, one rank).  --emit spmd marks the loop
  * "(N operands read once before it)" and lists the rewrite per statement. */
 void spmd_hoist(sp_program *sp);
+
+/* Register sums of several rows at once (spmd_build does, after the hoist).  A matrix-vector
+ * row y(i) = A(i,j) * x(j) sums one stream of A into one register: the sum waits on its own
+ * additions and the memory serves one stream, so the generated loop read 12 to 13 GB/s where
+ * the BLAS's dgemv (four rows a pass) read 24 to 28 on the same core.  Precondition, on a CPU
+ * program: a loop L over a local range (no `parallelize`, no threads' register sum) whose body
+ * is bindings followed by one SN_ACC (a dense output element through a buffer, no sparse
+ * result or atomic update), whose only kid is a SIMD sum's loop I (spmd_simd) whose body only
+ * binds and adds to the register (no guard: an iteration skipped in one row is not in
+ * another), with no operand read once before it (spmd_hoist), whose bound no variable L binds
+ * changes, and that reads the output's tensor only through a snapshot taken before the loops
+ * (so no sum reads what another row stores).  Rule: L is marked jam = DTL_JAM, printed as
+ *   for (q = lo; q < lo + (hi - lo) / J * J; q += J) {
+ *     acc_0 = ... = acc_{J-1} = 0
+ *     #pragma omp simd reduction(+: acc_0 .. acc_{J-1})
+ *     for (I's range) { for each c < J: { L's variable = q + c; L's bindings; acc_c += I's body } }
+ *     for each c < J: { L's variable = q + c; L's bindings; output element of row c (=, +=) acc_c }
+ *   }
+ *   for (L's variable from there to hi) L's body   (the rows left over, as without the rewrite)
+ * Each row's sum runs in the same order as without the rewrite (the same lanes), and the rows
+ * are stored in L's order after their sums, which read none of them: the values are the
+ * same.  The matrix-vector row loop ran at 22 to 24 GB/s (one rank, n = m = 4096).  --emit
+ * spmd marks L "(rows jammed by J)" and lists the rewrite per statement. */
+void spmd_jam(sp_program *sp);
+/* the printer's view of a jammed loop: its bindings (at most 16) and its register sum */
+const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb);
+#define DTL_JAM 4 /* the rows a jammed loop sums at once */
 
 /* Leaf loops at the CPU's vector width (spmd_build does, last).  The generated C is compiled
  * for the baseline of its target (x86-64: SSE2, two doubles a vector), which runs on any CPU

@@ -109,11 +109,14 @@ def check(name, body, work):
     for no, last in loops:
         # a register sum: GCC may report it vectorized with the sum still in program order
         # (lane by lane); the pragma is what lets it keep partial sums per lane
-        sums = any("dtl__acc +=" in c_lines[k - 1] for k in range(no, last + 1))
+        sums = any(re.search(r"dtl__acc\d* \+=", c_lines[k - 1]) for k in range(no, last + 1))
         if sums and not any("simd" in c_lines[k] and "reduction(+: dtl__acc)" in c_lines[k] or "omp simd reduction" in c_lines[k]
                             for k in range(max(0, no - 7), no - 1)):
             errors.append("%s: the register sum of line %d is not marked for SIMD lanes" % (name, no))
-        if not any(no <= v <= last for v in vectorized):
+        # GCC places the report of a loop with several reductions (the rewrite jam's rows) at
+        # its `#pragma omp simd`, the lines just above it
+        pragma = next((k for k in range(no - 1, max(0, no - 4), -1) if "#pragma omp simd" in c_lines[k - 1]), no)
+        if not any(pragma <= v <= last for v in vectorized):
             errors.append("%s: the innermost loop at %s.c:%d is not vectorized:\n    %s" % (name, name, no, c_lines[no - 1].strip()))
     if errors:
         return errors
