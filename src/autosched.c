@@ -1007,6 +1007,16 @@ void dc_print_schedule(FILE *f, const dc_unit *u, const dc_auto_report *rep) {
   }
   for (int i = 0; rep && i < rep->nstmts && i < p->nstmts; i++) {
     const dc_auto_stmt *st = &rep->stmts[i];
+    if (st->chosen == 0 && !st->ncmds) {
+      /* the model chose the owner-computes default: no commands to write, the choice said */
+      static const char note[] = " # --auto: the owner-computes default (no schedule commands)";
+      char *t = malloc(sizeof note);
+      if (!t) continue;
+      memcpy(t, note, sizeof note);
+      size_t semi = stmt_end(src, offset_of(src, p->stmts[i].loc));
+      ed[ne++] = (edit){semi < src->len ? semi + 1 : semi, 0, t};
+      continue;
+    }
     if (st->chosen != 0 || !st->ncmds) continue;
     size_t end = stmt_end(src, offset_of(src, p->stmts[i].loc));
     size_t n = strlen(st->cand[0].text) + 8;

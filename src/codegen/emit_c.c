@@ -963,6 +963,56 @@ static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char
   line(g, "}");
 }
 
+/* A loop over the union of the stored coordinates of several sparse accesses (spmd.h,
+ * sp_node.nunion), opened here and closed by emit_loop: each member's cursor q and segment
+ * end e over its parent's segment (empty where the parent holds no entry), from its first
+ * coordinate at or after the loop's start; each iteration takes the least coordinate among
+ * the members' cursors (ending at the loop's bound or when every cursor is at its end) and
+ * sets each member's position to its cursor, which it advances, where its coordinate is that
+ * one, else to -1. */
+static void emit_union(cg_st *g, const sp_node *n) {
+  const char *v = vname(g, n->var);
+  line(g, "{ /* loop %s over the union of the stored coordinates of several operands */", v);
+  g->ind += 2;
+  for (int u = 0; u < n->nunion; u++) {
+    int a = n->union_sparse[u], x = n->union_level[u];
+    const char *tn = tname(g, n->union_tensor[u]);
+    char par[64], nxt[80], q[40], e[40], b[40];
+    if (x == 0) snprintf(par, sizeof par, "0");
+    else snprintf(par, sizeof par, "dtl_sp%d_p%d", a, x - 1);
+    snprintf(nxt, sizeof nxt, "%s + 1", par);
+    snprintf(q, sizeof q, "dtl_u%d_q", u), snprintf(e, sizeof e, "dtl_u%d_e", u), snprintf(b, sizeof b, "dtl_u%d_b", u);
+    const char *absent = x > 0 ? "dtl_sp%d_p%d < 0 ? 0 : " : "";
+    char chk[64] = "";
+    if (x > 0) snprintf(chk, sizeof chk, absent, a, x - 1);
+    line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
+    line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", b, S(g, n->base), tn, x, v);
+    const char *start = sp_arr(g, "pos", tn, x, par);
+    line(g, "int64_t %s = %s(%s <= 0 ? %s : %s);", q, chk, b, start, sp_search(g, "lower", tn, x, start, e, b));
+  }
+  line(g, "for (;;) {");
+  g->ind += 2;
+  line(g, "int64_t dtl_uv = INT64_MAX;");
+  for (int u = 0; u < n->nunion; u++) {
+    const char *tn = tname(g, n->union_tensor[u]);
+    char q[40];
+    snprintf(q, sizeof q, "dtl_u%d_q", u);
+    line(g, "if (%s < dtl_u%d_e && %s - dtl_u%d_b < dtl_uv) dtl_uv = %s - dtl_u%d_b;", q, u, sp_arr(g, "crd", tn, n->union_level[u], q), u,
+         sp_arr(g, "crd", tn, n->union_level[u], q), u);
+  }
+  line(g, "if (dtl_uv == INT64_MAX || dtl_uv >= %s) break;", S(g, n->hi));
+  line(g, "const int64_t %s = dtl_uv;", v);
+  for (int u = 0; u < n->nunion; u++) {
+    const char *tn = tname(g, n->union_tensor[u]);
+    char q[40];
+    snprintf(q, sizeof q, "dtl_u%d_q", u);
+    line(g, "const int64_t dtl_sp%d_p%d = %s < dtl_u%d_e && %s - dtl_u%d_b == dtl_uv ? %s++ : -1;", n->union_sparse[u], n->union_level[u], q,
+         u, sp_arr(g, "crd", tn, n->union_level[u], q), u, q);
+    line(g, "(void)dtl_sp%d_p%d;", n->union_sparse[u], n->union_level[u]);
+  }
+  g->ind -= 2;
+}
+
 static void emit_loop(cg_st *g, const sp_node *n) {
   const char *v = vname(g, n->var);
   const char *tn = n->loop == SL_SPARSE ? tname(g, n->tensor) : NULL;
@@ -1015,6 +1065,10 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       emit_threads(g, n, mode);
       line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
       line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
+      break;
+    }
+    if (n->nunion) { /* the union of several accesses' stored coordinates */
+      emit_union(g, n);
       break;
     }
     if (x == 0) snprintf(par, sizeof par, "0");

@@ -87,6 +87,10 @@ static void halo_node(halo_st *h, const sp_program *sp, const sp_node *n) {
     halo_expr(h, sp, n->rhs);
   }
   bool sparse_loop = n->kind == SN_LOOP && n->loop == SL_SPARSE;
+  if (sparse_loop && n->nunion) {
+    h->why = "a loop walks the union of several operands' stored coordinates";
+    return;
+  }
   if (sparse_loop) {
     if (h->nloops == (int)(sizeof h->loops / sizeof h->loops[0])) {
       h->why = "too many nested loops over stored coordinates";

@@ -285,6 +285,55 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
   return false;
 }
 
+/* Is the right side x zero wherever every access in[] (sp indices) holds no entry?  A sum's
+ * terms each, a product's one factor, a quotient's numerator (as factor_of counts it). */
+static bool zero_when_absent(const bst *g, const ir_expr *x, const bool *in) {
+  if (!x || x->nguards) return false;
+  if (x->kind == IR_ACCESS) {
+    for (int a = 0; a < g->nsp; a++)
+      if (in[a] && g->sp_e[a] == x) return true;
+    return false;
+  }
+  switch (x->kind) {
+  case IR_ADD: case IR_SUB: return zero_when_absent(g, x->a, in) && zero_when_absent(g, x->b, in);
+  case IR_MUL: return zero_when_absent(g, x->a, in) || zero_when_absent(g, x->b, in);
+  case IR_DIV: case IR_NEG: return zero_when_absent(g, x->a, in);
+  default: return false;
+  }
+}
+
+/* Can local loop k iterate over the union of the stored coordinates of several sparse
+ * accesses (A(i,j) + B(i,j))?  The loop is an index variable j, or the inner half of a divide
+ * or split of j whose outer half is bound (then j = *base + the loop's variable); the members
+ * in[a] are the accesses whose next unpositioned level is compressed and indexed by j, at
+ * least two; the right side is zero wherever none of them holds an entry (no term counts
+ * once). */
+static bool sp_union(bst *g, int k, bool *in, const sym **base) {
+  const lw_stmt *ls = g->ls;
+  const ir_stmt *s = ls->s;
+  const cin_node *n = ls->loops[k];
+  if (g->sp->cuda || g->in_kernel || n->par != PAR_NONE || n->distributed || k < ls->outer) return false;
+  int j = n->var;
+  *base = sym_const(0);
+  const ir_var *iv = &s->vars[n->var];
+  if (iv->def >= 0) { /* the inner half of a divide or split of j whose outer half is bound */
+    const ir_rel *Rl = &s->rels[iv->def];
+    if (!((Rl->kind == REL_DIVIDE || Rl->kind == REL_SPLIT) && Rl->out[1] == n->var && g->bound[Rl->out[0]])) return false;
+    j = Rl->in[0];
+    *base = R(g, lw_rel_base(s, Rl, sym_var(Rl->out[0])));
+  }
+  const ir_expr *rhs = cin_assign(s->root)->rhs;
+  if (g->bound[j] || guarded_by(rhs, j)) return false;
+  int m = 0;
+  for (int a = 0; a < g->nsp; a++) {
+    const ir_expr *e = g->sp_e[a];
+    int x = g->sp_known[a];
+    in[a] = x < e->nidx && ast(g)->tensors[e->tensor].formats[x] == FE_COMPRESSED && e->vars[x] == j;
+    m += in[a];
+  }
+  return m >= 2 && zero_when_absent(g, rhs, in);
+}
+
 /* ---- expressions -------------------------------------------------------------------------- */
 static int sp_index(const bst *g, const ir_expr *e) {
   /* a guarded access is printed from a copy without its guards: same index array */
@@ -718,6 +767,25 @@ static void level(bst *g, sp_node *seq, int k) {
       L->within = sym_is_const(base, &b0) && b0 == 0 && sym_equal(L->hi, g->sp->tensors[L->tensor].ext[drv_x]);
       g->sp_known[drv_a] = drv_x + 1;
       g->sp_valid[drv_a][drv_x] = true;
+    } else if (g->nsp) {
+      bool *in = ir_alloc((g->nsp + 1) * sizeof *in);
+      const sym *ubase;
+      if (sp_union(g, k, in, &ubase)) {
+        /* the union of the members' stored coordinates: elsewhere every term adds zero */
+        int m = 0, *us = ir_alloc((g->nsp + 1) * sizeof *us), *ul = ir_alloc((g->nsp + 1) * sizeof *ul),
+            *ut = ir_alloc((g->nsp + 1) * sizeof *ut);
+        for (int a = 0; a < g->nsp; a++)
+          if (in[a]) {
+            int x = g->sp_known[a];
+            us[m] = a, ul[m] = x, ut[m++] = g->sp_e[a]->tensor;
+            g->sp_known[a] = x + 1;
+            g->sp_valid[a][x] = false; /* -1 where this member holds no entry */
+          }
+        L->loop = SL_SPARSE;
+        L->sparse = us[0], L->level = ul[0], L->tensor = ut[0], L->base = ubase;
+        L->nunion = m, L->union_sparse = us, L->union_level = ul, L->union_tensor = ut;
+        for (int u = 0; u < m; u++) L->parent_maybe_absent |= ul[u] > 0 && !g->sp_valid[us[u]][ul[u] - 1];
+      }
     }
   }
   sp_add(seq, L);
@@ -1222,9 +1290,12 @@ static bool width_local(const sp_node *n) {
 static void width_reads(const sp_node *n, int *t, int *nt) {
   if (!n) return;
   if ((n->kind == SN_LOOP && n->loop == SL_SPARSE) || (n->kind == SN_SPPOS && n->compressed)) {
-    bool seen = false;
-    for (int q = 0; q < *nt; q++) seen |= t[q] == n->tensor;
-    if (!seen) t[(*nt)++] = n->tensor;
+    for (int u = 0; u < (n->nunion ? n->nunion : 1); u++) {
+      int x = n->nunion ? n->union_tensor[u] : n->tensor;
+      bool seen = false;
+      for (int q = 0; q < *nt; q++) seen |= t[q] == x;
+      if (!seen) t[(*nt)++] = x;
+    }
   }
   for (int q = 0; q < n->nkids; q++) width_reads(n->kids[q], t, nt);
 }
@@ -1386,7 +1457,7 @@ static bool pf_leaf(const sp_node *n, const char **why) {
 
 static void pf_walk(sp_program *sp, sp_node *n, int *seen, int *done, const char **why) {
   if (!n || n->kind == SN_DEVICE || n->kind == SN_KERNEL || n->kind == SN_PRODUCER) return;
-  if (n->kind == SN_LOOP && n->loop == SL_SPARSE) {
+  if (n->kind == SN_LOOP && n->loop == SL_SPARSE && !n->nunion) {
     ++*seen;
     const char *w = NULL;
     bool leaf = true;
@@ -1846,8 +1917,8 @@ static void th_walk(sp_program *sp, const sp_func *fn, sp_node *n, bool acc, con
     }
     th_inner(&t, n);
     if (n->var >= 0 && n->var < sp->nvars) t.inj[n->var] = true;
-    bool ok = n->par == PAR_NONE;
-    if (!ok) t.why = "the loop runs in lanes";
+    bool ok = n->par == PAR_NONE && !n->nunion;
+    if (!ok) t.why = n->nunion ? "the loop walks the union of several operands' stored coordinates" : "the loop runs in lanes";
     for (int q = 0; ok && q < n->nkids; q++) ok = th_body(&t, n->kids[q], false);
     if (ok && t.sum && !acc) ok = false, t.why = "it adds to a register outside it";
     if (ok && !th_reads(&t, n)) ok = false, t.why = "an iteration reads an element another one writes";
@@ -2041,6 +2112,13 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fputs(") (this rank's block)", f);
       break;
     case SL_SPARSE:
+      if (n->nunion) {
+        fprintf(f, "for %s in the union of the stored coordinates of", vn(c, n->var));
+        for (int u = 0; u < n->nunion; u++) fprintf(f, "%s sp%d level %d", u ? "," : "", n->union_sparse[u], n->union_level[u]);
+        fputs(", below ", f);
+        ps(f, c, n->hi);
+        break;
+      }
       fprintf(f, "for %s in stored coordinates of sp%d level %d, below ", vn(c, n->var), n->sparse, n->level);
       ps(f, c, n->hi);
       if (n->within) fputs(" (all are)", f);

@@ -198,6 +198,13 @@ struct sp_node {
                          * level's extent): no check in the loop */
   bool prefetch;        /* SL_SPARSE: fetches the piece's arrays ahead where the level is
                          * banded (spmd_prefetch) */
+  /* SL_SPARSE over the union of the stored coordinates of several sparse accesses (a sum of
+   * sparse operands: an iteration where none holds an entry adds zero): union_sparse[u] at
+   * union_level[u] of tensor union_tensor[u], u < nunion (the first is sparse, level, tensor);
+   * each access's position is -1 where it holds no entry at the coordinate; base as for one
+   * access.  nunion 0: over one access's entries. */
+  int nunion;
+  const int *union_sparse, *union_level, *union_tensor;
   int nhoist;           /* SL_LOCAL: operands read once before the loop (spmd_hoist) */
   const sp_expr **hoist;
   int jam;              /* SL_LOCAL, SL_LOCAL_BLOCK: iterations whose register sums run in one

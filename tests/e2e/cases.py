@@ -635,6 +635,9 @@ def sparse_programs(long=False):
         [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])
     add("sparse_results.dtl", [{"n": 13, "m": 10, "p": 7, "r": 2, "chunk": 4}])
     add("sparse_temp.dtl", [{"n": 11, "m": 9}], [{"n": 7, "m": 13}])
+    # sums of sparse operands over the union of their stored coordinates
+    add("sparse_union.dtl", [{"n": 11, "m": 9, "p": 5}, {"n": 3, "m": 10, "p": 2}],
+        [{"n": 7, "m": 13, "p": 3}, {"n": 2, "m": 1, "p": 4}])
     # halo exchanges (SpMV over CSR row blocks): 1 to 4 ranks along the rows, uneven sizes,
     # some ranks with one row or none; and a 2 x 2 grid (the exchange along gx, replicas along gy)
     rows = {p: {"gx": p, "gy": 1} for p in (1, 2, 3, 4)}
