@@ -201,6 +201,12 @@ static bool guarded_by(const ir_expr *e, int var) {
  * is the once-terms' sum (their guard on j dropped) and *strip the rest; false otherwise, or
  * when there is no once-term. */
 static bool factor_of(const ir_expr *x, const ir_expr *e);
+static const ir_expr *keeps_zero(const ir_expr *x);
+/* two accesses of one tensor at the same index variables */
+static bool same_access(const ir_expr *x, const ir_expr *e) {
+  return x->kind == IR_ACCESS && e->kind == IR_ACCESS && x->tensor == e->tensor && x->nidx == e->nidx &&
+         (x->vars == e->vars || !memcmp(x->vars, e->vars, (size_t)x->nidx * sizeof *x->vars));
+}
 static bool uses_var(const ir_expr *e, int v) {
   if (!e) return false;
   for (int x = 0; e->kind == IR_ACCESS && x < e->nidx; x++)
@@ -286,18 +292,23 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
 }
 
 /* Is the right side x zero wherever every access in[] (sp indices) holds no entry?  A sum's
- * terms each, a product's one factor, a quotient's numerator (as factor_of counts it). */
+ * terms each, a product's one factor, a quotient's numerator, a call's operand that keeps
+ * zero (as factor_of counts them). */
 static bool zero_when_absent(const bst *g, const ir_expr *x, const bool *in) {
   if (!x || x->nguards) return false;
   if (x->kind == IR_ACCESS) {
     for (int a = 0; a < g->nsp; a++)
-      if (in[a] && g->sp_e[a] == x) return true;
+      if (in[a] && (g->sp_e[a] == x || same_access(g->sp_e[a], x))) return true;
     return false;
   }
   switch (x->kind) {
   case IR_ADD: case IR_SUB: return zero_when_absent(g, x->a, in) && zero_when_absent(g, x->b, in);
   case IR_MUL: return zero_when_absent(g, x->a, in) || zero_when_absent(g, x->b, in);
   case IR_DIV: case IR_NEG: return zero_when_absent(g, x->a, in);
+  case IR_CALL: {
+    const ir_expr *z = keeps_zero(x);
+    return z && zero_when_absent(g, z, in);
+  }
   default: return false;
   }
 }
@@ -336,9 +347,10 @@ static bool sp_union(bst *g, int k, bool *in, const sym **base) {
 
 /* ---- expressions -------------------------------------------------------------------------- */
 static int sp_index(const bst *g, const ir_expr *e) {
-  /* a guarded access is printed from a copy without its guards: same index array */
+  /* a guarded access is printed from a copy without its guards, and accesses of one tensor at
+   * the same index variables read the same entries: one sparse access each */
   for (int a = 0; a < g->nsp; a++)
-    if (g->sp_e[a] == e || (g->sp_e[a]->tensor == e->tensor && g->sp_e[a]->vars == e->vars)) return a;
+    if (g->sp_e[a] == e || same_access(g->sp_e[a], e)) return a;
   return -1;
 }
 
@@ -922,22 +934,51 @@ static void device_node(bst *g, sp_node *seq, int k0) {
 }
 
 /* ---- statements -------------------------------------------------------------------------- */
-/* A call is never a factor: exp(0) = 1, so skipping the entries that a sparse access inside
- * one does not store would change the result. */
+/* a literal's value (a number, or a negated one) */
+static bool literal(const ir_expr *x, double *v) {
+  if (!x || x->nguards) return false;
+  if (x->kind == IR_NUM) return *v = x->num, true;
+  if (x->kind == IR_NEG && literal(x->a, v)) return *v = -*v, true;
+  return false;
+}
+
+/* The operand of call x whose zero makes the call zero, or NULL: abs, sqrt and erf of 0 are 0,
+ * pow(0, c) is 0 for a literal c > 0, min(0, c) for a literal c >= 0 and max(0, c) for c <= 0
+ * (either argument).  exp(0) = 1, log(0) and other exponents are not 0: skipping the entries
+ * that a sparse access inside them does not store would change the result. */
+static const ir_expr *keeps_zero(const ir_expr *x) {
+  double c;
+  switch (x->func) {
+  case FE_F_ABS: case FE_F_SQRT: case FE_F_ERF: return x->a;
+  case FE_F_POW: return literal(x->b, &c) && c > 0 ? x->a : NULL;
+  case FE_F_MIN: return literal(x->b, &c) && c >= 0 ? x->a : literal(x->a, &c) && c >= 0 ? x->b : NULL;
+  case FE_F_MAX: return literal(x->b, &c) && c <= 0 ? x->a : literal(x->a, &c) && c <= 0 ? x->b : NULL;
+  default: return NULL;
+  }
+}
+
+/* Is e a factor of x: x is zero wherever e is (a product's factor, a quotient's numerator, a
+ * call that keeps zero, a factor of every term of a sum)? */
 static bool factor_of(const ir_expr *x, const ir_expr *e) {
   if (x == e) return true;
   if (x->nguards) return false;
+  if (same_access(x, e)) return true;
   switch (x->kind) {
+  case IR_ADD: case IR_SUB: return factor_of(x->a, e) && factor_of(x->b, e);
   case IR_MUL: return factor_of(x->a, e) || factor_of(x->b, e);
   case IR_DIV:
   case IR_NEG: return factor_of(x->a, e);
+  case IR_CALL: {
+    const ir_expr *z = keeps_zero(x);
+    return z && factor_of(z, e);
+  }
   default: return false;
   }
 }
 
 static void collect_sparse(bst *g, const ir_expr *rhs, const ir_expr *e, int *cap) {
   if (!e) return;
-  if (e->kind == IR_ACCESS && e->tensor < ast(g)->ntensors && lw_sparse(ast(g), e->tensor)) {
+  if (e->kind == IR_ACCESS && e->tensor < ast(g)->ntensors && lw_sparse(ast(g), e->tensor) && sp_index(g, e) < 0) {
     if (g->nsp == *cap) {
       int c = 2 * *cap + 8;
       const ir_expr **ne = ir_alloc(c * sizeof *ne);
