@@ -982,9 +982,8 @@ static void emit_union(cg_st *g, const sp_node *n) {
     else snprintf(par, sizeof par, "dtl_sp%d_p%d", a, x - 1);
     snprintf(nxt, sizeof nxt, "%s + 1", par);
     snprintf(q, sizeof q, "dtl_u%d_q", u), snprintf(e, sizeof e, "dtl_u%d_e", u), snprintf(b, sizeof b, "dtl_u%d_b", u);
-    const char *absent = x > 0 ? "dtl_sp%d_p%d < 0 ? 0 : " : "";
-    char chk[64] = "";
-    if (x > 0) snprintf(chk, sizeof chk, absent, a, x - 1);
+    char chk[96] = ""; /* a parent that holds no entry: an empty segment */
+    if (x > 0) snprintf(chk, sizeof chk, "%s < 0 ? 0 : ", par);
     line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
     line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", b, S(g, n->base), tn, x, v);
     const char *start = sp_arr(g, "pos", tn, x, par);
@@ -1251,9 +1250,8 @@ static void emit_jam(cg_st *g, const sp_node *n, int mode) {
   emit_threads(g, n, mode);
   line(g, "for (int64_t dtl_jq = dtl_jlo; dtl_jq < dtl_jend; dtl_jq += %d) {", J);
   g->ind += 2;
-  char names[16][16], list[256] = "";
+  char list[256] = "";
   for (int c = 0; c < J && c < 16; c++) {
-    snprintf(names[c], sizeof names[c], "%d", c);
     line(g, "%s dtl__acc%d = (%s)0;", ty, c, ty);
     char one[24];
     snprintf(one, sizeof one, "%sdtl__acc%d", c ? ", " : "", c);
@@ -1270,7 +1268,9 @@ static void emit_jam(cg_st *g, const sp_node *n, int mode) {
     line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
     g->ind += 2;
     for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
-    g->acc_sfx = names[c];
+    char sfx[8];
+    snprintf(sfx, sizeof sfx, "%d", c);
+    g->acc_sfx = sfx;
     emit_kids(g, I);
     g->acc_sfx = NULL;
     g->ind -= 2;
