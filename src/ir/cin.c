@@ -87,7 +87,12 @@ static void add_guard(ir_expr *e, int v) {
  * holding all its uses.  Descending from the root towards that subexpression, every
  * operand of a +/- that is left behind contributes once, at the first iteration of the
  * variable; writing it as a guard keeps the whole statement a sum over iteration points:
- *   A(i) = B(i,j)*c(j) + d(i)   ==   A(i) = sum_j (B(i,j)*c(j) + [j == 0] d(i)). */
+ *   A(i) = B(i,j)*c(j) + d(i)   ==   A(i) = sum_j (B(i,j)*c(j) + [j == 0] d(i)).
+ * Where that subexpression is itself a sum or difference, each of its terms is summed on
+ * its own (the sum distributes over them): a term without the variable counts once however
+ * + and - associate it, as in Einstein notation,
+ *   A(i) = B(i,j)*c(j) - 1 + c(j)  ==  sum_j (B(i,j)*c(j) - [j == 0] 1 + c(j)),
+ * and the descent goes on in each term that holds uses (a product or a call stops it). */
 static void place_reduction(ir_expr *e, int v) {
   while (e && (e->kind == IR_ADD || e->kind == IR_SUB || e->kind == IR_MUL ||
                e->kind == IR_DIV || e->kind == IR_NEG)) {
@@ -96,7 +101,13 @@ static void place_reduction(ir_expr *e, int v) {
       continue;
     }
     bool ua = expr_uses(e->a, v), ub = expr_uses(e->b, v);
-    if (ua && ub) return;
+    if (ua && ub) {
+      if (e->kind == IR_ADD || e->kind == IR_SUB) {
+        place_reduction(e->a, v);
+        place_reduction(e->b, v);
+      }
+      return;
+    }
     ir_expr *into = ua ? e->a : e->b, *other = ua ? e->b : e->a;
     if (e->kind == IR_ADD || e->kind == IR_SUB) add_guard(other, v);
     e = into;

@@ -222,6 +222,8 @@ def programs(long=False):
     runs.extend(_expand("programs", pr("mixed_types.dtl"), [{"n": 50000}], [1, 3], fill_args=["--fill", "index"]))
     # the rewrite jam: four rows' sums at once, the rows left over (n below and above 4 per rank)
     add("jam.dtl", [{"n": 9, "m": 7, "p": 6}, {"n": 3, "m": 5, "p": 2}], [{"n": 17, "m": 4, "p": 3}, {"n": 1, "m": 9, "p": 1}])
+    # a term without the summed variable counts once, wherever + and - place it
+    add("sum_terms.dtl", [{"n": 7, "m": 5, "p": 3}, {"n": 2, "m": 9, "p": 1}], [{"n": 13, "m": 1, "p": 4}])
     add("scalars.dtl", [{"n": 6, "m": 5}], [{"n": 11, "m": 3}])
     add("replicated.dtl", [{"n": 7, "m": 6, "p": 5}], [{"n": 4, "m": 9, "p": 12}])
     add("communicate.dtl", [{"n": 6, "m": 5, "p": 7, "chunk": 3}], [{"n": 9, "m": 8, "p": 4, "chunk": 2}])

@@ -18,8 +18,11 @@ Semantics (those that the compiler implements):
   - A variable that appears only on the right is summed over.  Its summation is
     placed around the smallest subexpression that contains all of its occurrences
     (TACO's rule): `A(i) = B(i,j)*c(j) + d(i)` is (sum_j B(i,j)*c(j)) + d(i), while
-    `A(i) = B(i,j)*(c(j) + d(i))` sums the whole product.  A variable that appears
-    only on the left broadcasts.
+    `A(i) = B(i,j)*(c(j) + d(i))` sums the whole product; where that subexpression is a
+    sum or difference, each of its terms is summed on its own (Einstein notation: a term
+    without the variable counts once, however + and - associate it:
+    `B(i,j)*c(j) - 1 + c(j)` is sum_j B(i,j)*c(j) - 1 + sum_j c(j)).  A variable that
+    appears only on the left broadcasts.
   - Arithmetic is done in the tensors' own types: int32/int64 as integers (`/`
     truncates toward zero, as in C), float and double in their own precision.  The
     value stored into an integer tensor is truncated toward zero.
@@ -1141,7 +1144,8 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
     """Evaluate e in a statement of type type_.  Returns (value, magnitude, vars): arrays
     whose axes are the distinct free variables vars.  A summed variable is reduced at the
     first (smallest) node whose subtree holds all of its occurrences, but never inside a
-    function's arguments (inner): there the call encloses the reduction."""
+    function's arguments (inner): there the call encloses the reduction; and where that node
+    is a sum or difference, in each of its operands that holds occurrences (term by term)."""
     k = e[0]
     if k == "acc":
         arr, mag = env[e[1]], mags[e[1]]
@@ -1179,8 +1183,18 @@ def eval_expr(e, env, mags, extents, summed, totals, type_="double", inner=False
             amags.append(np.broadcast_to(m, shape) if shape else m)
         val, mag = _apply(e[1], args, amags, type_)
     else:
-        va, ma, xa = eval_expr(e[1], env, mags, extents, summed, totals, type_, inner)
-        vb, mb, xb = eval_expr(e[2], env, mags, extents, summed, totals, type_, inner)
+        ta, tb = totals, totals
+        if k in "+-" and not inner:
+            # a sum of terms is summed term by term: a variable whose occurrences are all
+            # here is reduced in each operand that holds some (a term without counts once)
+            here = _count(e, {})
+            ca, cb = _count(e[1], {}), _count(e[2], {})
+            ta, tb = dict(totals), dict(totals)
+            for v in summed:
+                if here.get(v, 0) and here.get(v, 0) == totals.get(v):
+                    ta[v], tb[v] = ca.get(v, 0), cb.get(v, 0)
+        va, ma, xa = eval_expr(e[1], env, mags, extents, summed, ta, type_, inner)
+        vb, mb, xb = eval_expr(e[2], env, mags, extents, summed, tb, type_, inner)
         vars_ = xa + [v for v in xb if v not in xa]
         if isinstance(va, np.ndarray):
             va, ma = _align(va, xa, vars_, extents), _align(ma, xa, vars_, extents)

@@ -6,7 +6,8 @@ expression tree once per point of the iteration space, in plain Python, runs loo
 evaluates their conditions with Python numbers, and places
 each summation at the lowest common ancestor of the variable's occurrences, found from
 the occurrences' paths in the tree, where an occurrence inside a function call counts as
-one at the (outermost) call.  Random small programs are generated as text (every other
+one at the (outermost) call, and an ancestor that is a sum or difference places it in each
+of its operands that holds occurrences instead (a term without any counts once).  Random small programs are generated as text (every other
 one with temporaries, a floating param and nested loops), parsed, run by both, and
 compared: values, iteration counts and monitor records.  Programs with known answers
 (loops among them), programs the oracle must reject (the errors of temporaries, floating
@@ -182,10 +183,31 @@ def brute_force(prog, params, inputs):
         occ = {}
         for v, p in _occurrences(s.rhs, (), []):
             occ.setdefault(v, []).append(p)
+        def node_at(path):
+            e = s.rhs
+            for n in path:
+                e = e[2][n] if e[0] == "call" else e[1 + n]
+            return e
+
+        def placements(paths):
+            """the sum goes around the lowest common ancestor of the occurrences, but a sum
+            of terms is summed term by term: each term holding occurrences gets its own
+            (a term without any counts once)"""
+            at = _common_prefix(paths)
+            if node_at(at)[0] not in ("+", "-"):
+                return [at]
+            out = []
+            for side in (0, 1):
+                mine = [p for p in paths if len(p) > len(at) and p[len(at)] == side]
+                if mine:
+                    out += placements(mine)
+            return out
+
         place = {}  # path -> summed vars placed there
         for v, paths in occ.items():
             if v not in s.lhs_vars:
-                place.setdefault(_common_prefix(paths), []).append(v)
+                for at in placements(paths):
+                    place.setdefault(at, []).append(v)
         is_int = all(prog.decls[a[1]].type in ("int32", "int64") for a in dtl.accesses(s.rhs))
         stype = prog.decls[s.lhs].type
 
@@ -471,6 +493,12 @@ _KNOWN = [
     ("A(i) = B(i, j) * (c(j) + d(i));", {"A": [321, 7043]}),
     ("A(i) = B(i, j) + d(i);", {"A": [103, 1007]}),
     ("A(i) = B(i, j) + c(j);", {"A": [14, 18]}),
+    # ... and a sum of terms is summed term by term, whatever their order: a term without j
+    # counts once (Einstein notation), also where + and - associate it with a term with j
+    ("A(i) = B(i, j) * c(j) - 1 + c(j);", {"A": [31, 53]}),
+    ("A(i) = B(i, j) * c(j) + c(j) - 1;", {"A": [31, 53]}),
+    ("A(i) = -(d(i) - B(i, j)) + s * c(j);", {"A": [-42, -938]}),
+    ("A(i) = (B(i, j) - 1) * c(j);", {"A": [10, 32]}),
     ("A(i) = -B(i, j) * c(j);", {"A": [-21, -43]}),
     ("A(i) = B(i, j) * 2;", {"A": [6, 14]}),
     ("A(i) = c(j);  # the running example a(i) = b(j)", {"A": [11, 11]}),
