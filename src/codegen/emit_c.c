@@ -1233,6 +1233,13 @@ static void emit_acc(cg_st *g, const sp_node *n) {
   line(g, "}");
 }
 
+/* opens the block of row c of a jammed loop: the loop's variable and its bindings */
+static void jam_row(cg_st *g, const char *v, int c, const sp_node *const *binds, int nb) {
+  line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
+  g->ind += 2;
+  for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
+}
+
 /* The rewrite "jam" (spmd.h: spmd_jam): DTL_JAM rows' register sums in one pass of their
  * inner loop, each row's bindings in a block of its own; the rows left over as without it. */
 static void emit_jam(cg_st *g, const sp_node *n, int mode) {
@@ -1265,9 +1272,7 @@ static void emit_jam(cg_st *g, const sp_node *n, int mode) {
   g->ind += 2;
   line(g, "(void)%s;", iv);
   for (int c = 0; c < J && c < 16; c++) {
-    line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
-    g->ind += 2;
-    for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
+    jam_row(g, v, c, binds, nb);
     char sfx[8];
     snprintf(sfx, sizeof sfx, "%d", c);
     g->acc_sfx = sfx;
@@ -1279,9 +1284,7 @@ static void emit_jam(cg_st *g, const sp_node *n, int mode) {
   g->ind -= 2;
   line(g, "}");
   for (int c = 0; c < J && c < 16; c++) {
-    line(g, "{ const int64_t %s = dtl_jq + %d; (void)%s;", v, c, v);
-    g->ind += 2;
-    for (int b = 0; b < nb; b++) cg_node(g, binds[b]);
+    jam_row(g, v, c, binds, nb);
     char a[24];
     snprintf(a, sizeof a, "dtl__acc%d", c);
     acc_store(g, acc, a);
