@@ -196,11 +196,11 @@ static bool guarded_by(const ir_expr *e, int var) {
  * iteration would add zero), the level is compressed with its parent levels positioned, and
  * the loop's variable is the level's index variable or the inner half of a divide or split of
  * it whose outer half is bound (then index = base + loop variable). */
-/* The right side as a sum of terms (through + - and unary -): factors of the sparse access e,
- * or terms that count once, guarded by j and free of sparse accesses and of j.  Then *hoist
- * is the once-terms' sum (their guard on j dropped) and *strip the rest; false otherwise, or
- * when there is no once-term. */
-static bool factor_of(const ir_expr *x, const ir_expr *e);
+/* The right side as a sum of terms (through + - and unary -): terms zero wherever none of
+ * the n accesses m[] holds an entry, or terms that count once, guarded by j and free of
+ * sparse accesses and of j.  Then *hoist is the once-terms' sum (their guard on j dropped)
+ * and *strip the rest; false otherwise, or when there is no once-term. */
+static bool zero_without(const ir_expr *x, const ir_expr *const *m, int n);
 static const ir_expr *keeps_zero(const ir_expr *x);
 /* two accesses of one tensor at the same index variables */
 static bool same_access(const ir_expr *x, const ir_expr *e) {
@@ -223,12 +223,12 @@ static ir_expr *ir_bin(ir_expr_kind k, const ir_expr *a, const ir_expr *b) {
   x->kind = k, x->a = (ir_expr *)a, x->b = (ir_expr *)b;
   return x;
 }
-static bool split_terms(const bst *g, const ir_expr *t, bool neg, const ir_expr *e, int j, const ir_expr **hoist,
-                        const ir_expr **strip, int *nonce) {
+static bool split_terms(const bst *g, const ir_expr *t, bool neg, const ir_expr *const *m, int nm, int j,
+                        const ir_expr **hoist, const ir_expr **strip, int *nonce) {
   if (!t->nguards && (t->kind == IR_ADD || t->kind == IR_SUB))
-    return split_terms(g, t->a, neg, e, j, hoist, strip, nonce) &&
-           split_terms(g, t->b, t->kind == IR_SUB ? !neg : neg, e, j, hoist, strip, nonce);
-  if (!t->nguards && t->kind == IR_NEG) return split_terms(g, t->a, !neg, e, j, hoist, strip, nonce);
+    return split_terms(g, t->a, neg, m, nm, j, hoist, strip, nonce) &&
+           split_terms(g, t->b, t->kind == IR_SUB ? !neg : neg, m, nm, j, hoist, strip, nonce);
+  if (!t->nguards && t->kind == IR_NEG) return split_terms(g, t->a, !neg, m, nm, j, hoist, strip, nonce);
   bool once = false;
   for (int q = 0; q < t->nguards; q++) once |= t->guards[q] == j;
   const ir_expr **into = strip;
@@ -240,11 +240,23 @@ static bool split_terms(const bst *g, const ir_expr *t, bool neg, const ir_expr 
     for (int q = 0; q < t->nguards; q++)
       if (t->guards[q] != j) c->guards[c->nguards++] = t->guards[q];
     term = c, into = hoist, ++*nonce;
-  } else if (!factor_of(t, e)) {
+  } else if (!zero_without(t, m, nm)) {
     return false;
   }
   *into = !*into ? (neg ? ir_bin(IR_NEG, term, NULL) : term) : ir_bin(neg ? IR_SUB : IR_ADD, *into, term);
   return true;
+}
+
+/* The once-terms of a loop over the inner half of a divide or split of j, which runs once per
+ * block of j (the outer half `outer` is bound above it): they count at the first block only
+ * (j == 0 iff outer == 0 and inner == 0). */
+static const ir_expr *first_block_only(const ir_expr *hoist, int outer) {
+  ir_expr *h = ir_alloc(sizeof *h);
+  *h = *hoist;
+  h->guards = ir_alloc((hoist->nguards + 1) * sizeof *h->guards);
+  if (hoist->nguards) memcpy(h->guards, hoist->guards, hoist->nguards * sizeof *h->guards);
+  h->guards[h->nguards++] = outer;
+  return h;
 }
 
 static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
@@ -261,7 +273,8 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
     int nonce = 0;
     if (g->bound[j]) continue;
     if (!g->sp_factor[a] || guarded_by(rhs, j)) { /* terms that count once go before the loop */
-      if (k != ls->nloops - 1 || !split_terms(g, rhs, false, e, j, &hoist, &strip, &nonce) || !nonce || !strip) continue;
+      if (k != ls->nloops - 1 || !split_terms(g, rhs, false, &e, 1, j, &hoist, &strip, &nonce) || !nonce || !strip)
+        continue;
     }
     if (j == n->var) {
       *base = sym_const(0);
@@ -273,16 +286,7 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
             g->bound[Rl->out[0]]))
         continue;
       *base = R(g, lw_rel_base(s, Rl, sym_var(Rl->out[0])));
-      if (hoist) {
-        /* the loop runs once per block of j (the outer half is bound above it): the terms
-         * that count once count at the first block only (j == 0 iff outer == 0 and inner == 0) */
-        ir_expr *h = ir_alloc(sizeof *h);
-        *h = *hoist;
-        h->guards = ir_alloc((hoist->nguards + 1) * sizeof *h->guards);
-        if (hoist->nguards) memcpy(h->guards, hoist->guards, hoist->nguards * sizeof *h->guards);
-        h->guards[h->nguards++] = Rl->out[0];
-        hoist = h;
-      }
+      if (hoist) hoist = first_block_only(hoist, Rl->out[0]);
     }
     *acc = a, *level = x;
     g->hoist = hoist, g->strip = strip;
@@ -291,34 +295,13 @@ static bool sp_driver(bst *g, int k, int *acc, int *level, const sym **base) {
   return false;
 }
 
-/* Is the right side x zero wherever every access in[] (sp indices) holds no entry?  A sum's
- * terms each, a product's one factor, a quotient's numerator, a call's operand that keeps
- * zero (as factor_of counts them). */
-static bool zero_when_absent(const bst *g, const ir_expr *x, const bool *in) {
-  if (!x || x->nguards) return false;
-  if (x->kind == IR_ACCESS) {
-    for (int a = 0; a < g->nsp; a++)
-      if (in[a] && (g->sp_e[a] == x || same_access(g->sp_e[a], x))) return true;
-    return false;
-  }
-  switch (x->kind) {
-  case IR_ADD: case IR_SUB: return zero_when_absent(g, x->a, in) && zero_when_absent(g, x->b, in);
-  case IR_MUL: return zero_when_absent(g, x->a, in) || zero_when_absent(g, x->b, in);
-  case IR_DIV: case IR_NEG: return zero_when_absent(g, x->a, in);
-  case IR_CALL: {
-    const ir_expr *z = keeps_zero(x);
-    return z && zero_when_absent(g, z, in);
-  }
-  default: return false;
-  }
-}
-
 /* Can local loop k iterate over the union of the stored coordinates of several sparse
  * accesses (A(i,j) + B(i,j))?  The loop is an index variable j, or the inner half of a divide
  * or split of j whose outer half is bound (then j = *base + the loop's variable); the members
  * in[a] are the accesses whose next unpositioned level is compressed and indexed by j, at
- * least two; the right side is zero wherever none of them holds an entry (no term counts
- * once). */
+ * least two; the right side is zero wherever none of them holds an entry, or, in the
+ * innermost loop, is such terms and terms that count once (A(i,j) + B(i,j) - 1 summed over
+ * j), which go before the loop (g->hoist, g->strip as for sp_driver). */
 static bool sp_union(bst *g, int k, bool *in, const sym **base) {
   const lw_stmt *ls = g->ls;
   const ir_stmt *s = ls->s;
@@ -333,16 +316,25 @@ static bool sp_union(bst *g, int k, bool *in, const sym **base) {
     j = Rl->in[0];
     *base = R(g, lw_rel_base(s, Rl, sym_var(Rl->out[0])));
   }
-  const ir_expr *rhs = cin_assign(s->root)->rhs;
-  if (g->bound[j] || guarded_by(rhs, j)) return false;
+  const ir_expr *rhs = cin_assign(s->root)->rhs, *hoist = NULL, *strip = NULL;
+  if (g->bound[j]) return false;
   int m = 0;
+  const ir_expr **mem = ir_alloc((g->nsp + 1) * sizeof *mem);
   for (int a = 0; a < g->nsp; a++) {
     const ir_expr *e = g->sp_e[a];
     int x = g->sp_known[a];
     in[a] = x < e->nidx && ast(g)->tensors[e->tensor].formats[x] == FE_COMPRESSED && e->vars[x] == j;
-    m += in[a];
+    if (in[a]) mem[m++] = e;
   }
-  return m >= 2 && zero_when_absent(g, rhs, in);
+  if (m < 2) return false;
+  if (guarded_by(rhs, j) || !zero_without(rhs, mem, m)) { /* terms that count once go before the loop */
+    int nonce = 0;
+    if (k != ls->nloops - 1 || !split_terms(g, rhs, false, mem, m, j, &hoist, &strip, &nonce) || !nonce || !strip)
+      return false;
+    if (iv->def >= 0) hoist = first_block_only(hoist, s->rels[iv->def].out[0]);
+  }
+  g->hoist = hoist, g->strip = strip;
+  return true;
 }
 
 /* ---- expressions -------------------------------------------------------------------------- */
@@ -604,6 +596,22 @@ static bool host_atomic(const bst *g) {
   return atomic;
 }
 
+/* The terms that count once (g->hoist), added before a loop over stored coordinates. */
+static void hoist_node(bst *g, sp_node *seq) {
+  if (!g->hoist) return;
+  sp_node *h = sp_new(SN_ASSIGN);
+  const cin_node *asg = cin_assign(g->ls->s->root);
+  h->lhs = lhs_expr(g);
+  h->rhs = expr(g, g->hoist);
+  h->type = ast(g)->tensors[asg->lhs_tensor].type;
+  h->tensor = asg->lhs_tensor;
+  h->to_acc = g->acc_mode;
+  h->to_entries = lw_sparse(ast(g), asg->lhs_tensor) && !g->acc_mode;
+  h->atomic = !g->acc_mode && !h->to_entries && host_atomic(g);
+  h->comment = "the terms that count once, before the loop over the stored coordinates";
+  sp_add(seq, h);
+}
+
 static void assign_node(bst *g, sp_node *seq) {
   if (g->nsp) sp_advance(g, seq);
   const cin_node *asg = cin_assign(g->ls->s->root);
@@ -758,19 +766,7 @@ static void level(bst *g, sp_node *seq, int k) {
     if (g->nsp && sp_driver(g, k, &drv_a, &drv_x, &base)) {
       /* only the stored coordinates of the sparse factor: the others add zero; the terms that
        * count once are added before the loop */
-      if (g->hoist) {
-        sp_node *h = sp_new(SN_ASSIGN);
-        const cin_node *asg = cin_assign(s->root);
-        h->lhs = lhs_expr(g);
-        h->rhs = expr(g, g->hoist);
-        h->type = ast(g)->tensors[asg->lhs_tensor].type;
-        h->tensor = asg->lhs_tensor;
-        h->to_acc = g->acc_mode;
-        h->to_entries = lw_sparse(ast(g), asg->lhs_tensor) && !g->acc_mode;
-        h->atomic = !g->acc_mode && !h->to_entries && host_atomic(g);
-        h->comment = "the terms that count once, before the loop over the stored coordinates";
-        sp_add(seq, h);
-      }
+      hoist_node(g, seq);
       L->loop = SL_SPARSE;
       L->sparse = drv_a, L->level = drv_x, L->base = base;
       L->tensor = g->sp_e[drv_a]->tensor;
@@ -783,7 +779,9 @@ static void level(bst *g, sp_node *seq, int k) {
       bool *in = ir_alloc((g->nsp + 1) * sizeof *in);
       const sym *ubase;
       if (sp_union(g, k, in, &ubase)) {
-        /* the union of the members' stored coordinates: elsewhere every term adds zero */
+        /* the union of the members' stored coordinates: elsewhere every term adds zero but
+         * those that count once, added before the loop */
+        hoist_node(g, seq);
         int m = 0, *us = ir_alloc((g->nsp + 1) * sizeof *us), *ul = ir_alloc((g->nsp + 1) * sizeof *ul),
             *ut = ir_alloc((g->nsp + 1) * sizeof *ut);
         for (int a = 0; a < g->nsp; a++)
@@ -957,20 +955,24 @@ static const ir_expr *keeps_zero(const ir_expr *x) {
   }
 }
 
-/* Is e a factor of x: x is zero wherever e is (a product's factor, a quotient's numerator, a
- * call that keeps zero, a factor of every term of a sum)? */
-static bool factor_of(const ir_expr *x, const ir_expr *e) {
-  if (x == e) return true;
+/* Is x zero wherever none of the n accesses m[] holds an entry: one of them, a sum whose
+ * terms each are, a product with a factor that is, a quotient whose numerator is, a call that
+ * keeps zero of an operand that is?  With one access: is it a factor of x. */
+static bool zero_without(const ir_expr *x, const ir_expr *const *m, int n) {
+  if (!x) return false;
+  for (int a = 0; a < n; a++)
+    if (x == m[a]) return true;
   if (x->nguards) return false;
-  if (same_access(x, e)) return true;
+  for (int a = 0; a < n; a++)
+    if (same_access(x, m[a])) return true;
   switch (x->kind) {
-  case IR_ADD: case IR_SUB: return factor_of(x->a, e) && factor_of(x->b, e);
-  case IR_MUL: return factor_of(x->a, e) || factor_of(x->b, e);
+  case IR_ADD: case IR_SUB: return zero_without(x->a, m, n) && zero_without(x->b, m, n);
+  case IR_MUL: return zero_without(x->a, m, n) || zero_without(x->b, m, n);
   case IR_DIV:
-  case IR_NEG: return factor_of(x->a, e);
+  case IR_NEG: return zero_without(x->a, m, n);
   case IR_CALL: {
     const ir_expr *z = keeps_zero(x);
-    return z && factor_of(z, e);
+    return z && zero_without(z, m, n);
   }
   default: return false;
   }
@@ -991,7 +993,7 @@ static void collect_sparse(bst *g, const ir_expr *rhs, const ir_expr *e, int *ca
       g->sp_e = ne, g->sp_factor = nf, g->sp_valid = nv, g->sp_known = nk, *cap = c;
     }
     g->sp_e[g->nsp] = e;
-    g->sp_factor[g->nsp] = factor_of(rhs, e);
+    g->sp_factor[g->nsp] = zero_without(rhs, &e, 1);
     g->sp_known[g->nsp++] = 0;
   }
   collect_sparse(g, rhs, e->a, cap);
