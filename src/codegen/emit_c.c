@@ -992,21 +992,17 @@ static void emit_union(cg_st *g, const sp_node *n) {
   line(g, "for (;;) {");
   g->ind += 2;
   line(g, "int64_t dtl_uv = INT64_MAX;");
-  for (int u = 0; u < n->nunion; u++) {
-    const char *tn = tname(g, n->union_tensor[u]);
+  for (int u = 0; u < n->nunion; u++) { /* each member's next coordinate (INT64_MAX: none left) */
     char q[40];
     snprintf(q, sizeof q, "dtl_u%d_q", u);
-    line(g, "if (%s < dtl_u%d_e && %s - dtl_u%d_b < dtl_uv) dtl_uv = %s - dtl_u%d_b;", q, u, sp_arr(g, "crd", tn, n->union_level[u], q), u,
-         sp_arr(g, "crd", tn, n->union_level[u], q), u);
+    line(g, "const int64_t dtl_u%d_c = %s < dtl_u%d_e ? %s - dtl_u%d_b : INT64_MAX;", u, q, u,
+         sp_arr(g, "crd", tname(g, n->union_tensor[u]), n->union_level[u], q), u);
+    line(g, "if (dtl_u%d_c < dtl_uv) dtl_uv = dtl_u%d_c;", u, u);
   }
   line(g, "if (dtl_uv == INT64_MAX || dtl_uv >= %s) break;", S(g, n->hi));
   line(g, "const int64_t %s = dtl_uv;", v);
   for (int u = 0; u < n->nunion; u++) {
-    const char *tn = tname(g, n->union_tensor[u]);
-    char q[40];
-    snprintf(q, sizeof q, "dtl_u%d_q", u);
-    line(g, "const int64_t dtl_sp%d_p%d = %s < dtl_u%d_e && %s - dtl_u%d_b == dtl_uv ? %s++ : -1;", n->union_sparse[u], n->union_level[u], q,
-         u, sp_arr(g, "crd", tn, n->union_level[u], q), u, q);
+    line(g, "const int64_t dtl_sp%d_p%d = dtl_u%d_c == dtl_uv ? dtl_u%d_q++ : -1;", n->union_sparse[u], n->union_level[u], u, u);
     line(g, "(void)dtl_sp%d_p%d;", n->union_sparse[u], n->union_level[u]);
   }
   g->ind -= 2;
