@@ -176,7 +176,38 @@ void cg_num(FILE *f, const sp_expr *e, fe_type t) {
   fprintf(f, "%s%s%s%s", neg ? "(" : "", b, t == FE_FLOAT ? "f" : "", neg ? ")" : "");
 }
 
+/* a structural zero's condition (spmd.h: sp_expr.zero_if): an access's position is -1, or,
+ * where the code has no positions (the serial reference), its value is 0 */
+static void pzero_if(FILE *f, const sp_program *sp, const sp_expr *c, fe_type t, cg_access_fn acc, void *ctx) {
+  if (c->kind == SE_ABSENT) {
+    const sp_expr *a = c->a;
+    if (a->sparse >= 0) {
+      fprintf(f, "dtl_sp%d_p%d < 0", a->sparse, a->nidx - 1);
+      return;
+    }
+    fputc('(', f);
+    acc(f, a, ctx);
+    fputs(" == 0)", f);
+    return;
+  }
+  fputc('(', f);
+  pzero_if(f, sp, c->a, t, acc, ctx);
+  fputs(c->kind == SE_AND ? " && " : " || ", f);
+  pzero_if(f, sp, c->b, t, acc, ctx);
+  fputc(')', f);
+}
+
 static void pexpr(FILE *f, const sp_program *sp, const sp_expr *e, fe_type t, cg_access_fn acc, void *ctx, int prec) {
+  if (e->zero_guard) { /* zero where a sparse operand holds no entry, whatever the others hold */
+    fputs("(", f);
+    pzero_if(f, sp, e->zero_if, t, acc, ctx);
+    fprintf(f, " ? (%s)0 : ", cg_ctype(t));
+    sp_expr tmp = *e;
+    tmp.zero_guard = false;
+    pexpr(f, sp, &tmp, t, acc, ctx, 3);
+    fputc(')', f);
+    return;
+  }
   if (e->nguards) {
     /* reduction placement: this term counts once, at the first iteration of the sum */
     fputs("((", f);

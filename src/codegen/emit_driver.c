@@ -204,8 +204,14 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
         "                             argv[0], k < opt.nload ? \"--load\" : \"--save\", tnames[t], tnames[t]);\n"
         "      MPI_Finalize();\n      return 2;\n    }\n"
         "  }\n", c);
-  fprintf(c, "  if (opt.help) {\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, tnames, %s);\n"
-             "    MPI_Finalize();\n    return 0;\n  }\n", np, nt, sp->any_sparse ? "true" : "false");
+  /* --help lists the tensors --load, --save and --fill take: not the temporaries */
+  int nh = 0;
+  fputs("  if (opt.help) {\n    static const char *const hnames[] = {", c);
+  for (int t = 0; t < nt; t++)
+    if (!sp->tensors[t].temp) fprintf(c, "%s\"%s\"", nh++ ? ", " : "", sp->tensors[t].name);
+  if (!nh) fputs("\"\"", c);
+  fprintf(c, "};\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, hnames, %s);\n"
+             "    MPI_Finalize();\n    return 0;\n  }\n", np, nh, sp->any_sparse ? "true" : "false");
   fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
   fprintf(c, "  %s_plan *plan = NULL;\n", P);
   for (int t = 0; t < nt; t++) {

@@ -359,7 +359,91 @@ static int buf_of(const bst *g, int t, bool output) {
   return -1;
 }
 
+/* ---- structural zeros (spmd.h: sp_expr.zero_if, zero_guard) -------------------------------- */
+static const sp_expr *zero_join(sp_expr_kind k, const sp_expr *a, const sp_expr *b) {
+  if (!a || !b) return k == SE_AND ? NULL : a ? a : b;
+  sp_expr *c = ir_alloc(sizeof *c);
+  c->kind = k, c->a = a, c->b = b;
+  c->buf = c->work = c->sparse = c->tensor = -1;
+  return c;
+}
+
+/* x's condition from its operands' (e: the expression it was built from): a sparse access
+ * that may hold no entry here (a position that may be -1; without positions, as in the
+ * serial reference, any sparse access), and the rule of zero_without for the operators */
+static void zero_cond(const bst *g, sp_expr *x, const ir_expr *e) {
+  switch (x->kind) {
+  case SE_ACCESS:
+    if (x->sparse >= 0 ? x->maybe_absent
+                       : x->tensor >= 0 && x->work < 0 && x->tensor < ast(g)->ntensors && lw_sparse(ast(g), x->tensor)) {
+      sp_expr *c = ir_alloc(sizeof *c);
+      c->kind = SE_ABSENT, c->a = x;
+      c->buf = c->work = c->sparse = c->tensor = -1;
+      x->zero_if = c;
+    }
+    break;
+  case SE_MUL: x->zero_if = zero_join(SE_OR, x->a->zero_if, x->b->zero_if); break;
+  case SE_ADD: case SE_SUB: x->zero_if = zero_join(SE_AND, x->a->zero_if, x->b->zero_if); break;
+  case SE_DIV: case SE_NEG: x->zero_if = x->a->zero_if; break;
+  case SE_CALL: {
+    const ir_expr *z = keeps_zero(e);
+    x->zero_if = z == e->a ? x->a->zero_if : z && z == e->b ? x->b->zero_if : NULL;
+    break;
+  }
+  default: break;
+  }
+}
+
+/* Could x be other than zero where its condition holds, computed as written (a NaN or an
+ * infinity from another operand, 0 / 0)?  Where it has a quotient, a floating param, a call of
+ * two operands or two accesses (a stored entry may be infinite); not where it is one access
+ * with literals and integer params (0 * 2, abs(0)). */
+static bool may_spoil(const bst *g, const sp_expr *x, int *nacc) {
+  if (!x) return false;
+  switch (x->kind) {
+  case SE_ACCESS: return ++*nacc > 1;
+  case SE_DIV: return true;
+  case SE_PARAM: return ast(g)->params[x->param].is_float;
+  case SE_CALL: if (x->b) return true; break;
+  default: break;
+  }
+  return may_spoil(g, x->a, nacc) || may_spoil(g, x->b, nacc);
+}
+
+/* Precondition: zero_if set bottom-up.  Rule: the outermost product, quotient or call with a
+ * condition that may spoil it prints it (zero_guard); its operands on the condition's path (a
+ * product's both, a quotient's numerator, a negation's, the call's operand that keeps zero)
+ * are zero by it already, those off it (a divisor, exp's operand, a sum's terms) decide for
+ * themselves.  Integer statements need none (0 * x is 0, and so is a quotient by 0). */
+static void zero_mark(const bst *g, sp_expr *x, bool covered) {
+  if (!x || x->kind == SE_ACCESS) return;
+  fe_type ty = ast(g)->tensors[cin_assign(g->ls->s->root)->lhs_tensor].type;
+  int nacc = 0;
+  if (x->zero_if && !covered && (x->kind == SE_MUL || x->kind == SE_DIV || x->kind == SE_CALL) && ty != FE_INT32 &&
+      ty != FE_INT64 && may_spoil(g, x, &nacc))
+    x->zero_guard = true;
+  bool on = (covered || x->zero_guard) && x->zero_if;
+  switch (x->kind) {
+  case SE_MUL: zero_mark(g, (sp_expr *)x->a, on), zero_mark(g, (sp_expr *)x->b, on); break;
+  case SE_DIV: zero_mark(g, (sp_expr *)x->a, on), zero_mark(g, (sp_expr *)x->b, false); break;
+  case SE_NEG: zero_mark(g, (sp_expr *)x->a, on); break;
+  case SE_CALL:
+    zero_mark(g, (sp_expr *)x->a, on && x->a->zero_if == x->zero_if);
+    zero_mark(g, (sp_expr *)x->b, on && x->b && x->b->zero_if == x->zero_if);
+    break;
+  default: zero_mark(g, (sp_expr *)x->a, false), zero_mark(g, (sp_expr *)x->b, false);
+  }
+}
+
+static sp_expr *expr_node(const bst *g, const ir_expr *e);
+/* An expression of the statement, with its structural zeros marked. */
 static sp_expr *expr(const bst *g, const ir_expr *e) {
+  sp_expr *x = expr_node(g, e);
+  zero_mark(g, x, false);
+  return x;
+}
+
+static sp_expr *expr_node(const bst *g, const ir_expr *e) {
   sp_expr *x = ir_alloc(sizeof *x);
   x->buf = x->work = x->sparse = x->tensor = -1;
   x->nguards = e->nguards;
@@ -387,16 +471,17 @@ static sp_expr *expr(const bst *g, const ir_expr *e) {
   case IR_NUM:
     x->kind = SE_NUM, x->num = e->num, x->is_int = e->is_int, x->ival = e->ival, x->text = e->text;
     break;
-  case IR_NEG: x->kind = SE_NEG, x->a = expr(g, e->a); break;
+  case IR_NEG: x->kind = SE_NEG, x->a = expr_node(g, e->a); break;
   case IR_PARAM: x->kind = SE_PARAM, x->param = e->param; break;
   case IR_CALL:
-    x->kind = SE_CALL, x->func = e->func, x->a = expr(g, e->a);
-    if (e->b) x->b = expr(g, e->b);
+    x->kind = SE_CALL, x->func = e->func, x->a = expr_node(g, e->a);
+    if (e->b) x->b = expr_node(g, e->b);
     break;
   default:
     x->kind = e->kind == IR_ADD ? SE_ADD : e->kind == IR_SUB ? SE_SUB : e->kind == IR_MUL ? SE_MUL : SE_DIV;
-    x->a = expr(g, e->a), x->b = expr(g, e->b);
+    x->a = expr_node(g, e->a), x->b = expr_node(g, e->b);
   }
+  zero_cond(g, x, e);
   return x;
 }
 
@@ -2050,7 +2135,25 @@ static void pbox(FILE *f, const pctx *c, int order, const sym *const *lo, const 
   fputc(']', f);
 }
 
+static void pzero_if(FILE *f, const pctx *c, const sp_expr *z) {
+  if (z->kind == SE_ABSENT) {
+    if (z->a->sparse >= 0) fprintf(f, "no entry sp%d", z->a->sparse);
+    else fprintf(f, "%s(...) == 0", c->sp->tensors[z->a->tensor].name);
+    return;
+  }
+  fputc('(', f);
+  pzero_if(f, c, z->a);
+  fputs(z->kind == SE_AND ? " and " : " or ", f);
+  pzero_if(f, c, z->b);
+  fputc(')', f);
+}
+
 static void pexpr(FILE *f, const pctx *c, const sp_expr *e) {
+  if (e->zero_guard) { /* a structural zero: 0 where the sparse operand holds no entry */
+    fputs("[0 where ", f);
+    pzero_if(f, c, e->zero_if);
+    fputs("] ", f);
+  }
   if (e->nguards) {
     fputs("[", f);
     for (int q = 0; q < e->nguards; q++) fprintf(f, "%s%s == 0", q ? " && " : "", vn(c, e->guards[q]));

@@ -144,7 +144,8 @@ typedef enum {
   SE_CALL, /* an element-wise function of a (and b), computed in the statement's type */
   SE_PARAM, /* a param's value, converted to the statement's type */
   /* a loop's condition (computed in double): comparisons of a and b, and logic */
-  SE_LT, SE_LE, SE_GT, SE_GE, SE_EQ, SE_NE, SE_AND, SE_OR, SE_NOT
+  SE_LT, SE_LE, SE_GT, SE_GE, SE_EQ, SE_NE, SE_AND, SE_OR, SE_NOT,
+  SE_ABSENT /* (in a zero_if condition) the sparse access a holds no entry here */
 } sp_expr_kind;
 typedef struct sp_expr sp_expr;
 struct sp_expr {
@@ -168,6 +169,16 @@ struct sp_expr {
   const sp_expr *a, *b;
   int nguards;         /* counts only where these vars are 0 (reduction placement) */
   const int *guards;
+  /* Structural zeros of sparse operands (README, "Sparse tensors"): zero_if, where not NULL,
+   * is a condition (SE_ABSENT leaves under SE_AND / SE_OR) where this expression is zero
+   * because a sparse access holds no entry: the access itself, a product with such a factor,
+   * a quotient of such a numerator, a call that keeps zero of such an operand, a sum of such
+   * terms.  An access whose position is known to hold an entry has none.  zero_guard: the
+   * node is printed as (zero_if ? 0 : node), whatever its other operands hold (0 * inf,
+   * 0 / 0 would give NaN); set at the outermost products, quotients and calls with a
+   * condition. */
+  const sp_expr *zero_if;
+  bool zero_guard;
 };
 
 typedef struct sp_node sp_node;

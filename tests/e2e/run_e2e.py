@@ -504,6 +504,8 @@ class Runner:
                     res.details.append(tail(out))
                 elif run.error == "save-temp" and os.path.exists(tf):
                     res.reason = "failed as expected, but wrote the temporary's file"
+                elif temp and not self._help_lists(exe, d, prog, res):
+                    pass
                 else:
                     res.ok = True
                     if self.verbose:
@@ -576,6 +578,18 @@ class Runner:
         if spoil:
             sparse.save(path, lines, dense)
         return path
+
+    def _help_lists(self, exe, d, prog, res):
+        """--help lists the tensors --load and --save take: every tensor, no temporary"""
+        rc, out = self.execute([MPIRUN, "-np", "1", exe, "--help"], d, self.timeout, None)
+        line = [l for l in (out or "").splitlines() if l.startswith("tensors:")]
+        listed = line[0].split()[1:] if line else []
+        if rc != 0 or sorted(listed) != sorted(prog.tensors):
+            res.reason = "--help lists the tensors %r, expected %r (the temporaries %r not among them)" % (
+                listed, sorted(prog.tensors), sorted(prog.temps))
+            res.details.append(tail(out or ""))
+            return False
+        return True
 
     def _compile_fail(self, run, res):
         """distalc must reject the program: exit status 1, an error located as
