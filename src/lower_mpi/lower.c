@@ -611,6 +611,14 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
                s->vars[ls->loops[ls->where_depth[w]]->var].name);
       return false;
     }
+  for (int k = 0; k < ls->outer; k++) /* MPI's calls of a communicate point run on the rank's own thread */
+    if (ls->loops[k]->par == PAR_CPU_THREAD && !lp->cuda) {
+      fe_error(src, ls->loops[k]->par_loc,
+               "parallelize: loop '%s' lies above a communicate point (its iterations communicate); "
+               "parallelize a loop nested inside every communicate loop",
+               s->vars[ls->loops[k]->var].name);
+      return false;
+    }
   if (ls->kernel_depth >= 0 && ls->kernel_depth < ls->outer) {
     const cin_node *n = ls->loops[ls->kernel_depth];
     fe_error(src, n->kernel_loc,

@@ -542,8 +542,10 @@ def gen_program(seed, max_ranks=6, target="cpu"):
         # the consumer's loops may still be scheduled (not across a workspace's loop)
         structural(frng, nest, nest.where, frng.choice([0, 1, 1, 2]), params_decl)
     if rng.random() < 0.1 and out_vars:
-        # (a workspace is one array: no threads around its loop)
+        # (a workspace is one array: no threads around its loop; MPI runs on the rank's own
+        # thread: none above a communicate point either)
         lo = nest.below_group() if nest.where is None else nest.where
+        lo = max([lo] + [nest.loops.index(v) + 1 for v in nest.comm if v in nest.loops])
         cands = [v for v in nest.loops[lo:] if nest.origin[v] <= set(out_vars)]
         if cands:
             nest.cmds.append("parallelize(%s, cpu_thread)" % rng.choice(cands))

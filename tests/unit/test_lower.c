@@ -793,6 +793,14 @@ static void test_lower_errors(void **state) {
                      "  .communicate(B, ki)\n"
                      "  .substitute({ii, ji, ki}, gemm);\n",
                      11, 4, "substitute: loop 'ii' lies above a communicate point"); /* the command, not where ii was made */
+  /* threads run below every communicate point: MPI runs on the rank's own thread */
+  expect_lower_error("param n = 8;\nmachine M = grid(gx, gy);\n"
+                     "tensor A(n, n) @ M(xy -> xy);\ntensor B(n, n) @ M(xy -> xy);\ntensor C(n, n) @ M(xy -> xy);\n"
+                     "A(i, j) = B(i, k) * C(k, j)\n"
+                     "  .distribute({i, j}, {io, jo}, {ii, ji}, M)\n"
+                     "  .communicate(B, ii)\n"
+                     "  .parallelize(ii, cpu_thread);\n",
+                     9, 4, "parallelize: loop 'ii' lies above a communicate point");
 }
 
 /* Errors of the lowering point at the command that caused them, carried on the IR (the
