@@ -2028,7 +2028,8 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   } else {
     fprintf(c, "int %s_plan_create(MPI_Comm dtl_comm, const %s_params *dtl_params, %s_plan **dtl_out) {\n", P, P, P);
   }
-  fprintf(c, "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
+  fprintf(c, "  if (!dtl_out) return 1; /* nowhere to put the plan (every rank alike: no collective yet) */\n"
+             "  %s_plan *dtl_plan = calloc(1, sizeof *dtl_plan);\n  *dtl_out = dtl_plan;\n  if (!dtl_plan) return 1;\n", P);
   fprintf(c, "  %s_params dtl_given;\n  if (dtl_params) dtl_given = *dtl_params;\n  else %s_params_default(&dtl_given);\n"
              "  int64_t dtl_prm[%d];\n  memcpy(dtl_prm, &dtl_given, sizeof dtl_prm);\n", P, P, np1);
   fputs("  int dtl_size, dtl_inter = 0;\n  if (dtl_comm == MPI_COMM_NULL || MPI_Comm_size(dtl_comm, &dtl_size) != MPI_SUCCESS) {\n"

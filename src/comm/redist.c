@@ -61,19 +61,36 @@ static void user_box_fn(const void *arg, const int64_t *coords, dtl_box *box) {
   *box = a->boxes[dtl_rank_of(a->ctx, coords)];
 }
 
-static int check_user_box(dtl_ctx *ctx, const dtl_dist *d, const int64_t *lo, const int64_t *hi) {
+/* The application's box [lo, hi) of rank's data and its block (collective: every rank fails
+ * with the first failing rank's message).  NULL lo or hi, a box outside the tensor or
+ * reversed, NULL data for a box that holds elements, a NULL block where the rank holds one. */
+static int check_user_box(dtl_ctx *ctx, const dtl_dist *d, const int64_t *lo, const int64_t *hi, const void *data,
+                          const void *block, const dtl_box *own) {
   int bad = 0;
-  for (int k = 0; k < d->order; k++)
-    if (lo[k] < 0 || hi[k] > d->extent[k] || (hi[k] < lo[k] && hi[k] != lo[k])) bad = 1;
-  if (dtl_any_error(ctx, bad))
-    return dtl_fail(ctx, "a rank's box lies outside the tensor (offsets must be in [0, extent])");
-  return 0;
+  int64_t vol = 1;
+  if (!lo || !hi) bad = dtl_fail(ctx, "rank %d: the box's lo or hi is NULL", ctx->rank);
+  for (int k = 0; k < d->order && !bad; k++) {
+    if (lo[k] < 0 || hi[k] > d->extent[k])
+      bad = dtl_fail(ctx, "rank %d: its box lies outside the tensor in dim %d ([%lld, %lld) of extent %lld)", ctx->rank, k,
+                     (long long)lo[k], (long long)hi[k], (long long)d->extent[k]);
+    else if (hi[k] < lo[k])
+      bad = dtl_fail(ctx, "rank %d: its box ends before it starts in dim %d (lo %lld, hi %lld)", ctx->rank, k, (long long)lo[k],
+                     (long long)hi[k]);
+    else
+      vol *= hi[k] - lo[k];
+  }
+  if (!bad && vol > 0 && !data)
+    bad = dtl_fail(ctx, "rank %d: the data of its box (%lld elements) is NULL", ctx->rank, (long long)vol);
+  dtl_box held;
+  if (!bad && !block && dtl_dist_block(ctx, d, ctx->coords, &held) && dtl_box_volume(own) > 0)
+    bad = dtl_fail(ctx, "rank %d: its block (%lld elements) is NULL", ctx->rank, (long long)dtl_box_volume(own));
+  return dtl_any_error(ctx, bad);
 }
 
 int dtl_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, const dtl_box *own,
                const int64_t *lo, const int64_t *hi, void *data) {
   dtl_box *boxes;
-  if (check_user_box(ctx, d, lo, hi) || gather_boxes(ctx, d->order, lo, hi, &boxes)) return 1;
+  if (check_user_box(ctx, d, lo, hi, data, local, own) || gather_boxes(ctx, d->order, lo, hi, &boxes)) return 1;
   user_arg a = {ctx, boxes};
   int rc = dtl_fetch(ctx, d, t, local, own, user_box_fn, &a, data);
   free(boxes);
@@ -86,7 +103,7 @@ int dtl_export(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const void *local, c
 int dtl_import(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo, const int64_t *hi,
                const void *data, void *local, const dtl_box *own) {
   dtl_box *boxes;
-  if (check_user_box(ctx, d, lo, hi) || gather_boxes(ctx, d->order, lo, hi, &boxes)) return 1;
+  if (check_user_box(ctx, d, lo, hi, data, local, own) || gather_boxes(ctx, d->order, lo, hi, &boxes)) return 1;
   const size_t es = dtl_type_size(t);
   const int P = ctx->size;
   dtl_box held;

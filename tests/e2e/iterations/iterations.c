@@ -105,6 +105,26 @@ int main(int argc, char **argv) {
   if (rank == 0)
     printf("%s plan_create on MPI_COMM_NULL\n", null_ok ? "PASS" : "FAIL");
   failures += !null_ok;
+  /* misuse: an error on every rank, never a crash or a rank left waiting */
+  int misuse_ok = loops_plan_create(MPI_COMM_WORLD, &p, NULL) != 0;
+  if (loops_plan_create(MPI_COMM_WORLD, &p, &plan) != 0)
+    fail("loops_plan_create", plan);
+  int64_t nb = loops_x_block(plan, off, ext);
+  double *blk = calloc((size_t)nb + 1, sizeof(double)), *mine = calloc((size_t)p.n + 1, sizeof(double));
+  int64_t lo[1] = {0}, hi[1] = {rank == 0 ? p.n : 0}, rev[1] = {rank == 0 ? 3 : 0}, rlo[1] = {rank == 0 ? 5 : 0};
+  misuse_ok = misuse_ok && loops_x_import(plan, NULL, hi, mine, blk) != 0 && strstr(loops_error(plan), "lo or hi is NULL");
+  misuse_ok = misuse_ok && loops_x_import(plan, rlo, rev, mine, blk) != 0 && strstr(loops_error(plan), "ends before it starts");
+  misuse_ok = misuse_ok && loops_x_import(plan, lo, hi, rank == 0 ? NULL : mine, blk) != 0 &&
+              strstr(loops_error(plan), "is NULL");
+  misuse_ok = misuse_ok && loops_x_export(plan, NULL, lo, hi, mine) != 0 && strstr(loops_error(plan), "block");
+  misuse_ok = misuse_ok && loops_x_import(plan, lo, hi, mine, blk) == 0 && loops_x_export(plan, blk, lo, hi, mine) == 0;
+  int all_ok = 0;
+  MPI_Allreduce(&misuse_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("%s misuse of plan_create, import and export: nonzero returns with messages\n", all_ok ? "PASS" : "FAIL");
+  failures += !all_ok;
+  free(blk), free(mine);
+  loops_plan_destroy(&plan);
   if (rank == 0)
     printf("iterations: %s\n", failures ? "FAILED" : "ok");
   MPI_Finalize();
