@@ -10,6 +10,7 @@
 
 static int64_t app_volume(int order, const int64_t *lo, const int64_t *hi) {
   int64_t v = 1;
+  if (!lo || !hi) return 0; /* the host exchange reports it */
   for (int d = 0; d < order; d++) v *= hi[d] > lo[d] ? hi[d] - lo[d] : 0;
   return v;
 }
@@ -26,7 +27,11 @@ static int staged(dtl_ctx *ctx, const dtl_dist *d, dtl_type t, const int64_t *lo
   void *out = import ? local : data, *hout = import ? hlocal : hdata;
   int64_t nin = import ? na : nb, nout = import ? nb : na;
   int err = !hdata || !hlocal ? dtl_fail(ctx, "out of memory staging an %s", import ? "import" : "export") : 0;
+  if (!err && nin > 0 && !in)
+    err = dtl_fail(ctx, "rank %d: %s (%lld elements) is NULL", ctx->rank, import ? "the data of its box" : "its block", (long long)nin);
   if (!err && nin > 0) err = dtl_cu_to_host(ctx, hin, in, (size_t)nin * es);
+  if (!err && nout > 0 && !out)
+    err = dtl_fail(ctx, "rank %d: %s (%lld elements) is NULL", ctx->rank, import ? "its block" : "the data of its box", (long long)nout);
   /* every rank takes part in the exchange, or none does */
   if (!dtl_any_error(ctx, err)) {
     err = import ? dtl_import(ctx, d, t, lo, hi, hdata, hlocal, own) : dtl_export(ctx, d, t, hlocal, own, lo, hi, hdata);
