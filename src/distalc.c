@@ -218,7 +218,7 @@ static int build_kernels(const char *src_cu, const char *obj) {
   if (emu && !strcmp(emu, "1")) {
     const char *cc = getenv("MPICC");
     if (!cc || !*cc) cc = DISTAL_MPICC;
-    snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O2 -x c -DDISTAL_CUDA_EMULATION %s %s -c '%s' -o '%s'", cc,
+    snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O2 -fwrapv -x c -DDISTAL_CUDA_EMULATION %s %s -c '%s' -o '%s'", cc,
              ccf ? ccf : "", cflags, src_cu, obj);
     return run_cmd(cmd, "the C compiler (kernels, emulated device)");
   }
@@ -226,7 +226,7 @@ static int build_kernels(const char *src_cu, const char *obj) {
   if (!nvcc || !*nvcc) nvcc = DISTAL_NVCC_DEFAULT;
   const char *arch = getenv("DISTAL_CUDA_ARCH");
   if (!arch) arch = DISTAL_CUDA_ARCH_DEFAULT;
-  snprintf(cmd, sizeof cmd, "%s -O3 %s -Xcompiler -fPIC %s %s -c '%s' -o '%s'", nvcc, arch, ccf ? ccf : "", cflags, src_cu,
+  snprintf(cmd, sizeof cmd, "%s -O3 %s -Xcompiler -fPIC,-fwrapv %s %s -c '%s' -o '%s'", nvcc, arch, ccf ? ccf : "", cflags, src_cu,
            obj);
   return run_cmd(cmd, "nvcc");
 }
@@ -258,7 +258,7 @@ static int build_exe(const char *src_c, const char *out, const char *kobj) {
   size_t n = strlen(cc) + strlen(cflags) + strlen(libs) + strlen(src_c) + strlen(out) + 512 +
              (extra ? strlen(extra) : 0) + (kobj ? strlen(kobj) : 0) + strlen(culibs);
   char *cmd = malloc(n);
-  snprintf(cmd, n, "%s -std=c11 -O3 -fopenmp %s %s '%s' %s%s%s -o '%s' %s %s", cc, extra ? extra : "", cflags, src_c,
+  snprintf(cmd, n, "%s -std=c11 -O3 -fwrapv -fopenmp %s %s '%s' %s%s%s -o '%s' %s %s", cc, extra ? extra : "", cflags, src_c,
            kobj ? "'" : "", kobj ? kobj : "", kobj ? "'" : "", out, culibs, libs);
   int rc = run_cmd(cmd, "the C compiler");
   free(cmd);

@@ -2286,9 +2286,16 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
     }
     fprintf(c, "%*sif (dtl_plan->monitor && dtl_is_root(dtl_plan->ctx)) {\n", in, "");
     fprintf(c, "%*sprintf(\"monitor: loop %d iteration %%lld%s", in + 2, "", L, it->nreads ? ":" : "");
-    for (int r = 0; r < it->nreads; r++) fprintf(c, " %s=%%.6e", sp->tensors[it->reads[r]].name);
+    /* an integer scalar as an integer, a floating one in %e */
+    for (int r = 0; r < it->nreads; r++) {
+      fe_type ty = sp->tensors[it->reads[r]].type;
+      fprintf(c, " %s=%s", sp->tensors[it->reads[r]].name, ty == FE_INT32 || ty == FE_INT64 ? "%lld" : "%.6e");
+    }
     fprintf(c, "\\n\", (long long)(dtl_it%d + 1)", L);
-    for (int r = 0; r < it->nreads; r++) fprintf(c, ", (double)dtl_c%d", it->reads[r]);
+    for (int r = 0; r < it->nreads; r++) {
+      fe_type ty = sp->tensors[it->reads[r]].type;
+      fprintf(c, ", (%s)dtl_c%d", ty == FE_INT32 || ty == FE_INT64 ? "long long" : "double", it->reads[r]);
+    }
     fprintf(c, ");\n%*sfflush(stdout);\n%*s}\n", in + 2, "", in, "");
     if (it->cond) fprintf(c, "%*sif (dtl_stop%d) break;\n", in, "", L);
     fprintf(c, "%*s}\n", ind, "");

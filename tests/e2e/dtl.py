@@ -1445,8 +1445,10 @@ def evaluate(prog, params, inputs):
 def monitor_line(record):
     """The line --monitor prints for a monitor record of an Outcome."""
     number, k, values = record
+    # an integer scalar as an integer, a floating one in %e (as the executables print them)
     return "monitor: loop %d iteration %d%s" % (number, k, ":" + "".join(
-        " %s=%.6e" % (name, v) for name, v in values) if values else "")
+        (" %s=%d" if isinstance(v, (int, np.integer)) else " %s=%.6e") % (name, v) for name, v in values)
+        if values else "")
 
 
 def random_inputs(prog, params, rng, names=None):

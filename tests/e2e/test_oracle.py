@@ -875,8 +875,8 @@ def main():
             (prog.loops[0].cond_scalars(), ["r", "cnt"]), (out.iterations, 4),
             (out.loop_iterations, {1: [4]}),
             ([dtl.monitor_line(m) for m in out.monitor][:2],
-             ["monitor: loop 1 iteration 1: r=5.000000e-01 cnt=1.000000e+00",
-              "monitor: loop 1 iteration 2: r=2.500000e-01 cnt=1.000000e+00"]),
+             ["monitor: loop 1 iteration 1: r=5.000000e-01 cnt=1",
+              "monitor: loop 1 iteration 2: r=2.500000e-01 cnt=1"]),
             (sorted(dtl.random_inputs(prog, vals, np.random.default_rng(1))), ["b", "k", "s", "x"]),
         ]
         for n, (got, want) in enumerate(checks):
