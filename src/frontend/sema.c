@@ -578,8 +578,9 @@ static void check_integer_division(checker *c, vars *vs, const fe_expr *e, const
  * floating literal in an integer statement truncates toward zero and must fit; a float
  * statement rounds a literal once to float (as C reads 0.1f), which must not overflow. */
 /* The value of an expression of literals only, as an integer division by it would see it (a
- * floating literal truncated toward zero): +, -, * and unary minus of literals; false where
- * e holds anything else (a param, an access, a call, a division) or overflows. */
+ * floating literal truncated toward zero): +, -, *, unary minus, integer division (toward
+ * zero) and abs, min, max of literals; false where e holds anything else (a param, an access,
+ * another function, a division by 0) or overflows. */
 static bool literal_int(const fe_expr *e, int64_t *v) {
   int64_t a, b;
   if (!e) return false;
@@ -592,6 +593,14 @@ static bool literal_int(const fe_expr *e, int64_t *v) {
   case FE_E_ADD: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_add_overflow(a, b, v);
   case FE_E_SUB: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_sub_overflow(a, b, v);
   case FE_E_MUL: return literal_int(e->a, &a) && literal_int(e->b, &b) && !__builtin_mul_overflow(a, b, v);
+  case FE_E_DIV: /* C's, toward zero (the most negative value by -1 wraps, as dtl_idiv64 does) */
+    if (!literal_int(e->a, &a) || !literal_int(e->b, &b) || b == 0) return false;
+    return *v = b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b, true;
+  case FE_E_CALL:
+    if (e->func == FE_F_ABS && e->nargs == 1 && literal_int(e->a, &a)) return *v = a < 0 ? (int64_t)(0 - (uint64_t)a) : a, true;
+    if ((e->func == FE_F_MIN || e->func == FE_F_MAX) && e->nargs == 2 && literal_int(e->a, &a) && literal_int(e->b, &b))
+      return *v = (e->func == FE_F_MIN) == (a < b) ? a : b, true;
+    return false;
   default: return false;
   }
 }

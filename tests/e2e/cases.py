@@ -296,9 +296,14 @@ _LITERAL_REJECTED = [
     ("int_div_zero_float", 7, _LITERAL_HEAD + "I(i) = B(i) / -(0.5);\n"),
     # ... or by literals that make 0
     ("int_div_zero_expr", 7, _LITERAL_HEAD + "J(i) = B(i) / (2 * 3 - 6);\n"),
+    # ... literals that make 0 by an integer division or abs, min, max of literals
+    ("int_div_zero_quotient", 7, _LITERAL_HEAD + "J(i) = B(i) / (1 / 2);\n"),
+    ("int_div_zero_min", 7, _LITERAL_HEAD + "J(i) = B(i) / min(0, 1);\n"),
+    ("int_div_zero_abs", 7, _LITERAL_HEAD + "I(i) = B(i) / abs(-0);\n"),
     # ... in a loop's condition whose operands are integers (an int64 division)
     ("cond_div_zero", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / -0 > 1) {\n  c = c + 1;\n}\n"),
     ("cond_div_zero_expr", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / (2 - 2) > 1) {\n  c = c + 1;\n}\n"),
+    ("cond_div_zero_quotient", 3, "tensor c int64;\nc = 0;\nrepeat 3 until (c / (3 / 4) > 1) {\n  c = c + 1;\n}\n"),
     # a temporary written only in a loop that never runs is unwritten after it
     ("temp_repeat0", 8, "param n = 4;\nmachine M = grid(g);\ntensor x(n) @ M(i -> i);\ntemp s;\nrepeat 0 {\n  s = 1;\n}\n"
                         "x(i) = s;\n"),
