@@ -62,17 +62,22 @@ def same(got, want):
     return np.allclose(got[fin], want[fin], rtol=1e-12, atol=1e-12)
 
 
+def build(src, exe, label):
+    """distalc SRC --exe -o EXE; False, with the compiler's output printed, where it fails"""
+    p = subprocess.run([os.environ["DISTALC"], src, "--exe", "-o", exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if p.returncode:
+        print("FAIL %s: %s does not build\n%s" % (label, os.path.basename(src), p.stdout))
+    return p.returncode == 0
+
+
 def main():
-    distalc = os.environ["DISTALC"]
     mpirun = os.environ.get("MPIRUN", "mpirun")
     rng = np.random.default_rng(7)
     fails = runs = 0
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "zeros")
-        p = subprocess.run([distalc, SRC, "--exe", "-o", exe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           universal_newlines=True)
-        if p.returncode:
-            print("FAIL structural: zeros.dtl does not build\n" + p.stdout)
+        if not build(SRC, exe, "structural"):
             return 1
         for trial in range(2):
             A = np.where(rng.random((N, M)) < 0.35, rng.uniform(0.5, 2.0, (N, M)), 0.0)
