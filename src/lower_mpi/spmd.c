@@ -202,6 +202,24 @@ static bool guarded_by(const ir_expr *e, int var) {
  * and *strip the rest; false otherwise, or when there is no once-term. */
 static bool zero_without(const ir_expr *x, const ir_expr *const *m, int n);
 static const ir_expr *keeps_zero(const ir_expr *x);
+/* The rule of structural zeros, once, by operator: where sparse operands hold no entry, a
+ * product is zero where either factor is, a sum or difference where both terms are, a
+ * quotient where its numerator is, a negation where its operand is, a call that keeps zero
+ * where that operand is; anything else is not (zero_without on the IR, zero_cond on the
+ * SPMD expression). */
+typedef enum { ZR_NONE, ZR_EITHER, ZR_BOTH, ZR_A, ZR_B } zero_rule;
+static zero_rule zero_by(const ir_expr *x) {
+  switch (x->kind) {
+  case IR_MUL: return ZR_EITHER;
+  case IR_ADD: case IR_SUB: return ZR_BOTH;
+  case IR_DIV: case IR_NEG: return ZR_A;
+  case IR_CALL: {
+    const ir_expr *z = keeps_zero(x);
+    return !z ? ZR_NONE : z == x->a ? ZR_A : ZR_B;
+  }
+  default: return ZR_NONE;
+  }
+}
 /* two accesses of one tensor at the same index variables */
 static bool same_access(const ir_expr *x, const ir_expr *e) {
   return x->kind == IR_ACCESS && e->kind == IR_ACCESS && x->tensor == e->tensor && x->nidx == e->nidx &&
@@ -370,10 +388,9 @@ static const sp_expr *zero_join(sp_expr_kind k, const sp_expr *a, const sp_expr 
 
 /* x's condition from its operands' (e: the expression it was built from): a sparse access
  * that may hold no entry here (a position that may be -1; without positions, as in the
- * serial reference, any sparse access), and the rule of zero_without for the operators */
+ * serial reference, any sparse access), and zero_by's rule for the operators */
 static void zero_cond(const bst *g, sp_expr *x, const ir_expr *e) {
-  switch (x->kind) {
-  case SE_ACCESS:
+  if (x->kind == SE_ACCESS) {
     if (x->sparse >= 0 ? x->maybe_absent
                        : x->tensor >= 0 && x->work < 0 && x->tensor < ast(g)->ntensors && lw_sparse(ast(g), x->tensor)) {
       sp_expr *c = ir_alloc(sizeof *c);
@@ -381,15 +398,13 @@ static void zero_cond(const bst *g, sp_expr *x, const ir_expr *e) {
       c->buf = c->work = c->sparse = c->tensor = -1;
       x->zero_if = c;
     }
-    break;
-  case SE_MUL: x->zero_if = zero_join(SE_OR, x->a->zero_if, x->b->zero_if); break;
-  case SE_ADD: case SE_SUB: x->zero_if = zero_join(SE_AND, x->a->zero_if, x->b->zero_if); break;
-  case SE_DIV: case SE_NEG: x->zero_if = x->a->zero_if; break;
-  case SE_CALL: {
-    const ir_expr *z = keeps_zero(e);
-    x->zero_if = z == e->a ? x->a->zero_if : z && z == e->b ? x->b->zero_if : NULL;
-    break;
+    return;
   }
+  switch (zero_by(e)) {
+  case ZR_EITHER: x->zero_if = zero_join(SE_OR, x->a->zero_if, x->b->zero_if); break;
+  case ZR_BOTH: x->zero_if = zero_join(SE_AND, x->a->zero_if, x->b->zero_if); break;
+  case ZR_A: x->zero_if = x->a->zero_if; break;
+  case ZR_B: x->zero_if = x->b->zero_if; break;
   default: break;
   }
 }
@@ -1050,15 +1065,11 @@ static bool zero_without(const ir_expr *x, const ir_expr *const *m, int n) {
   if (x->nguards) return false;
   for (int a = 0; a < n; a++)
     if (same_access(x, m[a])) return true;
-  switch (x->kind) {
-  case IR_ADD: case IR_SUB: return zero_without(x->a, m, n) && zero_without(x->b, m, n);
-  case IR_MUL: return zero_without(x->a, m, n) || zero_without(x->b, m, n);
-  case IR_DIV:
-  case IR_NEG: return zero_without(x->a, m, n);
-  case IR_CALL: {
-    const ir_expr *z = keeps_zero(x);
-    return z && zero_without(z, m, n);
-  }
+  switch (zero_by(x)) {
+  case ZR_EITHER: return zero_without(x->a, m, n) || zero_without(x->b, m, n);
+  case ZR_BOTH: return zero_without(x->a, m, n) && zero_without(x->b, m, n);
+  case ZR_A: return zero_without(x->a, m, n);
+  case ZR_B: return zero_without(x->b, m, n);
   default: return false;
   }
 }
