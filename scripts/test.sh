@@ -12,7 +12,10 @@ jobs=$(nproc 2>/dev/null || echo 2)
 make -j"$jobs"
 if ! make -j"$jobs" check; then
   for f in $(find . -name '*.log' -newer Makefile); do
-    if grep -q '^FAIL\|^ERROR' "$f" 2>/dev/null; then echo "==== $f"; tail -n 60 "$f"; fi
+    if grep -q '^FAIL\|^ERROR' "$f" 2>/dev/null; then
+      echo "==== $f: its failed checks"; grep -A 12 '^FAIL\|^ERROR' "$f" | head -n 80
+      echo "==== $f: its end"; tail -n 40 "$f"
+    fi
   done
   exit 1
 fi

@@ -33,13 +33,25 @@ def ok(msg):
     print("PASS " + msg)
 
 
+failed = []  # the failed checks' lines, printed again at the end (logs keep their tails)
+
+
 def bad(msg, out=""):
     global checks, fails
     checks += 1
     fails += 1
-    print("FAIL " + msg)
-    for line in out.strip().splitlines()[-20:]:
-        print("    | " + line)
+    lines = ["FAIL " + msg] + ["    | " + line for line in out.strip().splitlines()[-20:]]
+    failed.extend(lines)
+    print("\n".join(lines))
+
+
+def summary():
+    """the tally, after the failed checks again; 1 where any failed"""
+    if failed:
+        print("the failed checks again:")
+        print("\n".join(failed))
+    print("%d checks, %d failed" % (checks, fails))
+    return 1 if fails else 0
 
 
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
@@ -402,8 +414,7 @@ def main():
             bad("--calibrate with an input file: expected an error", out + err)
         else:
             ok("--calibrate with an input file rejected")
-    print("%d checks, %d failed" % (checks, fails))
-    return 1 if fails else 0
+    return summary()
 
 
 if __name__ == "__main__":

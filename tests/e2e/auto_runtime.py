@@ -51,10 +51,18 @@ def run(cmd, env=None, timeout=300):
 
 
 def mpirun(exe, ranks, params, extra=(), env=None):
+    """a run; one that exits nonzero before validating anything, with no message of the
+    program's own (the launcher's failure), is started once more, and that said"""
     cmd = [MPIRUN, "--oversubscribe", "-np", str(ranks), exe]
     for k, v in params.items():
         cmd += ["-" + k, str(v)]
-    return run(cmd + list(extra), env)
+    rc, out = run(cmd + list(extra), env)
+    if rc and not re.search(r"^(validate |schedule: |rank \d+ )|DISTAL_|%s:" % re.escape(exe), out, re.M):
+        print("NOTE %s exited %d before the program said anything; run again. Its output:" % (" ".join(cmd), rc))
+        for line in out.strip().splitlines()[-20:]:
+            print("    | " + line)
+        rc, out = run(cmd + list(extra), env)
+    return rc, out
 
 
 def predictions(out):
@@ -353,8 +361,7 @@ def main():
                     ok(what + " validates")
                 else:
                     bad(what, out + out2)
-    print("%d checks, %d failed" % (auto.checks, auto.fails))
-    return 1 if auto.fails else 0
+    return auto.summary()
 
 
 if __name__ == "__main__":
