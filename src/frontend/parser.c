@@ -265,12 +265,29 @@ static fe_ydim *add_y(parser *p, fe_dist_level *lv, fe_ydim_kind kind, fe_loc lo
 // entry   = IDENT | INT | "*"     (only names on the X side)
 // The side is in comma form when a ',' occurs before its terminator ("->" for X, ";" or ")"
 // for Y).  Keywords are allowed as names: distribution names are local to the distribution.
-static void dist_side(parser *p, fe_dist_level *lv, bool is_x) {
+// A side of one entry has no comma to write: where the side must have one entry (want: the
+// tensor's order for X, the machine level's dims for Y; -1 where unknown) and is one token
+// of several characters, that token is the entry (`row -> row`, `ij -> 12` on a 1-D level).
+static void dist_side(parser *p, fe_dist_level *lv, bool is_x, int want) {
   const char *end_msg =
       is_x ? "expected '->' in distribution" : "expected ';' or ')' in distribution";
   bool commas = false;
+  int ntok = 0;
   for (fe_token *t = p->tok; dist_token(t) || fe_tok_is(t, ","); t++)
-    commas |= fe_tok_is(t, ",");
+    commas |= fe_tok_is(t, ","), ntok++;
+  fe_token *one = p->tok;
+  if (!commas && want == 1 && ntok == 1 && one->len > 1 && (is_word(one) || (!is_x && one->kind == TK_INT))) {
+    next(p);
+    if (is_x)
+      add_x(p, lv, one->text, one->len, one->loc);
+    else if (one->kind == TK_INT)
+      add_y(p, lv, FE_Y_FIXED, one->loc)->fixed = int_value(p, one, false);
+    else
+      add_y(p, lv, FE_Y_NAME, one->loc)->name = text_of(p, one);
+    if (is_x ? !is(p, "->") : !is(p, ";") && !is(p, ")"))
+      fail_here(p, end_msg);
+    return;
+  }
 
   if (commas) {
     do {
@@ -326,9 +343,12 @@ static void dist_side(parser *p, fe_dist_level *lv, bool is_x) {
 
 // dist = IDENT "(" dlevel (";" dlevel)* ")"
 // dlevel = dside "->" dside
-static void dist(parser *p, fe_dist *d) {
+static void dist(parser *p, fe_dist *d, int order) {
   fe_token *name = expect_ident(p, "expected machine name after '@'");
   d->machine_name = text_of(p, name);
+  const fe_machine *m = NULL; /* declared before (sema says so where not) */
+  for (int k = 0; k < p->prog->nmachines; k++)
+    if (strcmp(p->prog->machines[k].name, d->machine_name) == 0) m = &p->prog->machines[k];
   d->machine = -1;
   d->loc = name->loc;
   if (!is(p, "(")) { /* `@ M`: the compiler chooses (sema writes the default mapping) */
@@ -339,9 +359,9 @@ static void dist(parser *p, fe_dist *d) {
   do {
     fe_dist_level *lv = PUSH(p, d->levels, d->nlevels);
     lv->loc = p->tok->loc;
-    dist_side(p, lv, true);
+    dist_side(p, lv, true, order);
     expect(p, "->", "expected '->' in distribution");
-    dist_side(p, lv, false);
+    dist_side(p, lv, false, m && d->nlevels <= m->nlevels ? m->levels[d->nlevels - 1].ndims : -1);
   } while (consume(p, ";"));
   expect(p, ")", "expected ')' after distribution");
 }
@@ -483,7 +503,7 @@ static void tensor_decl(parser *p) {
   }
   if (consume(p, "@")) {
     t->has_dist = true;
-    dist(p, &t->dist);
+    dist(p, &t->dist, t->order);
     if (is_word_text(p, "balanced")) { /* not a keyword: read only after a distribution */
       t->balanced = true;
       t->balance_loc = next(p)->loc;

@@ -695,6 +695,33 @@ static void test_dist_comma(void **state) {
   finish(&r);
 }
 
+/* a side of one entry is the one token where one entry is due (no comma to write) */
+static void test_dist_single_entry(void **state) {
+  (void)state;
+  run r;
+  parse_ok(&r, "machine M = grid(16);\nmachine N = [grid(2, 2), grid(12)];\n"
+               "tensor T(4) @ M(row -> row);\ntensor U(4, 4) @ M(ij -> 12);\n"
+               "tensor V(4, 4) @ N(ij -> ij; row,col -> 10);\ntensor W(4, 4) @ N(ij -> 10; ij -> i);");
+  fe_dist_level *lv = &r.prog->tensors[0].dist.levels[0];
+  assert_int_equal(lv->nx, 1);
+  assert_string_equal(lv->x[0], "row");
+  assert_int_equal(lv->ny, 1);
+  assert_string_equal(lv->y[0].name, "row");
+  lv = &r.prog->tensors[1].dist.levels[0];
+  assert_int_equal(lv->ny, 1);
+  assert_int_equal(lv->y[0].kind, FE_Y_FIXED);
+  assert_int_equal(lv->y[0].fixed, 12);
+  lv = &r.prog->tensors[2].dist.levels[1];
+  assert_int_equal(lv->ny, 1);
+  assert_int_equal(lv->y[0].fixed, 10);
+  lv = &r.prog->tensors[3].dist.levels[0]; /* level 0 has 2 dims: compact, 1 and 0 */
+  assert_int_equal(lv->ny, 2);
+  assert_int_equal(lv->y[0].fixed, 1);
+  assert_int_equal(lv->y[1].fixed, 0);
+  assert_int_equal(fe_check(r.prog), 0);
+  finish(&r);
+}
+
 static void test_dist_hierarchical(void **state) {
   (void)state;
   run r;
@@ -1499,6 +1526,7 @@ int main(void) {
       cmocka_unit_test(test_tensor_unknown_param),
       cmocka_unit_test(test_dist_compact),
       cmocka_unit_test(test_dist_comma),
+      cmocka_unit_test(test_dist_single_entry),
       cmocka_unit_test(test_dist_hierarchical),
       cmocka_unit_test(test_dist_syntax_errors),
       cmocka_unit_test(test_parse_statement),
