@@ -968,6 +968,17 @@ int main(int argc, char **argv) {
     }
     ir = chosen;
   }
+  bool cuda = u->cuda; /* without --target: cuda for a machine with a gpu level */
+  /* lowered before anything is written: the schedule, the concrete index notation and the
+   * batch script of a program that does not compile are not (its errors are, as in every mode) */
+  if ((rc = dc_lower(u, ir, &lp)) != DC_OK) {
+    status = rc;
+    goto done;
+  }
+  if (slurm) {
+    status = write_slurm(prog, ir, input, out, name, cuda) ? 0 : 1;
+    goto done;
+  }
   if (emit && !strcmp(emit, "schedule")) {
     dc_print_schedule(stdout, u, autos ? &arep : NULL);
     status = fflush(stdout) ? 1 : 0;
@@ -979,15 +990,6 @@ int main(int argc, char **argv) {
       ir_print_cin(stdout, ir, &ir->stmts[i]);
     }
     status = 0;
-    goto done;
-  }
-  bool cuda = u->cuda; /* without --target: cuda for a machine with a gpu level */
-  if (slurm) {
-    status = write_slurm(prog, ir, input, out, name, cuda) ? 0 : 1;
-    goto done;
-  }
-  if ((rc = dc_lower(u, ir, &lp)) != DC_OK) {
-    status = rc;
     goto done;
   }
   if (autos) { /* the variants plan_create chooses among at run time */

@@ -622,10 +622,26 @@ class Runner:
         elif os.listdir(outdir):
             res.reason = "distalc failed but wrote %s" % ", ".join(sorted(os.listdir(outdir)))
         else:
-            res.ok = True
-            if self.verbose:
-                res.details.append(tail(out, 3))
-            return
+            # the stages printed before code (--emit cin, --emit schedule) reject it too, with
+            # the same error and nothing on standard output
+            for stage in ("cin", "schedule"):
+                cmd2 = [DISTALC, path, "--emit", stage] + [a for a in run.compile_args if a != "--exe"]
+                try:
+                    p2 = subprocess.run(cmd2, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        universal_newlines=True, timeout=COMPILE_TIMEOUT)
+                    rc2, out2, err2 = p2.returncode, p2.stdout, p2.stderr
+                except subprocess.TimeoutExpired:
+                    rc2, out2, err2 = None, "", "timed out"
+                if rc2 != 1 or out2 or m.group(0) not in err2:
+                    res.reason = "%s: exit status %s, %d bytes on standard output, %s" % (
+                        shlex.join(cmd2), rc2, len(out2), "the same error" if m.group(0) in err2 else "not the same error")
+                    res.details.append(tail(err2 + out2))
+                    break
+            else:
+                res.ok = True
+                if self.verbose:
+                    res.details.append(tail(out, 3))
+                return
         res.details.append(tail(out))
 
     def _run_fill(self, run, res, prog, exe, params, d):
