@@ -567,6 +567,9 @@ static bool cmd_parallelize(sctx *c) {
   if (in_kernel(c->s, v)) FAIL(a[0].loc, "parallelize: loop '%s' is substituted by a kernel", a[0].name);
   if (n->par) FAIL(a[0].loc, "parallelize: loop '%s' is already parallelized", a[0].name);
   if (n->distributed) FAIL(a[0].loc, "parallelize: loop '%s' is distributed", a[0].name);
+  if (c->s->vars[v].def >= 0 && c->s->rels[c->s->vars[v].def].kind == REL_PRECOMPUTE) /* lowering's rule, said here */
+    FAIL(a[0].loc, "parallelize: loop '%s' is the workspace loop of a precompute; only the consumer's loops can be scheduled",
+         a[0].name);
   if (r == RACE_NO_RACES && c->s->vars[v].reduction)
     FAIL(a[0].loc, "parallelize: loop '%s' reduces into the output, so iterations race; "
                    "use atomics or ignore_races", a[0].name);

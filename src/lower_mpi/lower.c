@@ -558,10 +558,11 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
       return false;
     }
     for (int k = 0; k < ls->nloops; k++)
-      if (ls->loops[k]->par == PAR_CPU_THREAD || ls->loops[k]->kernel) {
-        /* the command that set this loop's threads or kernel */
+      if (ls->loops[k]->par != PAR_NONE || ls->loops[k]->kernel) {
+        /* the command that set this loop's threads, vector lanes or kernel */
         fe_error(src, ls->loops[k]->kernel ? ls->loops[k]->kernel_loc : ls->loops[k]->par_loc,
-                 "%s: the statement writes sparse tensor '%s', whose entries are produced by one thread",
+                 "%s: the statement writes sparse tensor '%s', whose entries are appended in order by one "
+                 "thread (no threads, vector lanes or kernel)",
                  ls->loops[k]->kernel ? "substitute" : "parallelize", p->tensors[lhs].name);
         return false;
       }

@@ -489,6 +489,28 @@ y(i) = B(i, k) * (x(k) * 2)
   .precompute(x(k) * 2, k, kw, w)
   .split(kw, kwo, kwi, 2);
 """),
+    ("parallel_workspace", 10, """# parallelize of the workspace's loop: the rule said at the parallelize
+param n = 7;
+machine M = grid(g);
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(x(k) * 2, k, kw, w)
+  .parallelize(kw, cpu_thread, atomics);
+"""),
+    ("parallel_workspace_no_races", 10, """# not "reduces into the output": the workspace's loop reduces nothing
+param n = 7;
+machine M = grid(g);
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(x(k) * 2, k, kw, w)
+  .parallelize(kw, cpu_thread, no_races);
+"""),
     ("gpu", 9, """# precompute on a gpu machine (the CUDA target)
 param n = 7;
 machine M = grid(g) : gpu;
@@ -583,6 +605,23 @@ tensor B(n, n) @ M(ij -> i);
 A(i, j) = B(i, j) * 2
   .distribute({i}, {io}, {ii}, M)
   .parallelize(ii, cpu_thread);
+"""),
+    ("vector", [7], """# vector lanes in a statement with a sparse result (its entries appended in order)
+param n;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor W(n, n) csr @ M(ij -> i);
+W(i, j) = A(i, j) * 3
+  .parallelize(i, cpu_vector);
+"""),
+    ("vector_split", [8], """# vector lanes on the inner loop of a split, in a sparse result's statement
+param n;
+machine M = grid(g);
+tensor A(n, n) csr @ M(ij -> i);
+tensor W(n, n) csr @ M(ij -> i);
+W(i, j) = A(i, j) * 3 + A(i, j)
+  .split(j, jo, ji, 2)
+  .parallelize(ji, cpu_vector, ignore_races);
 """),
     ("substitute", [7, 8, 9], """# a leaf kernel in a statement with a sparse result
 param n = 7;
