@@ -54,9 +54,10 @@ static int parse_file_opt(const char *flag, const char *v, int ntensors,
     return failf(err, errlen, "unknown tensor '%.*s' in %s %s (tensors: %s)", (int)(eq - v), v,
                  flag, v, ntensors ? list : "none");
   }
+  bool load = !strcmp(flag, "--load");
   for (int i = 0; i < *n; i++)
-    if (tensors[i] == t) {
-      paths[i] = eq + 1; /* the last one given wins */
+    if (tensors[i] == t && (load || !strcmp(paths[i], eq + 1))) {
+      paths[i] = eq + 1; /* a tensor is read from the last file given; written to every one */
       return 0;
     }
   if (*n == DTL_MAX_FILES)

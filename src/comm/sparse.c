@@ -956,7 +956,7 @@ static int parse_value(reader *r, dtl_type t, const char *tok, bool integer, cha
   char *end;
   errno = 0;
   double v = strtod(tok, &end);
-  if (end == tok || *end)
+  if (end == tok || *end || strpbrk(tok, "xXpP")) /* decimal only: strtod would take C's hexadecimal floats */
     return rd_fail(r, r->lineno, "value '%.40s' is not a number", tok);
   if (errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL))
     return rd_fail(r, r->lineno, "value '%.40s' is out of range for %s", tok, dtl_type_name(t));
@@ -1241,6 +1241,13 @@ static int read_text_parallel(dtl_ctx *ctx, const char *path, const dtl_dist *d,
       free(r.line);
       fclose(f);
     }
+  }
+  if (!bad && me == 0 && !mtx) { /* a Matrix Market file named .tns: its size line would read as an entry */
+    FILE *f = fopen(path, "r");
+    char first[16] = "";
+    if (f && fgets(first, sizeof first, f) && !strncasecmp(first, "%%MatrixMarket", 14))
+      bad = dtl_fail(ctx, "%s:1: error: a Matrix Market file (its banner on line 1), not FROSTT's .tns: name it .mtx", path);
+    if (f) fclose(f);
   }
   if (dtl_any_error(ctx, bad)) {
     MPI_File_close(&fh);

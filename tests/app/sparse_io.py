@@ -140,10 +140,11 @@ def test_saves(d, rng):
     jobs = []
     for np_ in (1, 2, 3, 4, 6, 8):
         # every sparse tensor in a format its order allows; results and inputs
-        forms = {"C": "mtx" if np_ % 2 else "tns", "X": "tns", "I": "mtx" if np_ % 2 == 0 else "tns",
-                 "A": "tns" if np_ % 2 else "mtx", "E": "mtx"}
+        # (C twice: a tensor given to --save several times is written to every file)
+        forms = [("C", "mtx" if np_ % 2 else "tns"), ("X", "tns"), ("I", "mtx" if np_ % 2 == 0 else "tns"),
+                 ("A", "tns" if np_ % 2 else "mtx"), ("E", "mtx"), ("C", "tns" if np_ % 2 else "mtx")]
         saves = []
-        for t, f in forms.items():
+        for t, f in forms:
             saves += ["--save", "%s=out%d_%s.%s" % (t, np_, t, f)]
         jobs.append((np_, forms, POOL.submit(run, np_, loads + saves, d)))
     for np_, forms, job in jobs:
@@ -152,7 +153,7 @@ def test_saves(d, rng):
             bad("save at %d ranks: exit %s" % (np_, rc), out)
             continue
         errs = []
-        for t, f in forms.items():
+        for t, f in forms:
             path = os.path.join(d, "out%d_%s.%s" % (np_, t, f))
             w = want[t]
             integer = np.issubdtype(w.dtype, np.integer)
@@ -170,7 +171,7 @@ def test_saves(d, rng):
         if errs:
             bad("save at %d ranks: %s" % (np_, "; ".join(errs)), out)
         else:
-            ok("save .mtx/.tns at %d ranks (%s)" % (np_, ", ".join("%s.%s" % kv for kv in forms.items())))
+            ok("save .mtx/.tns at %d ranks (%s)" % (np_, ", ".join("%s.%s" % kv for kv in forms)))
 
 
 def test_rejected_saves(d):
@@ -212,6 +213,8 @@ READ_CASES = [
     ("extra-field", "A", MTX + "13 11 1\n1 2 3.0 4\n", 3, "too many fields", []),
     ("value-junk", "A", MTX + "13 11 1\n1 2 3.0x\n", 3, "not a number", []),
     ("value-word", "A", MTX + "13 11 1\n1 2 one\n", 3, "not a number", []),
+    ("value-hex", "A", MTX + "13 11 1\n1 2 0x10\n", 3, "not a number", []),
+    ("value-hex-float", "A", MTX + "13 11 1\n1 2 0x1p3\n", 3, "not a number", []),
     ("value-int32", "AI", "%%MatrixMarket matrix coordinate integer general\n13 11 1\n1 2 3000000000\n", 3,
      "out of range for int32", []),
     ("pattern-values", "A", "%%MatrixMarket matrix coordinate pattern general\n13 11 1\n1 2 1.0\n", 3,
@@ -241,6 +244,7 @@ READ_CASES = [
     ("tns-range", "X", "1 1 6 1.0\n", 1, "out of range 1..5", []),
     ("tns-value", "X", "1 1 1 1.0.0\n", 1, "not a number", []),
     ("tns-matrix", "E", "1 1 1.0\n14 1 2.0\n", 2, "out of range 1..13", []),
+    ("tns-is-mtx", "E", MTX + "13 11 1\n1 1 1.0\n", 1, "a Matrix Market file", []),
 ]
 
 
