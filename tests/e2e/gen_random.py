@@ -191,22 +191,32 @@ def _subexprs(e, path=()):
 def _guarded(rhs, summed):
     """Paths of the operands that a reduction placement guards (TACO's rule, as distalc
     writes it: descending from the root to the smallest subexpression that holds all uses
-    of a summed variable, the operand of a +/- left behind is guarded)."""
+    of a summed variable, the operand of a +/- left behind is guarded; where that
+    subexpression is a sum or difference, the descent goes on in each of its two sides, so
+    that a term without the variable is guarded however + and - associate the terms)."""
     out = set()
-    for v in summed:
-        e, path = rhs, ()
+
+    def place(e, path, v):
         while e[0] in ("+", "-", "*", "/", "neg"):
             if e[0] == "neg":
                 e, path = e[1], path + (0,)
                 continue
             ua = any(v in a[2] for a in dtl.accesses(e[1]))
             ub = any(v in a[2] for a in dtl.accesses(e[2]))
-            if ua == ub:
-                break
+            if ua and ub:
+                if e[0] in "+-":
+                    place(e[1], path + (0,), v)
+                    place(e[2], path + (1,), v)
+                return
+            if not ua and not ub:
+                return
             k = 0 if ua else 1
             if e[0] in "+-":
                 out.add(path + (1 - k,))
             e, path = e[1 + k], path + (k,)
+
+    for v in summed:
+        place(rhs, (), v)
     return out
 
 
