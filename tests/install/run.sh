@@ -57,6 +57,23 @@ else
   echo "FAIL regeneration after an edit of matvec.dtl:"; cat "$dir/rebuild.log"; fail=1
 fi
 
+# ---- a C++ application: the generated header brings mpi.h (with Open MPI's C++ bindings),
+# and distal::distal alone links what that needs
+if cmake -S "$top_srcdir/tests/install/cxx" -B "$dir/cxx" -Ddistal_DIR="$distal_dir" \
+     -DSUMMA_DTL="$top_srcdir/examples/summa.dtl" > "$dir/cxx.log" 2>&1 &&
+   cmake --build "$dir/cxx" >> "$dir/cxx.log" 2>&1; then
+  for np in 1 3 4; do
+    if timeout 120 "$MPIRUN" -np $np --oversubscribe "$dir/cxx/cxxapp" > "$dir/cxx-run.txt" 2>&1 &&
+       grep -q '^PASS' "$dir/cxx-run.txt"; then
+      cat "$dir/cxx-run.txt"
+    else
+      echo "FAIL the C++ application at $np ranks:"; cat "$dir/cxx-run.txt"; fail=1
+    fi
+  done
+else
+  echo "FAIL a C++ application with distal::distal:"; tail -30 "$dir/cxx.log"; fail=1
+fi
+
 # ---- the probe: version, components, errors
 if ls "$distal_dir"/../../libdistal_cuda.so > /dev/null 2>&1; then want_cuda="found=1 target=yes"; else want_cuda="found=0 target=no"; fi
 if cmake -S "$top_srcdir/tests/install/probe" -B "$dir/probe" -Ddistal_DIR="$distal_dir" > "$dir/probe.log" 2>&1 &&
