@@ -2045,6 +2045,11 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
             sp->nparams);
   }
   for (int i = 0; i < sp->nparams; i++) {
+    if (sp->params[i].is_grid) /* -1: derived from the communicator (the header says so); 0 or below: a mistake */
+      fprintf(c, "  if (dtl_prm[%d] == 0 || dtl_prm[%d] < -1) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, "
+                 "\"grid param %s is %%lld: give a positive value, or -1 to derive it from the communicator\", (long long)dtl_prm[%d]);\n"
+                 "    return 1;\n  }\n",
+              i, i, sp->params[i].name, i);
     if (sp->params[i].is_grid || sp->params[i].is_float) continue;
     fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
             i, sp->params[i].name,

@@ -107,6 +107,13 @@ int main(int argc, char **argv) {
   failures += !null_ok;
   /* misuse: an error on every rank, never a crash or a rank left waiting */
   int misuse_ok = loops_plan_create(MPI_COMM_WORLD, &p, NULL) != 0;
+  /* a grid param is positive, or -1 (derived): 0 and other negatives are mistakes */
+  for (int64_t g = 0; g >= -3; g -= 3) {
+    loops_params q = p;
+    q.g = g;
+    misuse_ok = misuse_ok && loops_plan_create(MPI_COMM_WORLD, &q, &plan) != 0 && strstr(loops_error(plan), "grid param g is");
+    loops_plan_destroy(&plan);
+  }
   if (loops_plan_create(MPI_COMM_WORLD, &p, &plan) != 0)
     fail("loops_plan_create", plan);
   int64_t nb = loops_x_block(plan, off, ext);
