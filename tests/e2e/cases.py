@@ -445,7 +445,21 @@ def loop_programs(long=False):
 
 # Programs that distalc must reject: precompute against its rules, as (name, the line
 # of the error, the program).
-_PRECOMPUTE_REJECTED = [
+# parallelize of the workspace's loop: the rule said at the parallelize, whatever the race
+# strategy (no_races said "reduces into the output": the workspace's loop reduces nothing)
+_PARALLEL_WORKSPACE = """# parallelize(kw, cpu_thread, %s) of the workspace's loop
+param n = 7;
+machine M = grid(g);
+tensor B(n, n) @ M(ij -> i);
+tensor x(n);
+tensor y(n) @ M(i -> i);
+y(i) = B(i, k) * (x(k) * 2)
+  .distribute({i}, {io}, {ii}, M)
+  .precompute(x(k) * 2, k, kw, w)
+  .parallelize(kw, cpu_thread, %s);
+"""
+_PRECOMPUTE_REJECTED = [("parallel_workspace_" + race, 10, _PARALLEL_WORKSPACE % (race, race))
+                        for race in ("atomics", "no_races")] + [
     ("above_communicate", 11, """# the workspace's loop would enclose the communicate point of B
 param n = 7;
 machine M = grid(gx, gy);
@@ -488,28 +502,6 @@ y(i) = B(i, k) * (x(k) * 2)
   .distribute({i}, {io}, {ii}, M)
   .precompute(x(k) * 2, k, kw, w)
   .split(kw, kwo, kwi, 2);
-"""),
-    ("parallel_workspace", 10, """# parallelize of the workspace's loop: the rule said at the parallelize
-param n = 7;
-machine M = grid(g);
-tensor B(n, n) @ M(ij -> i);
-tensor x(n);
-tensor y(n) @ M(i -> i);
-y(i) = B(i, k) * (x(k) * 2)
-  .distribute({i}, {io}, {ii}, M)
-  .precompute(x(k) * 2, k, kw, w)
-  .parallelize(kw, cpu_thread, atomics);
-"""),
-    ("parallel_workspace_no_races", 10, """# not "reduces into the output": the workspace's loop reduces nothing
-param n = 7;
-machine M = grid(g);
-tensor B(n, n) @ M(ij -> i);
-tensor x(n);
-tensor y(n) @ M(i -> i);
-y(i) = B(i, k) * (x(k) * 2)
-  .distribute({i}, {io}, {ii}, M)
-  .precompute(x(k) * 2, k, kw, w)
-  .parallelize(kw, cpu_thread, no_races);
 """),
     ("gpu", 9, """# precompute on a gpu machine (the CUDA target)
 param n = 7;
