@@ -838,7 +838,7 @@ int main(int argc, char **argv) {
     else if (TAKE("--ranks")) {
       char *end;
       ranks = strtoll(val, &end, 10);
-      if (*end || ranks <= 0 || ranks > INT_MAX)
+      if (end == val || *end || ranks <= 0 || ranks > INT_MAX)
         return fail_usage("--ranks needs a positive integer (an MPI rank count), not", val);
     } else if (TAKE("--ranks-per-node")) {
       char *end;
@@ -849,9 +849,10 @@ int main(int argc, char **argv) {
       model = val;
     } else if (TAKE("--mem-per-rank")) {
       char *end;
+      errno = 0;
       mem_per_rank = strtoll(val, &end, 10);
-      if (*end || mem_per_rank <= 0)
-        return fail_usage("--mem-per-rank needs a positive number of bytes, not", val);
+      if (end == val || *end || errno == ERANGE || mem_per_rank <= 0)
+        return fail_usage("--mem-per-rank needs a positive number of bytes (below 2^63), not", val);
     } else if (TAKE("--set")) {
       sets[nsets++] = (char *)val;
     } else if (!strcmp(a, "--main")) want_main = true;

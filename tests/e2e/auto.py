@@ -334,6 +334,7 @@ def main():
             ok("summa.dtl: a scheduled program is printed as written")
         for args, pat in ((["--mem-per-rank", "0"], "--mem-per-rank needs a positive number of bytes"),
                           (["--mem-per-rank", "12x"], "--mem-per-rank needs a positive number of bytes"),
+                          (["--mem-per-rank", "99999999999999999999"], "--mem-per-rank needs a positive number of bytes"),
                           (["--emit", "schedules"], "--emit takes c, cin, spmd, plan, svg, schedule or api")):
             rc, out, err = distalc(summa, "--auto", *args)
             if rc == 0 or pat not in err:
