@@ -39,10 +39,10 @@ static int find_name(const char *name, size_t len, int n, const char *const *nam
 }
 
 /* TENSOR=FILE for --load and --save */
-static int parse_file_opt(const char *flag, const char *v, int ntensors,
+static int parse_file_opt(bool load, const char *v, int ntensors,
                           const char *const *tensor_names, int *n, int *tensors, const char **paths,
                           char *err, size_t errlen) {
-  const char *eq = strchr(v, '=');
+  const char *flag = load ? "--load" : "--save", *eq = strchr(v, '=');
   if (!eq || eq == v || !eq[1])
     return failf(err, errlen, "invalid value '%s' for %s: expected TENSOR=FILE", v, flag);
   int t = find_name(v, (size_t)(eq - v), ntensors, tensor_names);
@@ -54,7 +54,6 @@ static int parse_file_opt(const char *flag, const char *v, int ntensors,
     return failf(err, errlen, "unknown tensor '%.*s' in %s %s (tensors: %s)", (int)(eq - v), v,
                  flag, v, ntensors ? list : "none");
   }
-  bool load = !strcmp(flag, "--load");
   for (int i = 0; i < *n; i++)
     if (tensors[i] == t && (load || !strcmp(paths[i], eq + 1))) {
       paths[i] = eq + 1; /* a tensor is read from the last file given; written to every one */
@@ -142,7 +141,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       *(IS("iters") ? &opt->iters : &opt->warmup) = (int)n;
     } else if (IS("load") || IS("save")) {
       bool load = IS("load");
-      if (parse_file_opt(load ? "--load" : "--save", v, ntensors, tensor_names,
+      if (parse_file_opt(load, v, ntensors, tensor_names,
                          load ? &opt->nload : &opt->nsave,
                          load ? opt->load_tensor : opt->save_tensor,
                          load ? opt->load_path : opt->save_path, err, errlen))

@@ -1227,26 +1227,23 @@ static int read_text_parallel(dtl_ctx *ctx, const char *path, const dtl_dist *d,
   int bad = 0;
   if ((rc = MPI_File_get_size(fh, &fsize)) != MPI_SUCCESS)
     bad = dtl_mpi_fail(ctx, rc, "MPI_File_get_size");
-  /* the header, on rank 0 */
+  /* the head of the file, on rank 0: a .mtx file's header; a .tns file must not be a Matrix
+   * Market file (its size line would read as an entry) */
   text_header h = {0};
-  if (!bad && me == 0 && mtx) {
+  if (!bad && me == 0) {
     FILE *f = fopen(path, "r");
+    char first[16] = "";
     if (!f) {
       bad = dtl_fail(ctx, "%s: cannot open: %s", path, strerror(errno));
-    } else {
+    } else if (mtx) {
       reader r = {.path = path, .f = f, .err = err, .errlen = sizeof err};
       if (mtx_header(&r, t, order, d->extent, &h))
         bad = dtl_fail(ctx, "%s", err);
       h.data_start = (int64_t)ftello(f), h.lines_before = r.lineno;
       free(r.line);
-      fclose(f);
-    }
-  }
-  if (!bad && me == 0 && !mtx) { /* a Matrix Market file named .tns: its size line would read as an entry */
-    FILE *f = fopen(path, "r");
-    char first[16] = "";
-    if (f && fgets(first, sizeof first, f) && !strncasecmp(first, "%%MatrixMarket", 14))
+    } else if (fgets(first, sizeof first, f) && !strncasecmp(first, "%%MatrixMarket", 14)) {
       bad = dtl_fail(ctx, "%s:1: error: a Matrix Market file (its banner on line 1), not FROSTT's .tns: name it .mtx", path);
+    }
     if (f) fclose(f);
   }
   if (dtl_any_error(ctx, bad)) {

@@ -346,9 +346,8 @@ static void dist_side(parser *p, fe_dist_level *lv, bool is_x, int want) {
 static void dist(parser *p, fe_dist *d, int order) {
   fe_token *name = expect_ident(p, "expected machine name after '@'");
   d->machine_name = text_of(p, name);
-  const fe_machine *m = NULL; /* declared before (sema says so where not) */
-  for (int k = 0; k < p->prog->nmachines; k++)
-    if (strcmp(p->prog->machines[k].name, d->machine_name) == 0) m = &p->prog->machines[k];
+  int mi = fe_find_machine(p->prog, d->machine_name); /* declared before (sema says so where not) */
+  const fe_machine *m = mi >= 0 ? &p->prog->machines[mi] : NULL;
   d->machine = -1;
   d->loc = name->loc;
   if (!is(p, "(")) { /* `@ M`: the compiler chooses (sema writes the default mapping) */

@@ -445,9 +445,9 @@ def loop_programs(long=False):
 
 # Programs that distalc must reject: precompute against its rules, as (name, the line
 # of the error, the program).
-# parallelize of the workspace's loop: the rule said at the parallelize, whatever the race
-# strategy (no_races said "reduces into the output": the workspace's loop reduces nothing)
-_PARALLEL_WORKSPACE = """# parallelize(kw, cpu_thread, %s) of the workspace's loop
+# a command on the workspace's loop (only the consumer's loops may be scheduled), on line 10;
+# parallelize's says precompute's rule at the parallelize, whatever the race strategy
+_SCHEDULED_WORKSPACE = """# %s of the workspace's loop
 param n = 7;
 machine M = grid(g);
 tensor B(n, n) @ M(ij -> i);
@@ -456,10 +456,12 @@ tensor y(n) @ M(i -> i);
 y(i) = B(i, k) * (x(k) * 2)
   .distribute({i}, {io}, {ii}, M)
   .precompute(x(k) * 2, k, kw, w)
-  .parallelize(kw, cpu_thread, %s);
+  .%s;
 """
-_PRECOMPUTE_REJECTED = [("parallel_workspace_" + race, 10, _PARALLEL_WORKSPACE % (race, race))
-                        for race in ("atomics", "no_races")] + [
+_PRECOMPUTE_REJECTED = [(name, 10, _SCHEDULED_WORKSPACE % (cmd, cmd)) for name, cmd in (
+    ("scheduled_workspace", "split(kw, kwo, kwi, 2)"),
+    ("parallel_workspace_atomics", "parallelize(kw, cpu_thread, atomics)"),
+    ("parallel_workspace_no_races", "parallelize(kw, cpu_thread, no_races)"))] + [
     ("above_communicate", 11, """# the workspace's loop would enclose the communicate point of B
 param n = 7;
 machine M = grid(gx, gy);
@@ -491,17 +493,6 @@ tensor y(n) @ M(i -> i);
 y(i) = B(i, k) * (x(k) * 2)
   .split(k, ko, ki, 2)
   .precompute(x(k) * 2, k, kw, w);
-"""),
-    ("scheduled_workspace", 10, """# only the consumer's loops may be scheduled
-param n = 7;
-machine M = grid(g);
-tensor B(n, n) @ M(ij -> i);
-tensor x(n);
-tensor y(n) @ M(i -> i);
-y(i) = B(i, k) * (x(k) * 2)
-  .distribute({i}, {io}, {ii}, M)
-  .precompute(x(k) * 2, k, kw, w)
-  .split(kw, kwo, kwi, 2);
 """),
     ("gpu", 9, """# precompute on a gpu machine (the CUDA target)
 param n = 7;
