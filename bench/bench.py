@@ -592,8 +592,9 @@ def bench_volume(args, tools, runner, built, vol_ranks, n, out):
     L.append("- *measured*: the generated program's `--stats` (bytes received, all operations), "
              "for rank 0, averaged over the ranks, and the largest rank;")
     L.append("- *plan*: `distalc FILE --emit plan --ranks P --set n=N`, the sum of its \"bytes per rank\" "
-             "lines (rank 0; the boxes each communicate point materializes, a broadcast root's own "
-             "block included);")
+             "lines (rank 0's received bytes: the boxes each communicate point materializes less what "
+             "rank 0 already holds, a reduction's partial sums; equal to rank 0's measured volume "
+             "but at a reduction's root, which receives every member's partial sums);")
     L.append("- *textbook*: SUMMA n^2 (1/gx + 1/gy); Cannon 2 n^2/sqrt(p) plus the initial alignment "
              "2 n^2/p; Johnson 2 n^2/p^(2/3) plus the reduction n^2/p^(2/3). The textbook counts the "
              "panels a rank uses, its own block included, so the measured volume (which excludes what a "

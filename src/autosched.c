@@ -280,14 +280,17 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   lw_program *lp = NULL;
   bool ok = dc_clone(u, u->ir, &ir) == DC_OK && (c->n == 0 || dc_schedule(u, ir, i, c->cmds, c->n) == DC_OK) &&
             dc_lower(u, ir, &lp) == DC_OK && lp;
-  /* rank 0 and a rank off the grid's diagonal (lw_corner): the slower of the two */
-  int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
-  if (!ok || !lw_corner(lp, S->params, corner)) return false;
+  /* the ranks of lw_sample: the slowest */
+  if (!ok) return false;
   out->seconds = -1;
   int64_t maxbuf = 0;
-  for (int at = 0; at < 2; at++) {
+  for (int at = 0; at < lw_nsamples(lp); at++) {
     lw_cost cost;
-    if (!lw_stmt_cost_at(lp, i, S->params, at ? corner : zero, S->m->ranks_per_node, &cost)) return false;
+    int64_t coords[LW_MAX_DIMS] = {0};
+    bool repeat;
+    if (!lw_sample(lp, S->params, at, coords, &repeat)) return false;
+    if (repeat) continue;
+    if (!lw_stmt_cost_at(lp, i, S->params, coords, S->m->ranks_per_node, &cost)) return false;
     /* communication in s steps overlaps the computation of the previous step (the SPMD
      * rewrite pipeline posts the next step's broadcast before this one computes): the first
      * step's data arrives alone, the rest while the loops run */
@@ -1122,6 +1125,37 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
 }
 
 /* ---- layouts -------------------------------------------------------------------------------- */
+double dc_replica_seconds(const dc_unit *u, const int64_t *params, const dc_machine_model *m) {
+  const fe_program *p = u->ast;
+  if (u->ir->machine < 0 || p->machines[u->ir->machine].nlevels != 1) return 0;
+  const fe_grid *G = &p->machines[u->ir->machine].levels[0];
+  int64_t ranks = 1;
+  for (int g = 0; g < G->ndims; g++) {
+    int64_t d = G->dims[g].is_param ? params[G->dims[g].param] : G->dims[g].value;
+    if (d <= 0) return 0;
+    ranks *= d;
+  }
+  double bytes = 0;
+  for (int q = 0; q < p->ntensors; q++) {
+    const fe_tensor *t = &p->tensors[q];
+    bool written = false;
+    for (int i = 0; i < p->nstmts && !written; i++) written = p->stmts[i].lhs.tensor == q;
+    if (written || !t->has_dist || t->dist.nlevels < 1) continue;
+    /* its copies: the product of the '*' dims (a fixed coordinate: one copy along its dim) */
+    double copies = 1, whole = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
+    const fe_dist_level *L = &t->dist.levels[0];
+    for (int k = 0; k < L->ny && k < G->ndims; k++)
+      if (L->y[k].kind == FE_Y_STAR)
+        copies *= (double)(G->dims[k].is_param ? params[G->dims[k].param] : G->dims[k].value);
+    for (int x = 0; x < t->order; x++) {
+      const fe_size *sz = &t->dims[x];
+      whole *= (double)(sz->is_param ? (params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value);
+    }
+    bytes += whole * (copies - 1) / (double)ranks;
+  }
+  return bytes / m->bandwidth;
+}
+
 /* (autosched.h) */
 bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out) {
   dc_auto_report rep = {0};
@@ -1286,6 +1320,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
                 dc_program_seconds(v, params, mem_limit, m, &sec);
+      if (ok) sec += dc_replica_seconds(v, params, m);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;

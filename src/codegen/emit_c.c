@@ -1744,6 +1744,57 @@ static void emit_group_ranks(FILE *c, const sp_program *sp, const sp_cost_comm *
   }
 }
 
+/* dtl_rcv += what of the box [dtl_lo, dtl_hi) (dtl_v elements) the rank receives at step
+ * dtl_cnt, for pattern pat (shift_dim: a shift's) -- lw_step_received, spelled */
+static void emit_received_by(FILE *c, const sp_program *vs, const sp_cost_comm *m, lw_pattern pat, int shift_dim, int in) {
+  const char *v = "dtl_v";
+  char copies[256];
+  if (pat == PAT_EXCHANGE && m->output) { /* to every copy of each piece */
+    int k = snprintf(copies, sizeof copies, "dtl_v");
+    for (int g = 0; g < vs->ndims && k < (int)sizeof copies - 24; g++)
+      if (m->own->everywhere || m->own->kind[g] == OWN_STAR) k += snprintf(copies + k, sizeof copies - (size_t)k, " * dtl_dims[%d]", g);
+    v = copies;
+  }
+  if (pat == PAT_REDUCE || !lw_owner_whole(m->own, m->order)) {
+    fprintf(c, "%*sdtl_rcv += %s;\n", in, "", v);
+    return;
+  }
+  if (pat == PAT_SHIFT) fprintf(c, "%*sif (dtl_cnt > 0) dtl_rcv += dtl_dims[%d] == 1 ? 0 : dtl_v; else\n", in, "", shift_dim);
+  fprintf(c, "%*s{\n%*sdouble dtl_h = 1;\n", in, "", in + 2, "");
+  const lw_owner *o = m->own;
+  bool fixed = false;
+  for (int g = 0; g < vs->ndims && !o->everywhere; g++)
+    if (o->kind[g] == OWN_FIXED) {
+      fprintf(c, "%*s%s dtl_coords[%d] != %lld", in + 2, "", fixed ? "||" : "if (", g, (long long)o->fixed[g]);
+      fixed = true;
+    }
+  if (fixed) fprintf(c, ")\n%*sdtl_h = 0;\n%*selse {\n", in + 4, "", in + 2, "");
+  for (int x = 0; x < m->order; x++) {
+    fprintf(c, "%*s{ const int64_t ol = ", in + 2, "");
+    cg_sym(c, vs, o->lo[x], false);
+    fputs(", oh = ", c);
+    cg_sym(c, vs, o->hi[x], false);
+    fprintf(c, ";\n%*s  const int64_t l = dtl_lo[%d] > ol ? dtl_lo[%d] : ol, u = dtl_hi[%d] < oh ? dtl_hi[%d] : oh;\n"
+               "%*s  dtl_h *= u > l ? (double)(u - l) : 0; }\n", in + 2, "", x, x, x, x, in + 2, "");
+  }
+  if (fixed) fprintf(c, "%*s}\n", in + 2, "");
+  fprintf(c, "%*sdtl_rcv += %s - (dtl_h < %s ? dtl_h : %s);\n%*s}\n", in + 2, "", v, v, v, in, "");
+}
+
+static void emit_received(FILE *c, const sp_program *sp, const sp_program *vs, const sp_cost_comm *m, int in) {
+  if (m->nassume > 1 && (m->pat != m->alt_pat || m->shift_dim != m->alt_shift_dim)) {
+    fprintf(c, "%*sif (", in, "");
+    for (int q = 1; q < m->nassume; q++)
+      fprintf(c, "%s%s == %s", q > 1 ? " && " : "", cg_param(sp, m->assume[0]), cg_param(sp, m->assume[q]));
+    fprintf(c, ") {\n");
+    emit_received_by(c, vs, m, m->alt_pat, m->alt_shift_dim, in + 2);
+    fprintf(c, "%*s} else {\n", in, "");
+    emit_received_by(c, vs, m, m->pat, m->shift_dim, in + 2);
+    fprintf(c, "%*s}\n", in, "");
+  } else
+    emit_received_by(c, vs, m, m->pat, m->shift_dim, in);
+}
+
 static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *P) {
   const sp_variant *x = &sp->variants[v];
   const sp_program *vs = x->sp;
@@ -1776,7 +1827,7 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     }
     for (int q = 0; q < st->ncomm; q++) {
       const sp_cost_comm *m = &st->comm[q];
-      fputs("    {\n      double dtl_tot = 0, dtl_most = 0, dtl_cnt = 0;\n", c);
+      fputs("    {\n      double dtl_tot = 0, dtl_most = 0, dtl_cnt = 0, dtl_rcv = 0;\n      (void)dtl_rcv;\n", c);
       int in = 6;
       for (int k = 0; k < m->nloops; k++, in += 2) {
         const char *vn = cg_vname(vs, m->var[k]);
@@ -1785,14 +1836,16 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
         /* the rank's own block: at most SP_LOCAL_STEPS boxes (more: none counted) */
         fprintf(c, "%s; %s++) {\n", m->local ? " && dtl_cnt <= " SP_LOCAL_STEPS_TEXT : "", vn);
       }
-      fprintf(c, "%*sdouble dtl_v = 1;\n", in, "");
+      fprintf(c, "%*sdouble dtl_v = 1;\n%*sint64_t dtl_lo[%d], dtl_hi[%d];\n%*s(void)dtl_lo, (void)dtl_hi;\n", in, "", in, "",
+              m->order > 0 ? m->order : 1, m->order > 0 ? m->order : 1, in, "");
       for (int d = 0; d < m->order; d++) {
-        fprintf(c, "%*s{ const int64_t lo = ", in, "");
+        fprintf(c, "%*sdtl_lo[%d] = ", in, "", d);
         cg_sym(c, vs, m->lo[d], false);
-        fputs(", hi = ", c);
+        fprintf(c, ", dtl_hi[%d] = ", d);
         cg_sym(c, vs, m->hi[d], false);
-        fputs("; dtl_v *= hi > lo ? (double)(hi - lo) : 0; }\n", c);
+        fprintf(c, ";\n%*sdtl_v *= dtl_hi[%d] > dtl_lo[%d] ? (double)(dtl_hi[%d] - dtl_lo[%d]) : 0;\n", in, "", d, d, d, d);
       }
+      if (!m->local) emit_received(c, sp, vs, m, in);
       fprintf(c, "%*sdtl_tot += dtl_v, dtl_cnt++;\n%*sif (dtl_v > dtl_most) dtl_most = dtl_v;\n", in, "", in, "");
       for (int k = m->nloops - 1; k >= 0; k--) {
         in -= 2;
@@ -1831,8 +1884,8 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
       fputs("      const unsigned dtl_grp = ", c);
       emit_assumed_mask(c, sp, m, grp, alt_grp);
       fprintf(c, ";\n      if (dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp))\n"
-                 "        dtl_nbytes += dtl_wb * dtl_tot * %lld, dtl_nmsgs += dtl_wm * dtl_cnt;\n"
-                 "      else\n        dtl_bytes += dtl_wb * dtl_tot * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n"
+                 "        dtl_nbytes += dtl_wb * dtl_rcv * %lld, dtl_nmsgs += dtl_wm * dtl_cnt;\n"
+                 "      else\n        dtl_bytes += dtl_wb * dtl_rcv * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n"
                  "      dtl_mem += dtl_tot * %lld;\n"
                  "      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
               sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
@@ -1852,7 +1905,7 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
 /* plan_create's choice: the least predicted time among the variants whose buffers fit the
  * memory limit (else the least buffers), ties to the lower index; the same on every rank */
 /* PREFIX_choose: the variant plan_create runs at params dtl_p (grid params solved), by the
- * variants' cost formulas at rank 0 and a rank off the grid's diagonal (lw_corner), the slower
+ * variants' cost formulas at the ranks of lw_sample, the slowest
  * and the larger buffers: the one predicted fastest whose buffers fit the memory limit, else
  * the least buffers (predictions within a millionth are ties, kept by the lower index whatever
  * the rounding); dtl_forced >= 0: that one.  Its seconds and whether it fits in *dtl_sec,
@@ -1862,16 +1915,20 @@ static void emit_variant_chooser(FILE *c, const sp_program *sp, const char *P) {
   fprintf(c, "static int %s_choose(const int64_t *dtl_p, int64_t dtl_rpn, int dtl_forced, double *dtl_pred, double *dtl_buf, double *dtl_sec, int *dtl_fit) {\n"
              "  static void (*const dtl_cost[%d])(const int64_t *, const int64_t *, int64_t, double *, double *) = {", P, n);
   for (int v = 0; v < n; v++) fprintf(c, "%s%s_v%d_cost", v ? ", " : "", P, v);
-  fprintf(c, "};\n  int64_t dtl_zero[%d] = {0}, dtl_corner[%d] = {0};\n", nd, nd);
-  for (int g = 0; g < sp->ndims; g += 2) {
+  /* each grid dim's last coordinate, for the samples of lw_sample */
+  fprintf(c, "};\n  int64_t dtl_last[%d] = {0};\n", nd);
+  for (int g = 0; g < sp->ndims; g++) {
     int64_t lit;
-    if (sp->dims[g]->kind == SYM_PARAM) fprintf(c, "  dtl_corner[%d] = dtl_p[%d] - 1;\n", g, sp->dims[g]->id);
-    else fprintf(c, "  dtl_corner[%d] = %lld;\n", g, (long long)(sym_is_const(sp->dims[g], &lit) ? lit - 1 : 0));
+    if (sp->dims[g]->kind == SYM_PARAM) fprintf(c, "  dtl_last[%d] = dtl_p[%d] > 0 ? dtl_p[%d] - 1 : 0;\n", g, sp->dims[g]->id, sp->dims[g]->id);
+    else fprintf(c, "  dtl_last[%d] = %lld;\n", g, (long long)(sym_is_const(sp->dims[g], &lit) && lit > 0 ? lit - 1 : 0));
   }
   fprintf(c, "  int dtl_best = -1, dtl_least = 0, dtl_f[%d];\n  double dtl_bs = 0, dtl_lb = 0, dtl_s[%d];\n"
-             "  for (int v = 0; v < %d; v++) {\n    double s, b, s1, b1;\n    dtl_cost[v](dtl_p, dtl_zero, dtl_rpn, &s, &b);\n"
-             "    dtl_cost[v](dtl_p, dtl_corner, dtl_rpn, &s1, &b1);\n    if (s1 > s) s = s1;\n    if (b1 > b) b = b1;\n"
-             "    if (dtl_pred) dtl_pred[v] = s, dtl_buf[v] = b;\n", n, n, n);
+             "  for (int v = 0; v < %d; v++) {\n    double s = 0, b = 0;\n"
+             "    for (int k = 0; k < %d; k++) { /* rank 0, the corner, each dim's last coordinate alone */\n"
+             "      int64_t dtl_at[%d];\n      double s1, b1;\n"
+             "      for (int g = 0; g < %d; g++) dtl_at[g] = (k == 1 ? g %% 2 == 0 : k - 2 == g) ? dtl_last[g] : 0;\n"
+             "      dtl_cost[v](dtl_p, dtl_at, dtl_rpn, &s1, &b1);\n      if (k == 0 || s1 > s) s = s1;\n      if (k == 0 || b1 > b) b = b1;\n    }\n"
+             "    if (dtl_pred) dtl_pred[v] = s, dtl_buf[v] = b;\n", n, n, n, sp->ndims + 2, nd, sp->ndims);
   if (sp->mem_limit > 0) fprintf(c, "    dtl_f[v] = b <= %lld.0;\n", (long long)sp->mem_limit);
   else fputs("    dtl_f[v] = 1;\n", c);
   fputs("    dtl_s[v] = s;\n    if (dtl_f[v] && (dtl_best < 0 || s < dtl_bs * (1 - 1e-6))) dtl_best = v, dtl_bs = s;\n"

@@ -116,6 +116,8 @@ int sym_compare(const sym *a, const sym *b); /* a total order, for canonical for
 bool sym_is_const(const sym *a, int64_t *value);
 /* Does the expression mention this atom? */
 bool sym_uses(const sym *e, sym_kind kind, int id);
+/* Does the expression contain a balanced partition's boundary (SYM_SPLIT)? */
+bool sym_has_split(const sym *e);
 /* Every variable id moved by off, the expression otherwise as it is (not re-simplified). */
 const sym *sym_shift_vars(const sym *e, int off);
 /* Replace every atom (kind, id) by `by`, re-simplifying (with the facts). */

@@ -467,6 +467,11 @@ bool sym_uses(const sym *e, sym_kind kind, int id) {
   return sym_uses(e->a, kind, id) || sym_uses(e->b, kind, id);
 }
 
+bool sym_has_split(const sym *e) {
+  if (!e || e->kind == SYM_SPLIT) return e != NULL;
+  return e->kind > SYM_VAR && (sym_has_split(e->a) || sym_has_split(e->b));
+}
+
 static const sym *rebuild(const sym_facts *f, sym_kind k, const sym *a, const sym *b) {
   switch (k) {
   case SYM_ADD: return sym_add(a, b);

@@ -696,25 +696,67 @@ static void plan_namer(FILE *f, const sym *a, void *vctx) {
 static int64_t type_size(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 4 : 8; }
 
 /* Over the iterations of loops [0, depth], for the rank at coords: the box volumes summed
- * (total, count steps) and their largest (max), at most `budget` steps; failed where a
- * formula cannot be evaluated. */
+ * (total, count steps), their largest (max), and what of them the rank receives (recv: a
+ * box less the part of it the rank holds, lw_step_received), at most `budget` steps; failed
+ * where a formula cannot be evaluated. */
 typedef struct {
-  int64_t total, count, max, budget;
+  int64_t total, recv, count, max, budget;
   bool failed;
+  const lw_comm *at; /* the pattern lw_comm_at chose (NULL: not yet) */
+  lw_held held;      /* the rank's block of the tensor, once at is known */
 } vol_acc;
+
+bool lw_owner_whole(const lw_owner *o, int order) {
+  for (int x = 0; x < order && !o->everywhere; x++)
+    if (sym_has_split(o->lo[x]) || sym_has_split(o->hi[x])) return false;
+  return true;
+}
+
+void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, const sym_env *env,
+                   lw_held *h) {
+  *h = (lw_held){.known = lw_owner_whole(o, order), .holds = true, .copies = 1, .shift_len = 0};
+  sym_env grid = {.params = env->params};
+  for (int g = 0; g < lp->ndims; g++) {
+    int64_t d;
+    bool dk = sym_eval(lp->dims[g], &grid, &d);
+    if (!o->everywhere && o->kind[g] == OWN_FIXED && env->coords[g] != o->fixed[g]) h->holds = false;
+    if (output && pat == PAT_EXCHANGE && (o->everywhere || o->kind[g] == OWN_STAR) && dk && d > 1) h->copies *= d;
+    if (pat == PAT_SHIFT && g == shift_dim) h->shift_len = dk ? d : 0;
+  }
+  for (int x = 0; x < order && h->known && h->holds; x++)
+    h->known = sym_eval(o->lo[x], env, &h->lo[x]) && sym_eval(o->hi[x], env, &h->hi[x]);
+}
+
+int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t step, int64_t v, const int64_t *lo, const int64_t *hi) {
+  v *= h->copies; /* an accumulate: to every copy of each piece */
+  if (pat == PAT_REDUCE || !h->known) return v;
+  if (pat == PAT_SHIFT && step > 0) return h->shift_len == 1 ? 0 : v;
+  if (!h->holds) return v;
+  int64_t held = 1;
+  for (int x = 0; x < order; x++) {
+    int64_t l = lo[x] > h->lo[x] ? lo[x] : h->lo[x], u = hi[x] < h->hi[x] ? hi[x] : h->hi[x];
+    held *= u > l ? u - l : 0;
+  }
+  return v - (held < v ? held : v);
+}
 
 static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env,
                        vol_acc *a) {
   if (k > c->depth) {
     if (--a->budget < 0) return;
-    int64_t v = 1, lo, hi;
+    int64_t v = 1, lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
     for (int x = 0; x < c->order; x++) {
-      if (!sym_eval(c->lo[x], env, &lo) || !sym_eval(c->hi[x], env, &hi)) {
+      if (!sym_eval(c->lo[x], env, &lo[x]) || !sym_eval(c->hi[x], env, &hi[x])) {
         a->failed = true;
         return;
       }
-      v *= hi > lo ? hi - lo : 0;
+      v *= hi[x] > lo[x] ? hi[x] - lo[x] : 0;
     }
+    if (!a->at) {
+      a->at = lw_comm_at(lp, c, env->params);
+      lw_held_block(lp, &lp->owner[c->tensor], c->order, a->at->pattern, a->at->shift_dim, c->output, env, &a->held);
+    }
+    a->recv += lw_step_received(a->at->pattern, &a->held, c->order, a->count, v, lo, hi);
     a->total += v, a->count++;
     if (v > a->max) a->max = v;
     return;
@@ -776,11 +818,24 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
   return lw_stmt_cost_at(lp, i, params, zero, 0, out);
 }
 
-bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords) {
+int lw_nsamples(const lw_program *lp) { return lp->ndims + 2; }
+
+static bool sample_at(const lw_program *lp, const int64_t *params, int k, int64_t *coords) {
   for (int g = 0; g < lp->ndims; g++) {
     int64_t d;
     if (!sym_eval(lp->dims[g], &(sym_env){.params = params}, &d)) return false;
-    coords[g] = g % 2 == 0 && d > 0 ? d - 1 : 0;
+    bool last = k == 1 ? g % 2 == 0 : k - 2 == g;
+    coords[g] = last && d > 0 ? d - 1 : 0;
+  }
+  return true;
+}
+
+bool lw_sample(const lw_program *lp, const int64_t *params, int k, int64_t *coords, bool *repeat) {
+  if (!sample_at(lp, params, k, coords)) return false;
+  *repeat = false;
+  for (int j = 0; j < k && !*repeat; j++) {
+    int64_t other[LW_MAX_DIMS];
+    *repeat = sample_at(lp, params, j, other) && !memcmp(other, coords, sizeof *coords * (size_t)lp->ndims);
   }
   return true;
 }
@@ -822,7 +877,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     if (a.budget < 0 || a.failed) ok = false;
     out->mem_bytes += (double)(a.total * es);
     bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
-    out->bytes += alone ? 0 : a.total * es;
+    out->bytes += alone ? 0 : a.recv * es;
     out->msgs += alone ? 0 : a.count;
     double wb = 1, wm = 1;
     unsigned bm = lw_bcast_mask(lp, c, params);
@@ -834,10 +889,10 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       lw_bcast_weight(q, &wb, &wm);
     }
     if (alone) wb = wm = 0;
-    out->wire_bytes += wb * (double)(a.total * es);
+    out->wire_bytes += wb * (double)(a.recv * es);
     out->wire_msgs += wm * (double)a.count;
     if (in_node(lp, lw_comm_at(lp, c, params), &env, per_node)) {
-      out->node_bytes += wb * (double)(a.total * es);
+      out->node_bytes += wb * (double)(a.recv * es);
       out->node_msgs += wm * (double)a.count;
     }
     if (a.count > out->steps) out->steps = a.count;
@@ -847,7 +902,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
   return ok;
 }
 
-bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, int64_t *elements, int64_t *steps) {
+bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, lw_volume *out) {
   const lw_stmt *ls = &lp->stmts[i];
   int64_t coords[LW_MAX_DIMS] = {0};
   int nv = ls->lidx_var0 + ls->nloops;
@@ -856,8 +911,50 @@ bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, i
   sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = nv};
   if (vars) sum_volume(lp, ls, &ls->comm[q], 0, vars, &env, &a);
   free(vars);
-  *elements = a.total, *steps = a.count;
+  *out = (lw_volume){.received = a.recv, .boxes = a.total, .steps = a.count};
   return a.budget >= 0 && !a.failed && a.count > 0;
+}
+
+bool lw_bytes_line(const lw_program *lp, int i, int q, const int64_t *params, char *out, size_t n, int64_t *bytes) {
+  const lw_comm *c = &lp->stmts[i].comm[q];
+  const fe_program *p = lp->ir->ast;
+  int64_t es = type_size(p->tensors[c->tensor].type);
+  lw_volume v;
+  *bytes = -1;
+  if (c->pattern == PAT_LOCAL) {
+    *bytes = 0, snprintf(out, n, "bytes per rank: 0");
+    return true;
+  }
+  if (lw_comm_alone(lp, c, params)) {
+    *bytes = 0, snprintf(out, n, "bytes per rank: 0 (one rank along these grid dims)");
+    return true;
+  }
+  bool known = lw_comm_volume(lp, i, q, params, &v);
+  if (lw_sparse(p, c->tensor)) {
+    /* what moves are the stored entries: order coordinates (int64) and a value each */
+    int k = snprintf(out, n, "bytes per rank: %lld per stored entry in the box (%d coordinates and the value)",
+                     (long long)(8 * c->order + es), c->order);
+    if (known && k >= 0 && (size_t)k < n)
+      snprintf(out + k, n - k, "; the boxes hold %lld elements over %lld steps, %lld of them not held (rank 0)", (long long)v.boxes,
+               (long long)v.steps, (long long)v.received);
+    return known;
+  }
+  if (!known) {
+    snprintf(out, n, "bytes per rank: %lld x volume of the box per step (not evaluated)", (long long)es);
+    return false;
+  }
+  *bytes = v.received * es;
+  int k = snprintf(out, n, "bytes per rank (rank 0): %lld = %lld steps, %lld elements of %lld bytes", (long long)(v.received * es),
+                   (long long)v.steps, (long long)v.received, (long long)es);
+  if (k < 0 || (size_t)k >= n) return true;
+  const lw_comm *at = lw_comm_at(lp, c, params);
+  if (at->pattern == PAT_REDUCE)
+    snprintf(out + k, n - k, " (its partial sums of the boxes, reduced)");
+  else if (at->pattern == PAT_EXCHANGE && c->output)
+    snprintf(out + k, n - k, " sent (its boxes hold %lld, sent to every copy of each piece but its own)", (long long)v.boxes);
+  else
+    snprintf(out + k, n - k, " received (its boxes hold %lld, %lld of them its own)", (long long)v.boxes, (long long)(v.boxes - v.received));
+  return true;
 }
 
 int64_t lw_type_size(fe_type t) { return type_size(t); }
@@ -937,30 +1034,10 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       }
       if (!c->order) fputs(" scalar", f);
       fputc('\n', f);
-      if (c->pattern == PAT_LOCAL) {
-        fputs("    bytes per rank: 0\n", f);
-        continue;
-      }
-      if (lw_comm_alone(lp, c, params)) {
-        fputs("    bytes per rank: 0 (one rank along these grid dims)\n", f);
-        continue;
-      }
-      int64_t total, count;
-      bool known = lw_comm_volume(lp, i, q, params, &total, &count);
-      int64_t es = type_size(t->type);
-      if (lw_sparse(p, c->tensor)) {
-        /* what moves are the stored entries: order coordinates (int64) and a value each */
-        fprintf(f, "    bytes per rank: %lld per stored entry in the box (%d coordinates and the value)", (long long)(8 * c->order + es),
-                c->order);
-        if (known) fprintf(f, "; the box holds %lld elements over %lld steps (rank 0)", (long long)total, (long long)count);
-        fputc('\n', f);
-        continue;
-      }
-      if (!known)
-        fprintf(f, "    bytes per rank: %lld x volume of the box per step (not evaluated)\n", (long long)es);
-      else
-        fprintf(f, "    bytes per rank (rank 0): %lld = %lld steps, %lld elements of %lld bytes\n",
-                (long long)(total * es), (long long)count, (long long)total, (long long)es);
+      char line[320];
+      int64_t bytes;
+      lw_bytes_line(lp, i, q, params, line, sizeof line, &bytes);
+      fprintf(f, "    %s\n", line);
     }
   }
   /* what rank 0 holds before any statement runs: the data a plan's bytes come on top of */

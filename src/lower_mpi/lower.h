@@ -94,10 +94,43 @@ const char *lw_pattern_name(lw_pattern p);
 void lw_print_stmt(FILE *f, const lw_program *lp, int i);
 /* The bytes of one element of a tensor of type t. */
 int64_t lw_type_size(fe_type t);
+/* What a rank holds of a tensor with ownership o, for a communicate point of pattern pat
+ * (shift_dim: a shift's grid dim; output: a produced box), evaluated once for the rank at
+ * env's coordinates: its block [lo, hi) (holds: false off a fixed coordinate; known: false
+ * for a balanced partition, whose blocks are known only at run time), the copies an
+ * accumulate by exchange sends a box to (the sizes of the tensor's '*' grid dims), the
+ * extent of a shift's grid dim. */
+typedef struct {
+  bool known, holds;
+  int64_t lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
+  int64_t copies, shift_len;
+} lw_held;
+void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, const sym_env *env,
+                   lw_held *h);
+/* Of one step's box of v elements ([lo, hi) per dim, evaluated), what the communicate point
+ * of pattern pat moves to the rank of h at its step-th step: a fetch and a broadcast skip
+ * the part of the box the rank holds (the runtime copies it in place); an accumulate by
+ * exchange sends the box to every copy of each piece but the rank's own (what it receives
+ * from the others' boxes: the same where the ranks are alike); a shift receives a
+ * neighbour's whole box at every step after the first (an exchange aligns the first), and
+ * nothing along a 1-wide grid dim; a reduction combines every member's partial box (v); a
+ * block not known counts the box whole. */
+int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t step, int64_t v, const int64_t *lo, const int64_t *hi);
+/* o's blocks are formulas of params and coordinates only (no balanced partition) */
+bool lw_owner_whole(const lw_owner *o, int order);
 /* What communicate point q of statement i moves to the rank at grid coordinates 0, summed
- * over its steps (the plan's "bytes per rank (rank 0)"): *elements in *steps steps.  False
- * where a formula cannot be evaluated at the params (or there are too many steps). */
-bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, int64_t *elements, int64_t *steps);
+ * over its steps: the elements of its boxes, and of them the ones it receives (a box less
+ * the part the rank already holds, as the runtime copies that part in place; a shift's
+ * steps after the first and a reduction's partial sums whole).  False where a formula cannot
+ * be evaluated at the params (or there are too many steps). */
+typedef struct {
+  int64_t received, boxes, steps;
+} lw_volume;
+bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, lw_volume *out);
+/* The plan's "bytes per rank" line of communicate point q of statement i (without the
+ * indent) into out; *bytes: rank 0's bytes received where known, else -1.  False where the
+ * volume is not known at the params. */
+bool lw_bytes_line(const lw_program *lp, int i, int q, const int64_t *params, char *out, size_t n, int64_t *bytes);
 /* The cost of statement i for the rank at grid coordinates 0 (the plan's formulas evaluated
  * at the params, grid params included): bytes and messages it receives summed over its
  * communicate points and their steps, the largest buffer it holds (bytes), and its loop
@@ -144,10 +177,16 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
 /* The same for the rank at grid coordinates `coords`, where ranks fill nodes in blocks of
  * per_node (<= 0: one node; lw_stmt_cost's) for the node part of the wire's bytes. */
 bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node, lw_cost *out);
-/* The second rank --auto costs besides rank 0, off the diagonal of a square grid (where a
- * transposed distribution favours rank 0): coordinate g is the last of its dim for even g,
- * 0 for odd g.  False where a grid dim cannot be evaluated at params. */
-bool lw_corner(const lw_program *lp, const int64_t *params, int64_t *coords);
+/* The ranks --auto costs a candidate at (the slowest of them counts, as the largest buffers):
+ * what a rank receives depends on what it holds, and a layout can favour a few ranks (a
+ * transposed distribution holds rank 0's boxes, a distribution whose coordinates must agree
+ * on two grid dims holds every box of the ranks where they do).  Sample k of lw_nsamples:
+ * 0 is rank 0; 1 the corner off the diagonal of a square grid (coordinate g the last of its
+ * dim for even g, 0 for odd g); 2 + g the last coordinate of grid dim g alone; *repeat: the
+ * same rank as an earlier sample (a 1-wide dim, a 1-D grid), which need not be costed again.
+ * False where a grid dim cannot be evaluated at params. */
+int lw_nsamples(const lw_program *lp);
+bool lw_sample(const lw_program *lp, const int64_t *params, int k, int64_t *coords, bool *repeat);
 /* Is tensor t sparse (a compressed level)?  Sparse tensors are only read; each rank holds
  * its block as a dtl_sparse, and non-local boxes move as their stored entries. */
 bool lw_sparse(const fe_program *p, int t);

@@ -368,25 +368,6 @@ static void op_text(const svg *s, const lw_comm *c, char *out, size_t n) {
   if (api && k < n) snprintf(out + k, n - k, " (%s)", api);
 }
 
-/* the plan's "bytes per rank" line of communicate point q; *bytes: its value where known */
-static void bytes_text(const svg *s, int i, int q, char *out, size_t n, int64_t *bytes) {
-  const lw_comm *c = &s->lp->stmts[i].comm[q];
-  const fe_tensor *t = &s->lp->ir->ast->tensors[c->tensor];
-  int64_t es = lw_type_size(t->type), total, count;
-  bool known = c->pattern != PAT_LOCAL && lw_comm_volume(s->lp, i, q, s->params, &total, &count);
-  *bytes = -1;
-  if (c->pattern == PAT_LOCAL) *bytes = 0, snprintf(out, n, "bytes per rank: 0");
-  else if (lw_comm_alone(s->lp, c, s->params)) *bytes = 0, snprintf(out, n, "bytes per rank: 0 (one rank along these grid dims)");
-  else if (lw_sparse(s->lp->ir->ast, c->tensor))
-    snprintf(out, n, "bytes per rank: %lld per stored entry in the box (%d coordinates and the value)", (long long)(8 * c->order + es), c->order);
-  else if (!known) snprintf(out, n, "bytes per rank: %lld x volume of the box per step (not evaluated)", (long long)es);
-  else {
-    *bytes = total * es;
-    snprintf(out, n, "bytes per rank (rank 0): %lld = %lld steps, %lld elements of %lld bytes", (long long)(total * es), (long long)count,
-             (long long)total, (long long)es);
-  }
-}
-
 static double draw_arrows(svg *s, const lw_msg *m, int n, lw_pattern pat, double x, double y, double *w) {
   grid_geom g = grid_layout(s, x, y, SVG_MINI_W, 48);
   double h = draw_grid(s, &g, true);
@@ -413,7 +394,7 @@ static double draw_comm(svg *s, int i, int q, double x, double y, bool grid_know
   char op[512], bt[512];
   int64_t bytes;
   op_text(s, c0, op, sizeof op);
-  bytes_text(s, i, q, bt, sizeof bt, &bytes);
+  lw_bytes_line(s->lp, i, q, s->params, bt, sizeof bt, &bytes);
   const char *at = c0->depth < 0 ? "statement start" : ls->s->vars[ls->loops[c0->depth]->var].name;
   const char *name = p->tensors[c0->tensor].name;
   text(s, x, y + 12, 12, "font-weight=\"bold\"", "%s %s at %s: %s", c0->output ? "write" : "read", name, at, op);
@@ -499,7 +480,7 @@ static void draw_stmt(svg *s, int i, bool grid_known) {
   char bt[512];
   for (int q = 0; q < ls->ncomm; q++) {
     int64_t b;
-    bytes_text(s, i, q, bt, sizeof bt, &b);
+    lw_bytes_line(s->lp, i, q, s->params, bt, sizeof bt, &b);
     all &= b >= 0, total += b > 0 ? b : 0;
   }
   if (all) text(s, 20, y + 10, 11, "", "communication: %lld bytes per rank (rank 0), all communicate points and steps", (long long)total);

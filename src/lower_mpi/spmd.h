@@ -372,7 +372,7 @@ typedef struct {
   const int *var;       /* each loop's counter (a program variable id of the variant's program) */
   const sym **ext;      /* and its trip count */
   int order;
-  const sym **lo, **hi; /* the box received at one step (syms over those counters) */
+  const sym **lo, **hi; /* the box needed at one step (syms over those counters) */
   int64_t elem;         /* bytes per element */
   int nbuf;             /* buffers of the box's size the rank holds (2: double buffered) */
   /* a broadcast along these grid dims (0: none) weighs as lw_bcast_weight says; where the
@@ -382,6 +382,12 @@ typedef struct {
    * broadcast among one; lw_comm_alone) */
   unsigned reduce, alt_reduce;
   bool exchange, alt_exchange; /* a point-to-point exchange: LW_EXCHANGE_WEIGHT */
+  /* what of a box the rank receives (lw_step_received): the pattern (alt_: under the
+   * assumption), a shift's grid dim, and the ownership of the tensor (its block's formulas) */
+  lw_pattern pat, alt_pat;
+  int shift_dim, alt_shift_dim;
+  bool output;          /* a produced box */
+  const lw_owner *own;
   int nassume;
   const int *assume;
 } sp_cost_comm;

@@ -49,7 +49,13 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->alt_bcast = m->bcast;
     m->reduce = m->alt_reduce = c->pattern == PAT_REDUCE ? c->mask : 0;
     m->exchange = m->alt_exchange = c->pattern == PAT_EXCHANGE;
+    m->pat = m->alt_pat = c->pattern;
+    m->shift_dim = m->alt_shift_dim = c->shift_dim;
+    m->own = &lp->owner[c->tensor];
+    m->output = c->output;
     if (c->alt && c->nassume > 1) {
+      m->alt_pat = c->alt->pattern;
+      m->alt_shift_dim = c->alt->shift_dim;
       m->alt_bcast = c->alt->pattern == PAT_BCAST ? c->alt->mask : 0;
       m->alt_reduce = c->alt->pattern == PAT_REDUCE ? c->alt->mask : 0;
       m->alt_exchange = c->alt->pattern == PAT_EXCHANGE;
@@ -80,29 +86,42 @@ void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, con
 
 /* ---- evaluation (the generated cost functions do the same) ------------------------------ */
 typedef struct {
-  double total, max;
+  double total, recv, max;
   int64_t count;
-  bool failed;
+  bool failed, alt, started;
+  lw_held held; /* the rank's block of the tensor (at the first box) */
 } walk_acc;
 
-static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk_acc *a) {
+/* whether the params of m's assumption are equal (its alt_ pattern applies) */
+static bool assumed(const sp_cost_comm *m, const int64_t *params) {
+  bool equal = m->nassume > 1;
+  for (int q = 1; q < m->nassume; q++) equal &= params[m->assume[q]] == params[m->assume[0]] && params[m->assume[0]] >= 0;
+  return equal;
+}
+
+static void walk(const lw_program *lp, const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk_acc *a) {
   if (a->failed) return;
   if (k == m->nloops) {
     if (m->local && a->count >= SP_LOCAL_STEPS) { /* too many boxes: not counted (lw_stmt_cost) */
       a->failed = true;
       return;
     }
-    double v = 1;
+    int64_t v = 1, lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
     for (int x = 0; x < m->order; x++) {
-      int64_t lo, hi;
-      if (!sym_eval(m->lo[x], env, &lo) || !sym_eval(m->hi[x], env, &hi)) {
+      if (!sym_eval(m->lo[x], env, &lo[x]) || !sym_eval(m->hi[x], env, &hi[x])) {
         a->failed = true;
         return;
       }
-      v *= hi > lo ? (double)(hi - lo) : 0;
+      v *= hi[x] > lo[x] ? hi[x] - lo[x] : 0;
     }
-    a->total += v, a->count++;
-    if (v > a->max) a->max = v;
+    if (!a->started && !m->local) {
+      a->started = true, a->alt = assumed(m, env->params);
+      lw_held_block(lp, m->own, m->order, a->alt ? m->alt_pat : m->pat, a->alt ? m->alt_shift_dim : m->shift_dim, m->output, env,
+                    &a->held);
+    }
+    if (!m->local) a->recv += (double)lw_step_received(a->alt ? m->alt_pat : m->pat, &a->held, m->order, a->count, v, lo, hi);
+    a->total += (double)v, a->count++;
+    if (v > a->max) a->max = (double)v;
     return;
   }
   int64_t ext;
@@ -112,7 +131,7 @@ static void walk(const sp_cost_comm *m, int k, int64_t *vars, sym_env *env, walk
   }
   for (int64_t i = 0; i < ext && !a->failed; i++) {
     vars[m->var[k]] = i;
-    walk(m, k + 1, vars, env, a);
+    walk(lp, m, k + 1, vars, env, a);
   }
   vars[m->var[k]] = 0;
 }
@@ -135,8 +154,7 @@ static void grid_dims(const sp_program *sp, sym_env *env, int64_t *dims) {
 /* the broadcast weights of m at params (1, 1: not a broadcast); *group: the mask of its group
  * (a broadcast's or reduction's grid dims, 0: any rank) */
 static void weights(const sp_program *sp, const sp_cost_comm *m, sym_env *env, double *wb, double *wm, unsigned *group) {
-  bool equal = m->nassume > 1;
-  for (int q = 1; q < m->nassume; q++) equal &= env->params[m->assume[q]] == env->params[m->assume[0]] && env->params[m->assume[0]] >= 0;
+  bool equal = assumed(m, env->params);
   unsigned mask = equal ? m->alt_bcast : m->bcast, red = equal ? m->alt_reduce : m->reduce;
   *group = mask ? mask : red;
   *wb = *wm = 1;
@@ -154,13 +172,18 @@ bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, doubl
 }
 
 bool spmd_variant_cost_nodes(const sp_program *sp, int v, const int64_t *params, int64_t per_node, double *seconds, double *buffer) {
-  /* rank 0 and a rank off the grid's diagonal (lw_corner), the slower; the larger buffers */
-  int64_t zero[LW_MAX_DIMS] = {0}, corner[LW_MAX_DIMS] = {0};
-  double s0, b0, s1, b1;
-  if (!lw_corner(sp->lp, params, corner) || !cost_at(sp, v, params, zero, per_node, &s0, &b0) ||
-      !cost_at(sp, v, params, corner, per_node, &s1, &b1))
-    return false;
-  *seconds = s0 > s1 ? s0 : s1, *buffer = b0 > b1 ? b0 : b1;
+  /* the ranks of lw_sample: the slowest; the largest buffers */
+  *seconds = *buffer = 0;
+  for (int k = 0; k < lw_nsamples(sp->lp); k++) {
+    int64_t coords[LW_MAX_DIMS] = {0};
+    double s, b;
+    bool repeat;
+    if (!lw_sample(sp->lp, params, k, coords, &repeat)) return false;
+    if (repeat) continue;
+    if (!cost_at(sp, v, params, coords, per_node, &s, &b)) return false;
+    if (k == 0 || s > *seconds) *seconds = s;
+    if (k == 0 || b > *buffer) *buffer = b;
+  }
   return true;
 }
 
@@ -193,7 +216,7 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
     for (int q = 0; q < st->ncomm && ok; q++) {
       const sp_cost_comm *m = &st->comm[q];
       walk_acc a = {0};
-      walk(m, 0, vars, &env, &a);
+      walk(x->sp->lp, m, 0, vars, &env, &a);
       if (m->local) {
         mem += a.failed ? 0 : a.total * (double)m->elem;
         continue;
@@ -204,9 +227,9 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       unsigned group;
       weights(sp, m, &env, &wb, &wm, &group);
       if (dtl_group_in_node(per_node, sp->ndims, dims, coords, group))
-        nbytes += wb * a.total * (double)m->elem, nmsgs += wm * (double)a.count;
+        nbytes += wb * a.recv * (double)m->elem, nmsgs += wm * (double)a.count;
       else
-        bytes += wb * a.total * (double)m->elem, msgs += wm * (double)a.count;
+        bytes += wb * a.recv * (double)m->elem, msgs += wm * (double)a.count;
       if ((double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }

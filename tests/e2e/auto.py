@@ -149,7 +149,8 @@ def node_checks(d):
     """collectives within one node at the node's rates (node_bandwidth, node_latency): rates equal
     to the network's change no prediction; faster ones never make a candidate slower, and on
     nodes of 4 ranks put the 4-rank side of a 2 x 4 grid inside the node, at compile time and in
-    plan_create (DISTAL_RANKS_PER_NODE simulates the nodes), the results validated"""
+    plan_create (DISTAL_RANKS_PER_NODE simulates the nodes; plan_create forms the grid --emit plan
+    predicts for the same nodes), the results validated"""
     prog = os.path.join(d, "gemm.dtl")
     with open(prog, "w") as f:
         f.write("param n = 512;\nmachine M = grid(gx, gy);\ntensor A(n, n) @ M(ij -> ij);\ntensor B(n, n) @ M(ij -> ij);\n"
@@ -190,7 +191,16 @@ def node_checks(d):
     if rc:
         bad("node rates: --exe", out + err)
         return
-    for rpn, grid in (("4", "2 x 4"), ("1", "4 x 2")):
+    for rpn in ("4", "1"):
+        # the grid plan_create forms is the one --emit plan predicts for these nodes (nodes of 4
+        # ranks: 2 x 4, the 4-rank rows in a node; one rank a node: the network's rates throughout)
+        rc, out, err = distalc(prog, "--auto", "--model", os.path.join(d, "node.model"), "--emit", "plan", "--ranks", "8",
+                               "--ranks-per-node", rpn, "--set", "n=96")
+        shape = re.search(r"the grid's shape: grid\(gx = (\d+), gy = (\d+)\)", out)
+        if rc or not shape or (rpn == "4" and shape.groups() != ("2", "4")):
+            bad("nodes of %s ranks: the plan's run-time choice (2 x 4 expected on nodes of 4)" % rpn, out + err)
+            continue
+        grid = "%s x %s" % shape.groups()
         p = subprocess.run([MPIRUN, "-np", "8", "--oversubscribe", exe, "-n", "96", "--validate", "--stats"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, universal_newlines=True, timeout=300,
                            env=dict(os.environ, DISTAL_RANKS_PER_NODE=rpn))

@@ -965,9 +965,10 @@ static void test_plan_summa(void **state) {
       "  write A at jo: local -- the owner computes its own block\n",
       "  read B at ko: broadcast along grid dims {1} (MPI_Ibcast) -- every rank along these dims needs the same box\n",
       "  read C at ko: broadcast along grid dims {0} (MPI_Ibcast) -- every rank along these dims needs the same box\n",
-      /* B: 3 steps of a 6 x 4 box = n*n/gx; C: 3 steps of 4 x 4 = n*n/gy */
-      "    bytes per rank (rank 0): 576 = 3 steps, 72 elements of 8 bytes\n",
-      "    bytes per rank (rank 0): 384 = 3 steps, 48 elements of 8 bytes\n",
+      /* B: 3 steps of a 6 x 4 box = n*n/gx, the first its own (columns 0..3); C: 3 steps of
+       * 4 x 4 = n*n/gy, of which rows 0..5 its own */
+      "    bytes per rank (rank 0): 384 = 3 steps, 48 elements of 8 bytes received (its boxes hold 72, 24 of them its own)\n",
+      "    bytes per rank (rank 0): 192 = 3 steps, 24 elements of 8 bytes received (its boxes hold 48, 24 of them its own)\n",
       "    box: [chunk * ko, dtl_min(n, chunk + chunk * ko)) x [coord1 * dtl_ceildiv(n, gy), "
       "dtl_min(n, coord1 * dtl_ceildiv(n, gy) + dtl_ceildiv(n, gy)))\n",
   };
@@ -1005,9 +1006,10 @@ static void test_plan_element_size(void **state) {
                "a(i) = B(i, j) * c(j).distribute({i}, {io}, {ii}, M);\n");
   int64_t params[2] = {8, 2};
   char *plan = plan_text(&r, params, 2);
-  /* B: rank 0 needs rows 0..3, all 8 columns; c: all 8 elements */
-  assert_non_null(strstr(plan, "bytes per rank (rank 0): 128 = 1 steps, 32 elements of 4 bytes\n"));
-  assert_non_null(strstr(plan, "bytes per rank (rank 0): 32 = 1 steps, 8 elements of 4 bytes\n"));
+  /* B: rank 0 needs rows 0..3, all 8 columns, and holds columns 0..3; c: all 8 elements, and
+   * holds 4 */
+  assert_non_null(strstr(plan, "bytes per rank (rank 0): 64 = 1 steps, 16 elements of 4 bytes received (its boxes hold 32, 16 of them its own)\n"));
+  assert_non_null(strstr(plan, "bytes per rank (rank 0): 16 = 1 steps, 4 elements of 4 bytes received (its boxes hold 8, 4 of them its own)\n"));
   free(plan);
   finish(&r);
 }

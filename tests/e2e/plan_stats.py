@@ -1,0 +1,128 @@
+"""plan_stats.py -- the plan's bytes against the bytes the generated program moves.
+
+For the examples (matrix multiply by SUMMA, Cannon, PUMMA, Johnson, Solomonik, COSMA and the
+hierarchical ones; TTV, TTM, MTTKRP, the inner product) and the programs of plan_stats/
+(an exchange of a transposed block, a replicated and a fixed-coordinate tensor, partial sums
+accumulated into replicated results, a 1-D machine fetching rows and columns of float
+tensors), at 1, 2, 3, 4, 6 and 8 ranks and sizes the grid does not divide: rank 0's bytes in `distalc --emit plan --ranks P --set ...` (the
+"bytes per rank (rank 0)" lines summed: what it needs less what it already holds) must equal
+the bytes rank 0 receives by the executable's `--stats` (all operations but file I/O).  A
+reduction to a root is left out of both: the plan counts each member's partial sums, --stats
+the root's receipt of all of them.  An accumulate by exchange counts what rank 0 sends (its
+produced boxes to every other holder): in a program with one, that is checked against rank
+0's bytes sent by exchange, and the rest against what it receives by the other operations.  Needs DISTALC, MPIRUN (default mpirun), top_srcdir and
+the DISTAL_* flags of --exe."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOP = os.environ.get("top_srcdir", ".")
+DISTALC = os.environ.get("DISTALC", "distalc")
+MPIRUN = os.environ.get("MPIRUN", "mpirun")
+EX = os.path.join(TOP, "examples")
+OWN = os.path.join(TOP, "tests", "e2e", "plan_stats")
+
+CASES = [
+    (EX, "summa", {"n": 101, "chunk": 13}),
+    (EX, "cannon", {"n": 97}),
+    (EX, "pumma", {"n": 97}),
+    (EX, "johnson", {"n": 37}),
+    (EX, "solomonik", {"n": 45}),
+    (EX, "cosma", {"ni": 53, "nj": 41, "nk": 67}),
+    (EX, "hier_summa", {"n": 67, "chunk": 8}),
+    (EX, "hier_cannon", {"n": 67}),
+    (EX, "ttv", {"n": 33, "m": 29, "p": 17}),
+    (EX, "ttm", {"n": 33, "m": 29, "p": 17, "q": 9}),
+    (EX, "mttkrp", {"n": 23, "m": 19, "p": 21, "r": 5}),
+    (EX, "innerprod", {"n": 23, "m": 19, "p": 21}),
+    (OWN, "transpose", {"n": 37, "m": 29}),
+    (OWN, "replicated", {"n": 61, "m": 47}),
+    (OWN, "gather1d", {"n": 41, "k": 23}),
+    (OWN, "accumulate", {"n": 29}),
+]
+RANKS = (1, 2, 3, 4, 6, 8)
+
+
+def run(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+
+
+def plan_bytes(text):
+    """rank 0's bytes by the plan, reductions to a root left out: (received, sent by an
+    accumulate, or None where it has none); None where one is unknown"""
+    total, sent, pattern = 0, None, ""
+    for line in text.splitlines():
+        m = re.match(r"  (read|write) \S+ at [^:]+: (.*)", line)
+        if m:
+            pattern = m.group(2)
+            continue
+        if not line.startswith("    bytes per rank"):
+            continue
+        if "not evaluated" in line:
+            return None
+        m = re.match(r"    bytes per rank \(rank 0\): (\d+) ", line)
+        if m and "point-to-point accumulate" in pattern:
+            sent = (sent or 0) + int(m.group(1))
+        elif m and not (pattern.startswith("reduce") and "(allreduce)" not in pattern):
+            total += int(m.group(1))
+    return total, sent
+
+
+def stats_bytes(text, sent):
+    """rank 0's bytes received by --stats, by operation (file I/O and reductions left out); with
+    sent, its bytes sent by exchange apart (and not its bytes received by exchange)"""
+    ops, out = {}, 0
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) == 7 and w[0] == "0" and w[2] not in ("io", "reduce"):
+            if sent and w[2] == "exchange":
+                out = int(w[3])
+            else:
+                ops[w[2]] = int(w[5])
+    return ops, out
+
+
+def main():
+    fails = checks = 0
+    with tempfile.TemporaryDirectory() as d:
+        for where, name, params in CASES:
+            src = os.path.join(where, name + ".dtl")
+            exe = os.path.join(d, name)
+            p = run([DISTALC, src, "--exe", "-o", exe])
+            if p.returncode:
+                print("FAIL %s: does not compile:\n%s" % (name, p.stdout))
+                fails += 1
+                continue
+            sets = sum((["--set", "%s=%d" % kv] for kv in params.items()), [])
+            args = sum((["-%s" % k, str(v)] for k, v in params.items()), [])
+            for P in RANKS:
+                pl = run([DISTALC, src, "--emit", "plan", "--ranks", str(P)] + sets)
+                if pl.returncode and "cannot form" in pl.stdout:
+                    continue  # a machine this rank count does not fit (grid(q, q, q) at 6)
+                checks += 1
+                want = plan_bytes(pl.stdout) if not pl.returncode else None
+                if want is None or want[0] is None:
+                    print("FAIL %s at %d ranks: no evaluated plan:\n%s" % (name, P, pl.stdout))
+                    fails += 1
+                    continue
+                r = run([MPIRUN, "-np", str(P), "--oversubscribe", exe] + args + ["--stats"])
+                ops, out = stats_bytes(r.stdout, want[1] is not None)
+                got = (sum(ops.values()), out if want[1] is not None else None)
+                grid = re.search(r"^grid: (.*)$", pl.stdout, re.M).group(1)
+                if r.returncode or got != want:
+                    print("FAIL %s at %d ranks (grid %s): the plan says rank 0 receives %d bytes (sends %s by accumulate), "
+                          "--stats measures %d (%s) %s\n%s"
+                          % (name, P, grid, want[0], want[1], got[0], got[1], ops, r.stdout[-1500:] if r.returncode else ""))
+                    fails += 1
+                else:
+                    print("PASS %s at %d ranks (grid %s): %d bytes received %s%s" % (name, P, grid, got[0], ops,
+                          "" if got[1] is None else ", %d sent by accumulate" % got[1]))
+    print("plan_stats.py: %d of %d checks failed" % (fails, checks))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
