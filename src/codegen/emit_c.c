@@ -1745,40 +1745,48 @@ static void emit_group_ranks(FILE *c, const sp_program *sp, const sp_cost_comm *
 }
 
 /* dtl_rcv += what of the box [dtl_lo, dtl_hi) (dtl_v elements) the rank receives at step
- * dtl_cnt, for pattern pat (shift_dim: a shift's) -- lw_step_received, spelled */
+ * dtl_cnt, for pattern pat (shift_dim: a shift's) -- lw_held_block and lw_step_received,
+ * spelled: dtl_h the part it holds, dtl_to what the box moves (an accumulate: to its holders) */
 static void emit_received_by(FILE *c, const sp_program *vs, const sp_cost_comm *m, lw_pattern pat, int shift_dim, int in) {
-  const char *v = "dtl_v";
+  const lw_owner *o = m->own;
+  bool acc = pat == PAT_EXCHANGE && m->output, own_only[LW_MAX_DIMS] = {false};
   char copies[256];
-  if (pat == PAT_EXCHANGE && m->output) { /* to every copy of each piece */
-    int k = snprintf(copies, sizeof copies, "dtl_v");
-    for (int g = 0; g < vs->ndims && k < (int)sizeof copies - 24; g++)
-      if (m->own->everywhere || m->own->kind[g] == OWN_STAR) k += snprintf(copies + k, sizeof copies - (size_t)k, " * dtl_dims[%d]", g);
-    v = copies;
+  int k = snprintf(copies, sizeof copies, "1.0");
+  for (int g = 0; g < vs->ndims; g++) {
+    lw_own_kind kind = o->everywhere ? OWN_STAR : o->kind[g];
+    bool exec = m->exec_mask >> g & 1;
+    if (acc && kind == OWN_STAR && exec && k < (int)sizeof copies - 24)
+      k += snprintf(copies + k, sizeof copies - (size_t)k, " * dtl_dims[%d]", g);
+    if (acc && kind == OWN_PART && !exec) own_only[o->tdim[g]] = true;
   }
-  if (pat == PAT_REDUCE || !lw_owner_whole(m->own, m->order)) {
-    fprintf(c, "%*sdtl_rcv += %s;\n", in, "", v);
+  if (!lw_owner_whole(o, m->order)) {
+    fprintf(c, "%*sdtl_rcv += dtl_v * (%s);\n", in, "", acc ? copies : "1.0");
+    return;
+  }
+  if (pat == PAT_REDUCE) {
+    fprintf(c, "%*sdtl_rcv += dtl_v;\n", in, "");
     return;
   }
   if (pat == PAT_SHIFT) fprintf(c, "%*sif (dtl_cnt > 0) dtl_rcv += dtl_dims[%d] == 1 ? 0 : dtl_v; else\n", in, "", shift_dim);
-  fprintf(c, "%*s{\n%*sdouble dtl_h = 1;\n", in, "", in + 2, "");
-  const lw_owner *o = m->own;
-  bool fixed = false;
+  fprintf(c, "%*s{\n%*sdouble dtl_h = 1, dtl_to = %s;\n", in, "", in + 2, "", acc ? copies : "dtl_v");
+  /* off a fixed coordinate: holds nothing; and an accumulate sends nothing where the dim is
+   * not one its loops are distributed over */
   for (int g = 0; g < vs->ndims && !o->everywhere; g++)
-    if (o->kind[g] == OWN_FIXED) {
-      fprintf(c, "%*s%s dtl_coords[%d] != %lld", in + 2, "", fixed ? "||" : "if (", g, (long long)o->fixed[g]);
-      fixed = true;
-    }
-  if (fixed) fprintf(c, ")\n%*sdtl_h = 0;\n%*selse {\n", in + 4, "", in + 2, "");
+    if (o->kind[g] == OWN_FIXED)
+      fprintf(c, "%*sif (dtl_coords[%d] != %lld) dtl_h = 0%s;\n", in + 2, "", g, (long long)o->fixed[g],
+              acc && !(m->exec_mask >> g & 1) ? ", dtl_to = 0" : "");
   for (int x = 0; x < m->order; x++) {
     fprintf(c, "%*s{ const int64_t ol = ", in + 2, "");
     cg_sym(c, vs, o->lo[x], false);
     fputs(", oh = ", c);
     cg_sym(c, vs, o->hi[x], false);
     fprintf(c, ";\n%*s  const int64_t l = dtl_lo[%d] > ol ? dtl_lo[%d] : ol, u = dtl_hi[%d] < oh ? dtl_hi[%d] : oh;\n"
-               "%*s  dtl_h *= u > l ? (double)(u - l) : 0; }\n", in + 2, "", x, x, x, x, in + 2, "");
+               "%*s  dtl_h *= u > l ? (double)(u - l) : 0;", in + 2, "", x, x, x, x, in + 2, "");
+    if (acc && own_only[x]) fputs(" dtl_to *= u > l ? (double)(u - l) : 0;", c);
+    else if (acc) fprintf(c, " dtl_to *= dtl_hi[%d] > dtl_lo[%d] ? (double)(dtl_hi[%d] - dtl_lo[%d]) : 0;", x, x, x, x);
+    fputs(" }\n", c);
   }
-  if (fixed) fprintf(c, "%*s}\n", in + 2, "");
-  fprintf(c, "%*sdtl_rcv += %s - (dtl_h < %s ? dtl_h : %s);\n%*s}\n", in + 2, "", v, v, v, in, "");
+  fprintf(c, "%*sdtl_rcv += dtl_to - (dtl_h < dtl_to ? dtl_h : dtl_to);\n%*s}\n", in + 2, "", in, "");
 }
 
 static void emit_received(FILE *c, const sp_program *sp, const sp_program *vs, const sp_cost_comm *m, int in) {

@@ -712,32 +712,39 @@ bool lw_owner_whole(const lw_owner *o, int order) {
   return true;
 }
 
-void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, const sym_env *env,
-                   lw_held *h) {
-  *h = (lw_held){.known = lw_owner_whole(o, order), .holds = true, .copies = 1, .shift_len = 0};
+void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, unsigned exec_mask,
+                   const sym_env *env, lw_held *h) {
+  *h = (lw_held){.known = lw_owner_whole(o, order), .holds = true, .copies = 1, .shift_len = 0, .sends = true,
+                 .accumulate = output && pat == PAT_EXCHANGE};
   sym_env grid = {.params = env->params};
   for (int g = 0; g < lp->ndims; g++) {
     int64_t d;
-    bool dk = sym_eval(lp->dims[g], &grid, &d);
-    if (!o->everywhere && o->kind[g] == OWN_FIXED && env->coords[g] != o->fixed[g]) h->holds = false;
-    if (output && pat == PAT_EXCHANGE && (o->everywhere || o->kind[g] == OWN_STAR) && dk && d > 1) h->copies *= d;
+    bool dk = sym_eval(lp->dims[g], &grid, &d), exec = exec_mask >> g & 1;
+    lw_own_kind kind = o->everywhere ? OWN_STAR : o->kind[g];
+    if (kind == OWN_FIXED && env->coords[g] != o->fixed[g]) h->holds = false, h->sends &= exec;
+    /* an accumulate goes to the holders along the grid dims its loops are distributed over,
+     * and along the others to the holder at the rank's own coordinate (the runtime's
+     * for_each_holder with exec_mask): every copy of a '*' dim of the first kind, the part of
+     * the box in its own block along a partitioned dim of the second */
+    if (h->accumulate && kind == OWN_STAR && exec && dk && d > 1) h->copies *= d;
+    if (h->accumulate && kind == OWN_PART && !exec) h->own_only[o->tdim[g]] = true;
     if (pat == PAT_SHIFT && g == shift_dim) h->shift_len = dk ? d : 0;
   }
-  for (int x = 0; x < order && h->known && h->holds; x++)
+  for (int x = 0; x < order && h->known; x++)
     h->known = sym_eval(o->lo[x], env, &h->lo[x]) && sym_eval(o->hi[x], env, &h->hi[x]);
 }
 
 int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t step, int64_t v, const int64_t *lo, const int64_t *hi) {
-  v *= h->copies; /* an accumulate: to every copy of each piece */
+  if (h->accumulate && !h->known) return v * h->copies;
   if (pat == PAT_REDUCE || !h->known) return v;
   if (pat == PAT_SHIFT && step > 0) return h->shift_len == 1 ? 0 : v;
-  if (!h->holds) return v;
-  int64_t held = 1;
+  int64_t held = h->holds ? 1 : 0, to = h->accumulate ? (h->sends ? h->copies : 0) : v;
   for (int x = 0; x < order; x++) {
-    int64_t l = lo[x] > h->lo[x] ? lo[x] : h->lo[x], u = hi[x] < h->hi[x] ? hi[x] : h->hi[x];
-    held *= u > l ? u - l : 0;
+    int64_t l = lo[x] > h->lo[x] ? lo[x] : h->lo[x], u = hi[x] < h->hi[x] ? hi[x] : h->hi[x], in = u > l ? u - l : 0;
+    held *= in;
+    if (h->accumulate) to *= h->own_only[x] ? in : hi[x] > lo[x] ? hi[x] - lo[x] : 0;
   }
-  return v - (held < v ? held : v);
+  return to - (held < to ? held : to);
 }
 
 static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env,
@@ -754,7 +761,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
     }
     if (!a->at) {
       a->at = lw_comm_at(lp, c, env->params);
-      lw_held_block(lp, &lp->owner[c->tensor], c->order, a->at->pattern, a->at->shift_dim, c->output, env, &a->held);
+      lw_held_block(lp, &lp->owner[c->tensor], c->order, a->at->pattern, a->at->shift_dim, c->output, ls->exec_mask, env, &a->held);
     }
     a->recv += lw_step_received(a->at->pattern, &a->held, c->order, a->count, v, lo, hi);
     a->total += v, a->count++;

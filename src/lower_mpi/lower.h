@@ -95,22 +95,26 @@ void lw_print_stmt(FILE *f, const lw_program *lp, int i);
 /* The bytes of one element of a tensor of type t. */
 int64_t lw_type_size(fe_type t);
 /* What a rank holds of a tensor with ownership o, for a communicate point of pattern pat
- * (shift_dim: a shift's grid dim; output: a produced box), evaluated once for the rank at
- * env's coordinates: its block [lo, hi) (holds: false off a fixed coordinate; known: false
- * for a balanced partition, whose blocks are known only at run time), the copies an
- * accumulate by exchange sends a box to (the sizes of the tensor's '*' grid dims), the
- * extent of a shift's grid dim. */
+ * (shift_dim: a shift's grid dim; output: a produced box; exec_mask: the grid dims the
+ * statement's loops are distributed over), evaluated once for the rank at env's
+ * coordinates: its block [lo, hi) (holds: false off a fixed coordinate; known: false for a
+ * balanced partition, whose blocks are known only at run time), the extent of a shift's
+ * grid dim, and for an accumulate by exchange where its boxes go (the runtime's holders):
+ * to every copy along the '*' grid dims in exec_mask (copies: their sizes), along a
+ * partitioned grid dim outside it only to the rank's own block (own_only, per tensor dim),
+ * nowhere off a fixed coordinate outside it (sends). */
 typedef struct {
-  bool known, holds;
+  bool known, holds, accumulate, sends;
   int64_t lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
+  bool own_only[LW_MAX_DIMS];
   int64_t copies, shift_len;
 } lw_held;
-void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, const sym_env *env,
-                   lw_held *h);
+void lw_held_block(const lw_program *lp, const lw_owner *o, int order, lw_pattern pat, int shift_dim, bool output, unsigned exec_mask,
+                   const sym_env *env, lw_held *h);
 /* Of one step's box of v elements ([lo, hi) per dim, evaluated), what the communicate point
  * of pattern pat moves to the rank of h at its step-th step: a fetch and a broadcast skip
  * the part of the box the rank holds (the runtime copies it in place); an accumulate by
- * exchange sends the box to every copy of each piece but the rank's own (what it receives
+ * exchange sends the box to its holders (lw_held) but the rank itself (what it receives
  * from the others' boxes: the same where the ranks are alike); a shift receives a
  * neighbour's whole box at every step after the first (an exchange aligns the first), and
  * nothing along a 1-wide grid dim; a reduction combines every member's partial box (v); a

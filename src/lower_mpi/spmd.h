@@ -387,6 +387,7 @@ typedef struct {
   lw_pattern pat, alt_pat;
   int shift_dim, alt_shift_dim;
   bool output;          /* a produced box */
+  unsigned exec_mask;   /* the grid dims the statement's loops are distributed over */
   const lw_owner *own;
   int nassume;
   const int *assume;

@@ -53,6 +53,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->shift_dim = m->alt_shift_dim = c->shift_dim;
     m->own = &lp->owner[c->tensor];
     m->output = c->output;
+    m->exec_mask = ls->exec_mask;
     if (c->alt && c->nassume > 1) {
       m->alt_pat = c->alt->pattern;
       m->alt_shift_dim = c->alt->shift_dim;
@@ -116,8 +117,8 @@ static void walk(const lw_program *lp, const sp_cost_comm *m, int k, int64_t *va
     }
     if (!a->started && !m->local) {
       a->started = true, a->alt = assumed(m, env->params);
-      lw_held_block(lp, m->own, m->order, a->alt ? m->alt_pat : m->pat, a->alt ? m->alt_shift_dim : m->shift_dim, m->output, env,
-                    &a->held);
+      lw_held_block(lp, m->own, m->order, a->alt ? m->alt_pat : m->pat, a->alt ? m->alt_shift_dim : m->shift_dim, m->output,
+                    m->exec_mask, env, &a->held);
     }
     if (!m->local) a->recv += (double)lw_step_received(a->alt ? m->alt_pat : m->pat, &a->held, m->order, a->count, v, lo, hi);
     a->total += (double)v, a->count++;

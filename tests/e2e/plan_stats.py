@@ -3,8 +3,9 @@
 For the examples (matrix multiply by SUMMA, Cannon, PUMMA, Johnson, Solomonik, COSMA and the
 hierarchical ones; TTV, TTM, MTTKRP, the inner product) and the programs of plan_stats/
 (an exchange of a transposed block, a replicated and a fixed-coordinate tensor, partial sums
-accumulated into replicated results, a 1-D machine fetching rows and columns of float
-tensors), at 1, 2, 3, 4, 6 and 8 ranks and sizes the grid does not divide: rank 0's bytes in `distalc --emit plan --ranks P --set ...` (the
+accumulated into replicated results, results computed again along a grid dim the loops leave
+undistributed, a 1-D machine fetching rows and columns of float tensors), at 1, 2, 3, 4, 6
+and 8 ranks (and grid shapes the solver does not pick) and sizes the grid does not divide: rank 0's bytes in `distalc --emit plan --ranks P --set ...` (the
 "bytes per rank (rank 0)" lines summed: what it needs less what it already holds) must equal
 the bytes rank 0 receives by the executable's `--stats` (all operations but file I/O).  A
 reduction to a root is left out of both: the plan counts each member's partial sums, --stats
@@ -42,6 +43,11 @@ CASES = [
     (OWN, "replicated", {"n": 61, "m": 47}),
     (OWN, "gather1d", {"n": 41, "k": 23}),
     (OWN, "accumulate", {"n": 29}),
+    # grids whose second dim the loops leave undistributed (the solver's leave it at 1 or 2)
+    (OWN, "redundant", {"n": 25, "m": 14}, [(2, {"gx": 1, "gy": 2}), (3, {"gx": 1, "gy": 3}), (4, {"gx": 2, "gy": 2}),
+                                            (6, {"gx": 2, "gy": 3}), (6, {"gx": 3, "gy": 2})]),
+    (OWN, "accumulate", {"n": 29}, [(2, {"gx": 1, "gy": 1, "gz": 2}), (4, {"gx": 1, "gy": 2, "gz": 2}),
+                                    (6, {"gx": 2, "gy": 1, "gz": 3})]),
 ]
 RANKS = (1, 2, 3, 4, 6, 8)
 
@@ -88,17 +94,21 @@ def stats_bytes(text, sent):
 def main():
     fails = checks = 0
     with tempfile.TemporaryDirectory() as d:
-        for where, name, params in CASES:
+        for case in CASES:
+            where, name, params = case[:3]
+            runs = case[3] if len(case) > 3 else [(P, {}) for P in RANKS]
             src = os.path.join(where, name + ".dtl")
             exe = os.path.join(d, name)
-            p = run([DISTALC, src, "--exe", "-o", exe])
-            if p.returncode:
-                print("FAIL %s: does not compile:\n%s" % (name, p.stdout))
-                fails += 1
-                continue
-            sets = sum((["--set", "%s=%d" % kv] for kv in params.items()), [])
-            args = sum((["-%s" % k, str(v)] for k, v in params.items()), [])
-            for P in RANKS:
+            if not os.path.exists(exe):
+                p = run([DISTALC, src, "--exe", "-o", exe])
+                if p.returncode:
+                    print("FAIL %s: does not compile:\n%s" % (name, p.stdout))
+                    fails += 1
+                    continue
+            for P, grid_params in runs:
+                allp = dict(params, **grid_params)
+                sets = sum((["--set", "%s=%d" % kv] for kv in allp.items()), [])
+                args = sum((["-%s" % k, str(v)] for k, v in allp.items()), [])
                 pl = run([DISTALC, src, "--emit", "plan", "--ranks", str(P)] + sets)
                 if pl.returncode and "cannot form" in pl.stdout:
                     continue  # a machine this rank count does not fit (grid(q, q, q) at 6)
