@@ -1125,7 +1125,9 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
 }
 
 /* ---- layouts -------------------------------------------------------------------------------- */
-double dc_replica_seconds(const dc_unit *u, const int64_t *params, const dc_machine_model *m) {
+/* dc_program_seconds' charge for the replicas of the program's data (0 on a machine of several
+ * levels or where a grid dim is not known) */
+static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_machine_model *m) {
   const fe_program *p = u->ast;
   if (u->ir->machine < 0 || p->machines[u->ir->machine].nlevels != 1) return 0;
   const fe_grid *G = &p->machines[u->ir->machine].levels[0];
@@ -1179,7 +1181,7 @@ bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, co
     else ok = false;
   }
   ir_scope_leave(&sc);
-  *out = total;
+  *out = total + replica_seconds(v, params, m);
   return ok;
 }
 
@@ -1320,7 +1322,6 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
                 dc_program_seconds(v, params, mem_limit, m, &sec);
-      if (ok) sec += dc_replica_seconds(v, params, m);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;

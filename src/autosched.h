@@ -126,16 +126,14 @@ typedef bool (*dc_grid_fn)(void *ctx, int64_t *vals, int64_t ranks, int shape);
 int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
                      int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv);
 
-/* What replicas of the program's data cost: a tensor no statement writes comes from the user in
- * its layout, so what its '*' grid dims copy beyond a rank's share of it (bytes x (copies - 1)
- * / ranks) is charged as received once, at m's bandwidth (seconds; 0 on a machine of several
- * levels or where a grid dim is not known).  A written tensor's replicas cost what the
- * program does to compute them.  Added to a program's predicted time where --auto chooses
- * layouts or the grid's shape, so that replicating every input is not free. */
-double dc_replica_seconds(const dc_unit *u, const int64_t *params, const dc_machine_model *m);
-/* The predicted time of the whole program of v at params (grid params solved): each statement
- * without schedule commands at its best candidate (as dc_auto searches), the others at their
- * schedule.  False where some statement cannot be costed. */
+/* The predicted time of the whole program of v at params (grid params solved), as --auto
+ * compares layouts and grid shapes: each statement without schedule commands at its best
+ * candidate (as dc_auto searches), the others at their schedule, and the replicas of the
+ * program's data: a tensor no statement writes comes from the user in its layout, so what its
+ * '*' grid dims copy beyond a rank's share (bytes x (copies - 1) / ranks) is charged as
+ * received once at m's bandwidth (replicating every input is not free; a written tensor's
+ * replicas cost what the program does to compute them).  False where some statement cannot
+ * be costed. */
 bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out);
 
 /* --auto's layouts (LANGUAGE.md section 3, `@ M` with no mapping): each such tensor of a

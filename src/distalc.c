@@ -727,12 +727,9 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     if (t && dc_compile(input, t, strlen(t), &(dc_options){.target = tg, .no_lower = true}, &w) == DC_OK) {
       w->no_fuse = u->no_fuse;
       ok = dc_program_seconds(w, v, mem, mm, &s);
-      if (ok) s += dc_replica_seconds(w, v, mm);
       dc_unit_free(w);
-    } else {
+    } else
       ok = !t && dc_program_seconds(u, v, mem, mm, &s);
-      if (ok) s += dc_replica_seconds(u, v, mm);
-    }
     if (ok && k == 0) {
       s0 = s, have0 = true;
       text0 = t, lay0 = lay, t = lay = NULL;
