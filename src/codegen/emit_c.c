@@ -994,6 +994,33 @@ static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char
   line(g, "}");
 }
 
+/* The rewrite "gather" (spmd.h: spmd_gather): at the top of iteration p of the loop over
+ * stored coordinates, where the piece scatters at its level (the flag printed before the
+ * loop), the rows its elements will read DTL_GATHER_AHEAD entries on: each element at the
+ * coordinate there, its indices bound by the loops inside at 0. */
+static void emit_gather(cg_st *g, const sp_node *n, const char *tn, const char *p, const char *bb) {
+  int a = n->sparse, x = n->level;
+  char ahead[160];
+  snprintf(ahead, sizeof ahead, "%s + DTL_GATHER_AHEAD < dtl_%s->npos[%d] ? %s + DTL_GATHER_AHEAD : dtl_%s->npos[%d] - 1", p, tn,
+           x, p, tn, x);
+  line(g, "if (dtl_sp%d_g%d) { /* the rewrite gather: the rows read DTL_GATHER_AHEAD entries on */", a, x);
+  line(g, "  const int64_t dtl_gc = %s - %s;", sp_arr(g, "crd", tn, x, ahead), bb);
+  for (int u = 0; u < n->ngather; u++) {
+    const sp_expr *e = n->gather[u];
+    const char *b = cg_bname(g, e->buf);
+    MBUF(ix);
+    FILE *m = mopen(&ix);
+    for (int d = 0; d < e->nidx; d++) {
+      if (d) fputs(" + ", m);
+      fprintf(m, "(%s - dtl_%s_lo[%d])", e->vars[d] == n->var ? "dtl_gc" : n->gather_inner[u] >> d & 1 ? "0" : vname(g, e->vars[d]), b, d);
+      if (d + 1 < e->nidx) fprintf(m, " * dtl_%s_st[%d]", b, d);
+    }
+    fclose(m);
+    line(g, "  dtl_prefetch_row(dtl_%s, %s, sizeof *dtl_%s, (int64_t)(%s) * (int64_t)sizeof *dtl_%s);", b, ix, b, S(g, n->gather_len[u]), b);
+  }
+  line(g, "}");
+}
+
 /* A loop over the union of the stored coordinates of several sparse accesses (spmd.h,
  * sp_node.nunion), opened here and closed by emit_loop: each member's cursor q and segment
  * end e over its parent's segment (empty where the parent holds no entry), from its first
@@ -1091,6 +1118,11 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       emit_threads(g, n, mode);
       line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
       line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
+      if (n->ngather && !g->in_kernel) {
+        g->ind += 2;
+        emit_gather(g, n, tn, p, bb);
+        g->ind -= 2;
+      }
       break;
     }
     if (n->nunion) { /* the union of several accesses' stored coordinates */
@@ -1107,6 +1139,14 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
     line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", bb, S(g, n->base), tn, x, v);
     if (n->prefetch && !g->in_kernel) emit_prefetch(g, n, tn, e);
+    if (n->ngather && !g->in_kernel) {
+      MBUF(rows);
+      FILE *m = mopen(&rows);
+      for (int u = 0; u < n->ngather; u++)
+        fprintf(m, "%s(int64_t)(%s) * (int64_t)sizeof *dtl_%s >= 64", u ? " || " : "", S(g, n->gather_len[u]), cg_bname(g, n->gather[u]->buf));
+      fclose(m);
+      line(g, "const bool dtl_sp%d_g%d = !dtl_%s->banded[%d] && (%s); /* the rewrite gather */", a, x, tn, x, rows);
+    }
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
     const char *start = sp_arr(g, "pos", tn, x, par);
@@ -1130,6 +1170,11 @@ static void emit_loop(cg_st *g, const sp_node *n) {
          e, p);
     line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
     if (!n->within) line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
+    if (n->ngather && !g->in_kernel) {
+      g->ind += 2;
+      emit_gather(g, n, tn, p, bb);
+      g->ind -= 2;
+    }
     break;
   }
   case SL_THREAD: break;
@@ -1607,10 +1652,19 @@ static void emit_header(FILE *h, const sp_program *sp, const cg_options *o) {
   if (sp->nparams) fputs("/* (the pragmas keep macros that share a param's name out of the struct) */\n", h);
   for (int i = 0; i < sp->nparams; i++)
     fprintf(h, "#pragma push_macro(\"%s\")\n#undef %s\n", sp->params[i].name, sp->params[i].name);
-  fputs("typedef struct {", h);
-  for (int i = 0; i < sp->nparams; i++) fprintf(h, " %s %s;", cg_param_ctype(sp, i), sp->params[i].name);
-  if (!sp->nparams) fputs(" int64_t unused_;", h);
-  fprintf(h, " } %s_params; /* one field per param (int64_t; a floating param: double) */\n", o->prefix);
+  /* A field named int64_t hides the type from the fields after it in C++ (not in C, where
+   * members have a namespace of their own): C++ then reads the type from the global scope. */
+  bool hides = false;
+  for (int i = 0; i < sp->nparams; i++) hides = hides || !strcmp(sp->params[i].name, "int64_t");
+  for (int pass = hides ? 0 : 1; pass < 2; pass++) {
+    if (hides) fputs(pass ? "#else\n" : "#ifdef __cplusplus\n", h);
+    fputs("typedef struct {", h);
+    for (int i = 0; i < sp->nparams; i++)
+      fprintf(h, " %s%s %s;", !pass && !sp->params[i].is_float ? "::" : "", cg_param_ctype(sp, i), sp->params[i].name);
+    if (!sp->nparams) fputs(" int64_t unused_;", h);
+    fprintf(h, " } %s_params; /* one field per param (int64_t; a floating param: double) */\n", o->prefix);
+  }
+  if (hides) fputs("#endif\n", h);
   for (int i = sp->nparams - 1; i >= 0; i--) fprintf(h, "#pragma pop_macro(\"%s\")\n", sp->params[i].name);
   fputs("\n", h);
   fprintf(h, "/* declared defaults; -1 where none (grid params: derived from the communicator) */\n");

@@ -1403,6 +1403,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_simd(sp);
   spmd_threads(sp);
   spmd_prefetch(sp);
+  spmd_gather(sp);
   spmd_hoist(sp);
   spmd_jam(sp);
   spmd_index_width(sp);
@@ -1623,6 +1624,140 @@ void spmd_prefetch(sp_program *sp) {
       sp_logf(sp, "prefetch", NULL, "statement %d: %d loop%s over stored coordinates", fn->index + 1, done, done == 1 ? "" : "s");
     else
       sp_logf(sp, "prefetch", why ? why : "no loop over stored coordinates is a leaf", "statement %d", fn->index + 1);
+  }
+}
+
+/* ---- rows gathered ahead by loops over stored coordinates (spmd.h: spmd_gather) ----------- */
+#define GA_MAX 8
+typedef struct {
+  const sp_program *sp;
+  const sp_node *L;
+  bool *inside;         /* vars bound inside L, its own included */
+  const sp_node **local; /* per var: the local loop inside L that binds it (NULL: none) */
+  const sp_expr *out[GA_MAX];
+  unsigned inner[GA_MAX];
+  const sym *len[GA_MAX];
+  int n;
+  bool single; /* an element, not a row, read or written at L's coordinate */
+} ga_st;
+
+/* L's body holds only loops, bindings, guards, positions, sums and assignments */
+static bool ga_body(const sp_node *n, ga_st *s, const char **why) {
+  if (!n) return true;
+  switch (n->kind) {
+  case SN_SEQ: case SN_BIND: case SN_GUARD: case SN_IF: case SN_SPPOS: case SN_ACC: case SN_REGISTER: case SN_ASSIGN: break;
+  case SN_LOOP:
+    if (n->loop != SL_LOCAL && n->loop != SL_SPARSE) return *why = "a loop of another kind runs inside it", false;
+    if (n->loop == SL_LOCAL && n->var >= 0 && n->var < s->sp->nvars) s->local[n->var] = n;
+    break;
+  default: return *why = "it does more than compute (a kernel, communication or setup)", false;
+  }
+  for (int q = 0; q < n->nkids; q++)
+    if (!ga_body(n->kids[q], s, why)) return false;
+  return true;
+}
+
+/* no variable bound inside L in e */
+static bool ga_outside(const ga_st *s, const sym *e) {
+  for (int v = 0; v < s->sp->nvars; v++)
+    if (s->inside[v] && sym_uses(e, SYM_VAR, v)) return false;
+  return true;
+}
+
+static void ga_take(ga_st *s, const sp_expr *e) {
+  const sp_program *sp = s->sp;
+  if (e->contracted || e->work >= 0 || e->sparse >= 0 || e->buf < 0 || e->buf >= sp->nbufs || !e->nidx) return;
+  bool at = false;
+  unsigned inner = 0;
+  for (int x = 0; x < e->nidx; x++) {
+    int v = e->vars[x];
+    if (v < 0 || v >= sp->nvars) return;
+    if (v == s->L->var) at = true;
+    else if (s->local[v]) inner |= 1u << x;
+    else if (s->inside[v]) return; /* bound inside L otherwise: its first value is not known */
+  }
+  if (!at) return;
+  /* a row: the last index bound by a local loop inside, whose bound is known before L */
+  const sym *len = inner >> (e->nidx - 1) & 1 ? s->local[e->vars[e->nidx - 1]]->hi : NULL;
+  if (!len || !ga_outside(s, len)) {
+    s->single = true;
+    return;
+  }
+  for (int u = 0; u < s->n; u++)
+    if (s->out[u]->buf == e->buf && !memcmp(s->out[u]->vars, e->vars, (size_t)e->nidx * sizeof *e->vars)) return;
+  if (s->n == GA_MAX) return;
+  s->out[s->n] = e, s->inner[s->n] = inner, s->len[s->n++] = len;
+}
+
+static void ga_expr(ga_st *s, const sp_expr *e) {
+  if (!e) return;
+  if (e->kind == SE_ACCESS) {
+    ga_take(s, e);
+    return;
+  }
+  ga_expr(s, e->a);
+  ga_expr(s, e->b);
+}
+
+static void ga_collect(ga_st *s, const sp_node *n) {
+  if (!n) return;
+  if (n->kind == SN_ASSIGN) {
+    ga_expr(s, n->rhs);
+    if (n->lhs && !n->to_acc && !n->to_entries) ga_take(s, n->lhs);
+  }
+  if (n->kind == SN_ACC && n->lhs) ga_take(s, n->lhs);
+  for (int q = 0; q < n->nkids; q++) ga_collect(s, n->kids[q]);
+}
+
+static int ga_walk(sp_program *sp, sp_node *n, int *seen, const char **why) {
+  if (!n || n->kind == SN_DEVICE || n->kind == SN_KERNEL || n->kind == SN_PRODUCER) return 0;
+  int done = 0;
+  if (n->kind == SN_LOOP && n->loop == SL_SPARSE && !n->nunion) {
+    ++*seen;
+    ga_st s = {.sp = sp, .L = n};
+    s.inside = calloc((size_t)sp->nvars + 1, sizeof *s.inside);
+    s.local = calloc((size_t)sp->nvars + 1, sizeof *s.local);
+    const char *w = NULL;
+    bool ok = true;
+    for (int q = 0; q < n->nkids && ok; q++) ok = ga_body(n->kids[q], &s, &w);
+    if (ok) {
+      bound_in(n, s.inside, sp->nvars);
+      ga_collect(&s, n);
+      if (s.n) {
+        n->gather = ir_alloc((size_t)s.n * sizeof *n->gather);
+        unsigned *in = ir_alloc((size_t)s.n * sizeof *in);
+        const sym **len = ir_alloc((size_t)s.n * sizeof *len);
+        memcpy(n->gather, s.out, (size_t)s.n * sizeof *s.out);
+        memcpy(in, s.inner, (size_t)s.n * sizeof *in);
+        memcpy(len, s.len, (size_t)s.n * sizeof *len);
+        n->gather_inner = in, n->gather_len = len, n->ngather = s.n, done = s.n;
+      } else if (!*why) {
+        *why = s.single ? "it reads single elements at the loop's coordinate (no row), which the processor runs ahead to by itself"
+                        : "no dense element is read or written at the loop's coordinate";
+      }
+    } else if (!*why) {
+      *why = w;
+    }
+    free(s.inside), free(s.local);
+  }
+  for (int q = 0; q < n->nkids; q++) done += ga_walk(sp, n->kids[q], seen, why);
+  return done;
+}
+
+void spmd_gather(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn_runs(fn)) continue;
+    int seen = 0;
+    const char *why = NULL;
+    int done = ga_walk(sp, fn->body, &seen, &why);
+    if (!seen) continue; /* no loop over stored coordinates: nothing to say */
+    if (done)
+      sp_logf(sp, "gather", NULL, "statement %d: %d row%s gathered at stored coordinates, fetched ahead where scattered",
+              fn->index + 1, done, done == 1 ? "" : "s");
+    else
+      sp_logf(sp, "gather", why, "statement %d", fn->index + 1);
   }
 }
 
@@ -2287,6 +2422,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     }
     if (n->simd_sum) fputs(" (simd sum)", f);
     if (n->prefetch) fputs(" (prefetch where banded)", f);
+    if (n->ngather) fprintf(f, " (%d row%s gathered ahead where scattered)", n->ngather, n->ngather == 1 ? "" : "s");
     if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
     if (n->jam) fprintf(f, " (rows jammed by %d)", n->jam);
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);

@@ -414,8 +414,10 @@ def main():
             gen = random.Random(7).sample(gen, min(len(gen), 110))
             rest = random.Random(11).sample(rest, min(len(rest), 130))
         # the names most likely to collide lead each kind's first program
+        # (and the types generated declarations spell: a C++ member of that name hides the type)
         lead = ["A", "B", "A_lo", "A_st", "A_cur", "in_A", "t0_A", "dtl_t0_A", "dtl_A_lo", "plan", "values", "rank",
-                "status", "opt", "err", "prm", "ctx", "dtl_plan", "dtl_ctx", "n_A", "r_in_A", "r_A", "i", "j", "n"]
+                "status", "opt", "err", "prm", "ctx", "dtl_plan", "dtl_ctx", "n_A", "r_in_A", "r_A", "i", "j", "n",
+                "int64_t", "int32_t", "size_t", "uintptr_t", "MPI_Comm", "dtl_sparse"]
         everything = []
         for n in lead + kw + gen + rest:
             if usable(n) and n not in everything:

@@ -601,6 +601,26 @@ static inline void dtl_prefetch(const void *base, int64_t index, size_t size) {
   (void)base, (void)index, (void)size;
 #endif
 }
+/* A hint: fetch into the cache the cache lines of `bytes` bytes (at most DTL_GATHER_BYTES)
+ * from element `index` of an array of `size`-byte elements (never faults, changes no value).
+ * The loops of the SPMD rewrite "gather" fetch so the row they will gather DTL_GATHER_AHEAD
+ * stored entries on: 16 entries and 256 bytes measured best for a random SpMM with rows of 16
+ * doubles on one core (0.030 s; 8 entries 0.037, 32 entries 0.038, without 0.088). */
+#ifndef DTL_GATHER_AHEAD /* -DDTL_GATHER_AHEAD=N when compiling the generated C */
+#define DTL_GATHER_AHEAD 16
+#endif
+#ifndef DTL_GATHER_BYTES
+#define DTL_GATHER_BYTES 256
+#endif
+static inline void dtl_prefetch_row(const void *base, int64_t index, size_t size, int64_t bytes) {
+#if defined(__GNUC__)
+  uintptr_t a = (uintptr_t)base + (uintptr_t)index * size;
+  const uintptr_t e = a + (uintptr_t)(bytes < DTL_GATHER_BYTES ? (bytes > 0 ? bytes : 0) : DTL_GATHER_BYTES);
+  for (a &= ~(uintptr_t)63; a < e; a += 64) __builtin_prefetch((const void *)a, 0, 3);
+#else
+  (void)base, (void)index, (void)size, (void)bytes;
+#endif
+}
 static inline int64_t dtl_sp_pos(const dtl_sparse *s, int k, int64_t p) {
   return s->narrow ? (int64_t)s->pos32[k][p] : s->pos[k][p];
 }
