@@ -747,6 +747,26 @@ int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t st
   return to - (held < to ? held : to);
 }
 
+/* The steps of communicate point c over the iterations of loops [k, depth] (the last loop's
+ * trip count added at once, not iterated), counted until they pass `budget`: sum_volume,
+ * which evaluates every step's box, then runs only where it can finish.  -1 where a trip
+ * count cannot be evaluated. */
+static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t budget) {
+  if (k > c->depth) return 1;
+  const cin_node *n = ls->loops[k];
+  int64_t ext, steps = 0;
+  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
+  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) return -1;
+  if (k == c->depth) return ext > 0 ? ext : 0;
+  for (int64_t i = 0; i < ext && steps <= budget; i++) {
+    vars[slot] = i;
+    int64_t s = count_steps(ls, c, k + 1, vars, env, budget - steps);
+    if (s < 0) return -1;
+    steps += s;
+  }
+  return steps;
+}
+
 static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env,
                        vol_acc *a) {
   if (k > c->depth) {
@@ -876,7 +896,9 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
     vol_acc a = {.budget = 200000};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
-    sum_volume(lp, ls, c, 0, vars, &env, &a);
+    int64_t steps = count_steps(ls, c, 0, vars, &env, a.budget);
+    if (steps < 0 || steps > a.budget) a.failed = steps < 0, a.budget = -1; /* as sum_volume would end */
+    else sum_volume(lp, ls, c, 0, vars, &env, &a);
     if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
       if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
       continue;
