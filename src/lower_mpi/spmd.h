@@ -605,7 +605,7 @@ void spmd_prefetch(sp_program *sp);
  * statement. */
 void spmd_gather(sp_program *sp);
 
-/* Operands read once before the innermost loop (spmd_build does, after the prefetch).  In
+/* Operands read once before the innermost loop (spmd_build does, after the gather).  In
  * C(i,k) += A(i,j) * B(j,k) with k innermost, A's stored value is the same in every
  * iteration, but the C compiler reads it in each (the store to C might change it) and checks
  * at run time that C's row does not overlap it before it vectorizes the loop.  Precondition,
