@@ -1021,6 +1021,40 @@ static void emit_gather(cg_st *g, const sp_node *n, const char *tn, const char *
   line(g, "}");
 }
 
+/* The rewrite "sums" (spmd.h: spmd_sums): where every operand the loop gathers fits
+ * DTL_SUMS_BYTES at the loop's bound, its iterations four at a time, the body at position q + u
+ * adding to register u; the loop that follows runs the rest from q. */
+static void emit_sums(cg_st *g, const sp_node *n, const char *tn, const char *p, const char *bb, const char *e, const char *chk,
+                      const char *start) {
+  int a = n->sparse, x = n->level, w = n->sums;
+  const char *v = vname(g, n->var);
+  MBUF(fits);
+  FILE *m = mopen(&fits);
+  fputs("1", m);
+  for (int u = 0; u < n->nsums_read; u++)
+    fprintf(m, " && (int64_t)(%s) * (int64_t)sizeof *dtl_%s <= DTL_SUMS_BYTES", S(g, n->hi), cg_bname(g, n->sums_read[u]->buf));
+  fclose(m);
+  line(g, "int64_t dtl_sp%d_q%d = %s(%s <= 0 ? %s : %s);", a, x, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb));
+  line(g, "if (%s) /* the rewrite sums: %d registers where the gathered operands fit the cache */", fits, w);
+  line(g, "  for (; dtl_sp%d_q%d + %d < %s; dtl_sp%d_q%d += %d) {", a, x, w - 1, e, a, x, w);
+  const char *saved = g->acc_sfx;
+  static const char *const sfx[] = {"", "1", "2", "3", "4", "5", "6", "7"};
+  g->ind += 4;
+  for (int u = 0; u < w && u < 8; u++) {
+    line(g, "{ const int64_t %s = dtl_sp%d_q%d + %d;", p, a, x, u);
+    line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
+    g->ind += 2;
+    line(g, "(void)%s;", v);
+    g->acc_sfx = sfx[u];
+    emit_kids(g, n);
+    g->ind -= 2;
+    line(g, "}");
+  }
+  g->acc_sfx = saved;
+  g->ind -= 4;
+  line(g, "  }");
+}
+
 /* A loop over the union of the stored coordinates of several sparse accesses (spmd.h,
  * sp_node.nunion), opened here and closed by emit_loop: each member's cursor q and segment
  * end e over its parent's segment (empty where the parent holds no entry), from its first
@@ -1166,8 +1200,14 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       line(g, "}");
       return;
     }
-    line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb), p,
-         e, p);
+    if (n->sums > 1 && !g->in_kernel) { /* the rewrite sums: the loop unrolled into its registers */
+      emit_sums(g, n, tn, p, bb, e, chk, start);
+      snprintf(chk, sizeof chk, "dtl_sp%d_q%d", a, x);
+      line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, chk, p, e, p);
+    } else {
+      line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb),
+           p, e, p);
+    }
     line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
     if (!n->within) line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
     if (n->ngather && !g->in_kernel) {
@@ -1299,7 +1339,17 @@ static void emit_acc(cg_st *g, const sp_node *n) {
   line(g, "{ /* %s */", n->comment);
   g->ind += 2;
   line(g, "%s dtl__acc = (%s)0;", cg_ctype(n->type), cg_ctype(n->type));
+  const bool sums = n->sums > 1 && !g->in_kernel;
+  if (sums) /* the rewrite sums: the loop's other registers */
+    for (int u = 1; u < n->sums; u++) line(g, "%s dtl__acc%d = (%s)0;", cg_ctype(n->type), u, cg_ctype(n->type));
   emit_kids(g, n);
+  if (sums) {
+    MBUF(b);
+    FILE *m = mopen(&b);
+    for (int u = 1; u < n->sums; u++) fprintf(m, "%sdtl__acc%d", u > 1 ? " + " : "", u);
+    fclose(m);
+    line(g, "dtl__acc += %s;", b);
+  }
   acc_store(g, n, "dtl__acc");
   g->ind -= 2;
   line(g, "}");

@@ -1406,6 +1406,7 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_gather(sp);
   spmd_hoist(sp);
   spmd_jam(sp);
+  spmd_sums(sp);
   spmd_index_width(sp);
   spmd_clones(sp);
   return sp;
@@ -1951,6 +1952,97 @@ void spmd_jam(sp_program *sp) {
     if (fn_runs(&sp->funcs[i])) jam_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
+/* ---- partial sums of loops over stored coordinates (spmd.h: spmd_sums) ---------------------- */
+#define SUMS_MAX 8
+/* the dense operands of e indexed by L's variable (out, at most SUMS_MAX): false where one has
+ * it other than last, or another index bound inside L */
+static bool su_reads(const sp_program *sp, const sp_expr *e, const sp_node *L, const bool *inside, const sp_expr **out,
+                     int *n) {
+  if (!e) return true;
+  if (e->kind == SE_ACCESS && !e->contracted && e->sparse < 0) {
+    bool at = false;
+    for (int x = 0; x < e->nidx; x++) {
+      int v = e->vars[x];
+      if (v < 0 || v >= sp->nvars) return false;
+      if (v == L->var) {
+        if (x != e->nidx - 1 || e->buf < 0) return false; /* a strided or workspace gather */
+        at = true;
+      } else if (inside[v]) {
+        return false;
+      }
+    }
+    if (at) {
+      if (*n == SUMS_MAX) return false;
+      out[(*n)++] = e;
+    }
+    return true;
+  }
+  return su_reads(sp, e->a, L, inside, out, n) && su_reads(sp, e->b, L, inside, out, n);
+}
+
+static bool su_body(const sp_program *sp, const sp_node *n, const sp_node *L, const bool *inside, const sp_expr **out,
+                    int *k) {
+  if (!n) return true;
+  if (n->kind == SN_ASSIGN && !su_reads(sp, n->rhs, L, inside, out, k)) return false;
+  for (int q = 0; q < n->nkids; q++)
+    if (!su_body(sp, n->kids[q], L, inside, out, k)) return false;
+  return true;
+}
+
+/* the one node of a chain of sequences (NULL: none or several) */
+static sp_node *su_only(sp_node *n) {
+  while (n && n->kind == SN_SEQ) {
+    sp_node *one = NULL;
+    for (int q = 0; q < n->nkids; q++)
+      if (n->kids[q]) {
+        if (one) return NULL;
+        one = n->kids[q];
+      }
+    n = one;
+  }
+  return n;
+}
+
+static int su_walk(sp_program *sp, sp_node *n) {
+  if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return 0;
+  int done = 0;
+  if (n->kind == SN_ACC && n->nkids == 1 && n->kids[0] && (n->type == FE_DOUBLE || n->type == FE_FLOAT) && !n->atomic &&
+      !n->to_entries) {
+    sp_node *L = su_only(n->kids[0]);
+    if (L && L->kind == SN_LOOP && L->loop == SL_SPARSE && !L->nunion && L->within && !L->threads && !L->ngather) {
+      bool ok = true;
+      for (int q = 0; q < L->nkids && ok; q++) ok = jam_body(L->kids[q]);
+      bool *inside = calloc((size_t)sp->nvars + 1, sizeof *inside);
+      const sp_expr *out[SUMS_MAX];
+      int k = 0;
+      if (ok) {
+        bound_in(L, inside, sp->nvars);
+        ok = su_body(sp, L, L, inside, out, &k);
+      }
+      free(inside);
+      if (ok) {
+        n->sums = L->sums = 4, L->nsums_read = k;
+        L->sums_read = ir_alloc((size_t)(k + 1) * sizeof *L->sums_read);
+        if (k) memcpy(L->sums_read, out, (size_t)k * sizeof *out);
+        return 1;
+      }
+    }
+  }
+  for (int q = 0; q < n->nkids; q++) done += su_walk(sp, n->kids[q]);
+  return done;
+}
+
+void spmd_sums(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn_runs(fn)) continue;
+    int k = su_walk(sp, fn->body);
+    if (k) sp_logf(sp, "sums", NULL, "statement %d: %d loop%s over stored coordinates summed in 4 registers", fn->index + 1, k,
+                   k == 1 ? "" : "s");
+  }
+}
+
 /* ---- leaf loops at the CPU's vector width (spmd.h: spmd_clones) ----------------------------- */
 static bool cl_is_local(const sp_node *n) {
   return n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK || n->loop == SL_SPARSE);
@@ -2423,6 +2515,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->simd_sum) fputs(" (simd sum)", f);
     if (n->prefetch) fputs(" (prefetch where banded)", f);
     if (n->ngather) fprintf(f, " (%d row%s gathered ahead where scattered)", n->ngather, n->ngather == 1 ? "" : "s");
+    if (n->sums) fprintf(f, " (%d partial sums where its gathers fit the cache)", n->sums);
     if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
     if (n->jam) fprintf(f, " (rows jammed by %d)", n->jam);
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);

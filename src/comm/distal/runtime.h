@@ -621,6 +621,12 @@ static inline void dtl_prefetch_row(const void *base, int64_t index, size_t size
   (void)base, (void)index, (void)size, (void)bytes;
 #endif
 }
+/* The loops of the SPMD rewrite "sums" keep a sum in four registers where the dense operands
+ * they gather span at most this many bytes (they stay in the first-level cache, and the loop
+ * waits on its additions rather than on the memory). */
+#ifndef DTL_SUMS_BYTES /* -DDTL_SUMS_BYTES=N when compiling the generated C */
+#define DTL_SUMS_BYTES 32768
+#endif
 static inline int64_t dtl_sp_pos(const dtl_sparse *s, int k, int64_t p) {
   return s->narrow ? (int64_t)s->pos32[k][p] : s->pos[k][p];
 }
