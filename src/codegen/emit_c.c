@@ -994,6 +994,13 @@ static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char
   line(g, "}");
 }
 
+/* The bytes of len elements of buffer buf, as an int64_t expression */
+static const char *row_bytes(const cg_st *g, const sym *len, int buf) {
+  char *b = rot();
+  snprintf(b, 4096, "(int64_t)(%s) * (int64_t)sizeof *dtl_%s", S(g, len), cg_bname(g, buf));
+  return b;
+}
+
 /* The rewrite "gather" (spmd.h: spmd_gather): at the top of iteration p of the loop over
  * stored coordinates, where the piece scatters at its level (the flag printed before the
  * loop), the rows its elements will read DTL_GATHER_AHEAD entries on: each element at the
@@ -1016,7 +1023,7 @@ static void emit_gather(cg_st *g, const sp_node *n, const char *tn, const char *
       if (d + 1 < e->nidx) fprintf(m, " * dtl_%s_st[%d]", b, d);
     }
     fclose(m);
-    line(g, "  dtl_prefetch_row(dtl_%s, %s, sizeof *dtl_%s, (int64_t)(%s) * (int64_t)sizeof *dtl_%s);", b, ix, b, S(g, n->gather_len[u]), b);
+    line(g, "  dtl_prefetch_row(dtl_%s, %s, sizeof *dtl_%s, %s);", b, ix, b, row_bytes(g, n->gather_len[u], e->buf));
   }
   line(g, "}");
 }
@@ -1030,12 +1037,12 @@ static void emit_sums(cg_st *g, const sp_node *n, const char *tn, const char *p,
   const char *v = vname(g, n->var);
   MBUF(fits);
   FILE *m = mopen(&fits);
-  fputs("1", m);
   for (int u = 0; u < n->nsums_read; u++)
-    fprintf(m, " && (int64_t)(%s) * (int64_t)sizeof *dtl_%s <= DTL_SUMS_BYTES", S(g, n->hi), cg_bname(g, n->sums_read[u]->buf));
+    fprintf(m, "%s%s <= DTL_SUMS_BYTES", u ? " && " : "", row_bytes(g, n->hi, n->sums_read[u]->buf));
   fclose(m);
   line(g, "int64_t dtl_sp%d_q%d = %s(%s <= 0 ? %s : %s);", a, x, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb));
-  line(g, "if (%s) /* the rewrite sums: %d registers where the gathered operands fit the cache */", fits, w);
+  line(g, "/* the rewrite sums: %d registers%s */", w, n->nsums_read ? " where the gathered operands fit the cache" : "");
+  if (n->nsums_read) line(g, "if (%s)", fits);
   line(g, "  for (; dtl_sp%d_q%d + %d < %s; dtl_sp%d_q%d += %d) {", a, x, w - 1, e, a, x, w);
   const char *saved = g->acc_sfx;
   static const char *const sfx[] = {"", "1", "2", "3", "4", "5", "6", "7"};
@@ -1177,7 +1184,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       MBUF(rows);
       FILE *m = mopen(&rows);
       for (int u = 0; u < n->ngather; u++)
-        fprintf(m, "%s(int64_t)(%s) * (int64_t)sizeof *dtl_%s >= 64", u ? " || " : "", S(g, n->gather_len[u]), cg_bname(g, n->gather[u]->buf));
+        fprintf(m, "%s%s >= 64", u ? " || " : "", row_bytes(g, n->gather_len[u], n->gather[u]->buf));
       fclose(m);
       line(g, "const bool dtl_sp%d_g%d = !dtl_%s->banded[%d] && (%s); /* the rewrite gather */", a, x, tn, x, rows);
     }
