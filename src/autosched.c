@@ -253,6 +253,9 @@ typedef struct {
   double best;
   int pruned;
   bool exhaustive;   /* DISTAL_AUTO_EXHAUSTIVE set: cost every candidate */
+  /* a time the caller only compares the program's against (dc_program_seconds; HUGE_VAL:
+   * none): the search of a dense statement starts with it as its best */
+  double cutoff;
 } search;
 
 /* A candidate's predicted time is at least its messages' latency plus its bytes' time (the
@@ -356,13 +359,25 @@ static int consider(search *S, int i, const cmdlist *c) {
   return S->ncand - 1;
 }
 
-/* c, and c with its innermost loops (`inner`, in loop order) replaced by each catalogue
- * kernel that the compiler accepts for them; where the rank has several threads, also c with
- * the first of those loops that no sum runs over (`par`, NULL: none) run on them.  These
- * move what c moves: none is costed where c's communication alone is slower than the best. */
-static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner, const char *par) {
+/* c, and c with its innermost loops (`inner`, in loop order, walking the original variables
+ * `orig`) replaced by each catalogue kernel that the compiler accepts for them; where the rank
+ * has several threads, also c with the first of those loops that no sum runs over (`par`,
+ * NULL: none) run on them.  These move what c moves: none is costed where c's communication
+ * alone is slower than the best.  A kernel whose form the statement does not have with these
+ * loops (ir_kernel_fits: it depends on the statement and orig only) is not built: substitute
+ * would reject it. */
+static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, char **inner, const int *orig, const char *par) {
+  const int nk = (int)(sizeof kernels / sizeof kernels[0]);
+  bool fits[sizeof kernels / sizeof kernels[0]] = {false};
+  int nfit = 0;
+  const ir_stmt *s = &S->u->ir->stmts[i];
+  const cin_node *asg = cin_assign((s->before_owner ? s->before_owner : s)->root);
+  bool known = !S->exhaustive;
+  for (int q = 0; q < ninner; q++) known &= orig[q] >= 0;
+  for (int q = 0; q < nk && ninner > 0; q++)
+    nfit += fits[q] = !known || ir_kernel_fits(S->u->ir, asg, kc_lookup(kernels[q].name), orig, ninner) == IR_FITS;
   int at = consider(S, i, c);
-  int more = (par && S->m->threads > 1) + (ninner > 0 ? (int)(sizeof kernels / sizeof kernels[0]) : 0);
+  int more = (par && S->m->threads > 1) + nfit;
   if (at >= 0 && dominated(S, comm_bound(S, &S->cand[at]), more)) return;
   if (par && S->m->threads > 1) {
     cmdlist t = *c;
@@ -370,7 +385,8 @@ static void consider_kernels(search *S, int i, const cmdlist *c, int ninner, cha
     t.parallel = true;
     consider(S, i, &t);
   }
-  for (size_t q = 0; q < sizeof kernels / sizeof kernels[0] && ninner > 0; q++) {
+  for (int q = 0; q < nk && ninner > 0; q++) {
+    if (!fits[q]) continue;
     cmdlist k = *c;
     add_cmd(&k, "substitute", 2, a_list(ninner, inner), a_ident(kernels[q].name));
     k.speedup = kernels[q].speedup;
@@ -465,6 +481,14 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
    * exchange (an SPMD rewrite) only where the loops are not split: among equals the default */
   const int lhs_t = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
   const bool sparse = reads_sparse_expr(p, s->ast->rhs) || (lhs_t >= 0 && lw_sparse(p, lhs_t));
+  /* Precondition: the caller needs this statement's time only where the program's is below
+   * S->cutoff (every other statement's time is >= 0), and a dense statement's choice is the
+   * fastest candidate that fits (ties within 2% by bytes).  Rule: start the dominance bound
+   * at the cutoff.  A candidate then skipped is predicted above 1.02 x the cutoff: where the
+   * best is below the cutoff it could not have been chosen, and where the best is above it,
+   * so is the program, whatever is chosen.  Not for a sparse statement, whose choice weighs
+   * bytes against the default's. */
+  if (!sparse && S->cutoff < S->best) S->best = S->cutoff;
   /* the loop variables (the statement's index variables) */
   const cin_node *loops[64];
   int nl = cin_loops(base->root, loops, 64);
@@ -535,7 +559,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       /* the loops under the distributed ones: the variables in their order, the distributed
        * ones by their inner loops */
       char *under[16];
-      int nunder = 0;
+      int nunder = 0, uorig[16];
       /* a loop of an index variable, or the inner loop of a distributed one, that no sum runs
        * over: what the rank's threads may split */
       const char *par = NULL;
@@ -543,11 +567,12 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
         int at = -1;
         for (int x = 0; x < k; x++)
           if (pick[x] == q) at = x;
+        uorig[nunder] = vars[q];
         under[nunder++] = at >= 0 ? inner[at] : (char *)s->vars[vars[q]].name;
         if (!par && !summed[q]) par = under[nunder - 1];
       }
       int at_d = S->ncand;
-      consider_kernels(S, i, &d, nunder, under, par);
+      consider_kernels(S, i, &d, nunder, under, uorig, par);
       /* what the distribution alone receives: its panels (below) receive the same bytes in
        * more messages */
       double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? dc_comm_transfer(S->m, &S->cand[at_d].cost) : -1;
@@ -616,9 +641,19 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
             for (int x = 0; x < no; x++) listed |= !strcmp(loopv[q], order[x]);
             if (listed) loopv[q] = order[slot++];
           }
+          /* the original variable each loop under ro walks: ri r's, a distributed loop's
+           * inner loop its variable's, the others their own */
+          int iorig[16];
           bool after = false;
           for (int q = 0; q < nlv; q++) {
-            if (after) inside[ni++] = loopv[q];
+            if (after) {
+              iorig[ni] = loopv[q] == ri ? vars[r] : -1;
+              for (int x = 0; x < k; x++)
+                if (loopv[q] == inner[x]) iorig[ni] = vars[pick[x]];
+              for (int x = 0; x < nl && iorig[ni] < 0; x++)
+                if (!strcmp(loopv[q], s->vars[vars[x]].name)) iorig[ni] = vars[x];
+              inside[ni++] = loopv[q];
+            }
             after |= loopv[q] == ro;
           }
           /* the first loop under the panels that no sum runs over */
@@ -632,7 +667,7 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
               if (!strcmp(nm, inside[q]) && !summed[x]) ppar = inside[q];
             }
           }
-          consider_kernels(S, i, &ds, ni, inside, ppar);
+          consider_kernels(S, i, &ds, ni, inside, iorig, ppar);
         }
       }
     }
@@ -909,8 +944,16 @@ static void keep_fusion(dc_auto_stmt *st) {
   st->why_not = "it runs fused with its neighbours by default and no candidate receives fewer bytes: the default";
 }
 
+static int auto_below(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
+                      double cutoff, ir_program **out, dc_auto_report *rep);
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
             ir_program **out, dc_auto_report *rep) {
+  return auto_below(u, params, ranks, mem_limit, m, HUGE_VAL, out, rep);
+}
+
+/* dc_auto, each dense statement's search bounded by `cutoff` (search.cutoff) */
+static int auto_below(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
+                      double cutoff, ir_program **out, dc_auto_report *rep) {
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) {
@@ -919,7 +962,7 @@ int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit,
   }
   const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
   search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : dc_target_model(u),
-              .exhaustive = ex && *ex && strcmp(ex, "0")};
+              .exhaustive = ex && *ex && strcmp(ex, "0"), .cutoff = cutoff};
   rep->ranks = ranks;
   rep->gpu = u->cuda;
   rep->m = *S.m;
@@ -1159,14 +1202,15 @@ static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_
 }
 
 /* (autosched.h) */
-bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out) {
+bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                        double *out) {
   dc_auto_report rep = {0};
   ir_program *chosen = NULL;
-  if (dc_auto(v, params, 1, mem_limit, m, &chosen, &rep) != DC_OK) return false;
+  if (auto_below(v, params, 1, mem_limit, m, cutoff, &chosen, &rep) != DC_OK) return false;
   ir_scope sc;
   ir_scope_enter(&sc, v->arena);
   if (setjmp(sc.oom)) return false;
-  search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m};
+  search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m, .cutoff = HUGE_VAL};
   double total = 0;
   bool ok = true;
   for (int i = 0; i < rep.nstmts && ok; i++) {
@@ -1251,7 +1295,8 @@ static int64_t block_bytes(const fe_tensor *t, const fe_machine *M, const int64_
   return v;
 }
 
-char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report) {
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                      char **report) {
   const fe_program *p = u->ast;
   const fe_source *src = u->src;
   *report = NULL;
@@ -1297,19 +1342,28 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE), cores = sysconf(_SC_NPROCESSORS_ONLN);
     limit = pages > 0 && psize > 0 ? (int64_t)pages * psize / (cores > 0 ? cores : 1) : INT64_MAX;
   }
+  /* the predicted time of the program with the layouts chosen so far (< 0: not known) */
+  double cur_sec = -1;
   for (int s = 0; s < n; s++) {
     int64_t count = 1;
     for (int g = 0; g < k; g++) count *= sl[s].t->order + 1;
-    /* the default first: a layout must be predicted faster to replace it */
-    char *best = NULL;
-    double best_sec = -1;
+    /* the current layouts first (the default, then the choices so far): a layout must be
+     * predicted faster to replace them; after the first tensor the program is the one the
+     * previous tensor's choice costed */
+    char *best = cur_sec >= 0 ? strdup(sl[s].map) : NULL;
+    double best_sec = best ? cur_sec : -1;
     int tried = 0;
-    for (int64_t code = -1; code < count && code < 4096; code++) {
+    for (int64_t code = best ? 0 : -1; code < count && code < 4096; code++) {
       char *map = code < 0 ? strdup(sl[s].map) : mapping(sl[s].t, M->name, k, code);
       if (!map) continue;
       /* a layout whose block does not fit the memory per rank is not a candidate */
       int64_t bb = code < 0 ? 0 : block_bytes(sl[s].t, M, params, code);
       if (code >= 0 && (bb < 0 || bb > limit)) {
+        free(map);
+        continue;
+      }
+      if (code >= 0 && !strcmp(map, sl[s].map)) { /* the current layout: costed already */
+        tried += best != NULL;
         free(map);
         continue;
       }
@@ -1319,9 +1373,10 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       sl[s].map = saved;
       dc_unit *v = NULL;
       double sec = 0;
+      /* only a layout faster than the best so far matters: the search is bounded by it */
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
-                dc_program_seconds(v, params, mem_limit, m, &sec);
+                dc_program_seconds(v, params, mem_limit, m, best ? fmin(best_sec, cutoff) : cutoff, &sec);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;
@@ -1331,6 +1386,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       } else
         free(map);
     }
+    cur_sec = best ? best_sec : -1;
     if (!best) continue; /* nothing could be costed: the default stays */
     if (lf) fprintf(lf, "  tensor %s: %s (of %d layouts; the program predicted at %.3g s)\n", sl[s].t->name, best, tried, best_sec);
     free(sl[s].map);

@@ -134,7 +134,12 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
  * received once at m's bandwidth (replicating every input is not free; a written tensor's
  * replicas cost what the program does to compute them).  False where some statement cannot
  * be costed. */
-bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double *out);
+bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                        double *out);
+/* cutoff (above, and dc_auto_layouts'): the caller uses the result only where the program is
+ * predicted below it (HUGE_VAL: always).  Candidates that cannot bring a statement below it
+ * are not costed, so *out is exact where it is below the cutoff and otherwise only known to
+ * be above it. */
 
 /* --auto's layouts (LANGUAGE.md section 3, `@ M` with no mapping): each such tensor of a
  * flat CPU machine gets, one after another in declaration order (the others as chosen so
@@ -144,7 +149,8 @@ bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, co
  * the statements that read and write it, the redistributions they imply included.  Returns
  * the source with every such `@ M` written out (malloc'ed), and in *report (malloc'ed) one
  * line per tensor; NULL where no tensor is left to choose. */
-char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report);
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                      char **report);
 
 /* --emit schedule: the source with each searched statement's chosen commands inserted before
  * its ';' and every `@ M` without mapping written out with the mapping the compiler chose.

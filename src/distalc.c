@@ -720,16 +720,19 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     if (!grid_shape(prog, M, v, ranks, k)) break;
     nshapes++;
     if (!fixed_fit(prog, M, v)) continue; /* a fixed coordinate outside a dim of this shape */
-    char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, &lay);
+    /* a shape other than the solver's is chosen only below this (below): its layouts and
+     * schedules are searched bounded by it */
+    double below = k == 0 ? HUGE_VAL : fmin(have0 ? s0 * DTL_SHAPE_MARGIN : HUGE_VAL, at > 0 ? bs * (1 - 1e-6) : HUGE_VAL);
+    char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, below, &lay);
     dc_unit *w = NULL;
     double s;
     bool ok;
     if (t && dc_compile(input, t, strlen(t), &(dc_options){.target = tg, .no_lower = true}, &w) == DC_OK) {
       w->no_fuse = u->no_fuse;
-      ok = dc_program_seconds(w, v, mem, mm, &s);
+      ok = dc_program_seconds(w, v, mem, mm, below, &s);
       dc_unit_free(w);
     } else
-      ok = !t && dc_program_seconds(u, v, mem, mm, &s);
+      ok = !t && dc_program_seconds(u, v, mem, mm, below, &s);
     if (ok && k == 0) {
       s0 = s, have0 = true;
       text0 = t, lay0 = lay, t = lay = NULL;
@@ -941,7 +944,7 @@ int main(int argc, char **argv) {
       shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
       if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
     }
-    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, &layouts);
+    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, HUGE_VAL, &layouts);
     if (text2) {
       /* quietly: where the program with the chosen layouts fails for the target (the search
        * compiles for CPU ranks), the program as written goes on and reports its own errors,

@@ -308,5 +308,12 @@ const char *ir_kernel_name(ir_kernel k);
 int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_expr **factor,
                        kc_access *op);
 fe_type ir_tensor_type(const ir_program *ir, int tensor);
+/* Whether the assignment asg has kernel k's form (the catalogue's) with its n substituted
+ * loops walking the original variables orig[0..n-1] in that order, every tensor of one type:
+ * what substitute asks of the statement once the loops themselves are valid (innermost,
+ * contiguous, not distributed).  The form depends on the statement and orig only, not on the
+ * rest of the schedule, so a search can ask it before building a candidate. */
+typedef enum { IR_FITS, IR_FITS_TYPES /* a product of two tensors of other types */, IR_FITS_FORM } ir_fit;
+ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, const int *orig, int n);
 
 #endif

@@ -736,6 +736,23 @@ static int contiguous_original(const ir_stmt *s, int v) {
   return v;
 }
 
+/* (ir.h) */
+ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, const int *orig, int n) {
+  const ir_expr *e = asg->rhs;
+  fe_type ot = ir_tensor_type(ir, asg->lhs_tensor);
+  if (e->kind == IR_MUL && !e->nguards && e->a->kind == IR_ACCESS && e->b->kind == IR_ACCESS &&
+      !e->a->nguards && !e->b->nguards &&
+      (ir_tensor_type(ir, e->a->tensor) != ot || ir_tensor_type(ir, e->b->tensor) != ot))
+    return IR_FITS_TYPES;
+  const ir_expr *factor[KC_MAX_OPERANDS];
+  kc_access ops[KC_MAX_OPERANDS];
+  int nops = ir_kernel_operands(asg, orig, n, factor, ops);
+  bool same_type = true;
+  for (int q = 1; q < nops; q++)
+    same_type &= factor[q]->kind == IR_NUM || ir_tensor_type(ir, factor[q]->tensor) == ot;
+  return nops && same_type && kc_match(k, n, nops, ops, NULL) ? IR_FITS : IR_FITS_FORM;
+}
+
 // forall v1 .. forall vk S  --substitute({v1..vk}, K)-->  K(...)   when S matches K
 static bool cmd_substitute(sctx *c) {
   const fe_arg *a = c->cmd->args, *items;
@@ -782,23 +799,15 @@ static bool cmd_substitute(sctx *c) {
              items[m].name, items[q].name);
   }
   /* the statement must have the kernel's form (the catalogue's), every tensor of one type */
-  const cin_node *asg = tail;
-  const ir_expr *e = asg->rhs;
-  fe_type ot = ir_tensor_type(c->ir, asg->lhs_tensor);
-  if (e->kind == IR_MUL && !e->nguards && e->a->kind == IR_ACCESS && e->b->kind == IR_ACCESS &&
-      !e->a->nguards && !e->b->nguards &&
-      (ir_tensor_type(c->ir, e->a->tensor) != ot || ir_tensor_type(c->ir, e->b->tensor) != ot))
+  switch (ir_kernel_fits(c->ir, tail, k, orig, n)) {
+  case IR_FITS: break;
+  case IR_FITS_TYPES:
     FAIL(a[1].loc, "substitute: %s needs every tensor of the statement to have the same type", a[1].name);
-  const ir_expr *factor[KC_MAX_OPERANDS];
-  kc_access ops[KC_MAX_OPERANDS];
-  int nops = ir_kernel_operands(asg, orig, n, factor, ops);
-  bool same_type = true;
-  for (int q = 1; q < nops; q++)
-    same_type &= factor[q]->kind == IR_NUM || ir_tensor_type(c->ir, factor[q]->tensor) == ot;
-  if (!nops || !same_type || !kc_match(k, n, nops, ops, NULL)) {
+  default: {
     char form[256];
     kc_form(k, form, sizeof form);
     FAIL(a[1].loc, "substitute: the statement does not match %s (%s)", a[1].name, form);
+  }
   }
   cin_node *first = (cin_node *)chain[nc - n];
   first->kernel = k;

@@ -251,6 +251,70 @@ static void test_matcher_layouts(void **state) {
   release(&c);
 }
 
+/* ir_kernel_fits (what the search asks before it builds a candidate) agrees with substitute:
+ * for statements of every kernel's form and others, in every loop order (reorder) and for
+ * every number of innermost loops, each kernel fits exactly where substitute accepts it. */
+static void test_fits_agrees_with_substitute(void **state) {
+  (void)state;
+  static const char *const stmts[] = {
+      "A(i, j) = B(i, k) * C(k, j)", "A(i, j) = Bt(k, i) * C(k, j)", "a(i) = A(i, j) * c(j)", "a(i) = c(j) * At(j, i)",
+      "s = x(i) * y(i)", "y(i) += s * x(i)", "y(i) += x(i) * 2.5", "V(i, j) = b(k) * T(i, j, k)",
+      "W(i, j, l) = T(i, j, k) * G(k, l)", "K(i, l) = G(k, l) * T(i, j, k) * F(j, l)", "s = T(i, j, k) * U(i, j, k)",
+      "A(i, j) = S(i, k) * C(k, j)", "A(i, j) = B(i, k) * Bt(k, i)", "V(i, j) = Tp(j, i, k) * b(k)", "A(i, j) = V(i, j) * At(j, i)",
+      "a(i) = x(i) * y(i)", "s = T(i, j, k) * 2"};
+  int agreed = 0, fitted = 0;
+  for (size_t q = 0; q < sizeof stmts / sizeof stmts[0]; q++) {
+    compiled base;
+    char text[2048];
+    snprintf(text, sizeof text, HDR DECLS "%s;\n", stmts[q]);
+    compile(&base, text);
+    assert_int_equal(base.errors, 0);
+    const ir_stmt *st = &base.ir->stmts[0];
+    const cin_node *loops[8];
+    int n = cin_loops(st->root, loops, 8), perm[8], vars[8];
+    assert_true(n >= 1 && n <= 4);
+    for (int x = 0; x < n; x++) vars[x] = loops[x]->var;
+    int64_t total = 1;
+    for (int x = 0; x < n; x++) total *= n;
+    for (int64_t code = 0; code < total; code++) { /* every order of the loops */
+      int64_t c = code;
+      bool used[8] = {false}, distinct = true;
+      for (int x = 0; x < n; x++, c /= n) {
+        perm[x] = (int)(c % n);
+        distinct &= !used[perm[x]];
+        used[perm[x]] = true;
+      }
+      if (!distinct) continue;
+      for (int m = 1; m <= n; m++)
+        for (int k = KERNEL_NONE + 1; k < KERNEL_COUNT; k++) {
+          char order[64], inner[64];
+          int w = snprintf(order, sizeof order, "{"), v = snprintf(inner, sizeof inner, "{");
+          int orig[8];
+          for (int x = 0; x < n; x++) {
+            const char *name = st->vars[vars[perm[x]]].name;
+            w += snprintf(order + w, sizeof order - (size_t)w, "%s%s", x ? ", " : "", name);
+            if (x >= n - m) {
+              v += snprintf(inner + v, sizeof inner - (size_t)v, "%s%s", x > n - m ? ", " : "", name);
+              orig[x - (n - m)] = vars[perm[x]];
+            }
+          }
+          snprintf(order + w, sizeof order - (size_t)w, "}");
+          snprintf(inner + v, sizeof inner - (size_t)v, "}");
+          bool fits = ir_kernel_fits(base.ir, cin_assign(st->root), (ir_kernel)k, orig, m) == IR_FITS;
+          compiled c2;
+          snprintf(text, sizeof text, HDR DECLS "%s\n  .reorder(%s)\n  .substitute(%s, %s);\n", stmts[q], order, inner, names[k]);
+          compile(&c2, text);
+          if (fits != (c2.errors == 0)) fprintf(stderr, "--- disagree (fits %d):\n%s%s", fits, text, c2.diags ? c2.diags : "");
+          assert_int_equal(fits, c2.errors == 0);
+          agreed++, fitted += fits;
+          fclose(c2.err), free(c2.diags), fe_program_free(c2.prog), fe_source_free(c2.src);
+        }
+    }
+    release(&base);
+  }
+  assert_true(agreed > 1000 && fitted > 20); /* the cases ran, and some fit */
+}
+
 /* ---- the call --------------------------------------------------------------------------- */
 
 /* A call as text: T type, f<flag>, n<dim> extent, p<operand> pointer, s<operand>.<pos>
@@ -588,6 +652,7 @@ int main(void) {
       cmocka_unit_test(test_names_and_forms),
       cmocka_unit_test(test_matcher_accepts_the_table),
       cmocka_unit_test(test_matcher_layouts),
+      cmocka_unit_test(test_fits_agrees_with_substitute),
       cmocka_unit_test(test_call_gemm),
       cmocka_unit_test(test_call_blas12),
       cmocka_unit_test(test_call_tensor),
