@@ -48,10 +48,29 @@ const sym *lw_rel_base(const ir_stmt *s, const ir_rel *R, const sym *outer) {
   return sym_mul(outer, R->kind == REL_SPLIT ? R->factor : sym_ceildiv(E, R->factor));
 }
 
+/* (lower.h) */
+const sym *lw_outer_extent(const lw_stmt *ls, int var) {
+  const ir_stmt *s = ls->s;
+  const ir_var *iv = &s->vars[var];
+  if (iv->def < 0) return iv->extent;
+  const ir_rel *R = &s->rels[iv->def];
+  /* Precondition: the outer variable of a divide into blocks of ceil(E / N); rule: where
+   * N > E every block holds one element and those from E on none, so min(N, E) blocks hold
+   * them all (a factor far above the extent runs what the data needs, not N empty steps) */
+  if (R->kind != REL_DIVIDE || R->split || R->out[0] != var) return iv->extent;
+  return sym_min(&ls->facts, iv->extent, s->vars[R->in[0]].extent);
+}
+
+/* (lower.h) */
+const sym *lw_trip(const lw_stmt *ls, int k) {
+  const cin_node *n = ls->loops[k];
+  return n->distributed ? ls->bs[k] : lw_outer_extent(ls, n->var);
+}
+
 const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent) {
   const ir_stmt *s = ls->s;
   const ir_var *iv = &s->vars[var];
-  const sym *hi = iv->extent;
+  const sym *hi = lw_outer_extent(ls, var);
   *parent = -1;
   if (iv->def < 0) return hi;
   const ir_rel *R = &s->rels[iv->def];
@@ -756,7 +775,7 @@ static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *
   const cin_node *n = ls->loops[k];
   int64_t ext, steps = 0;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) return -1;
+  if (!sym_eval(lw_trip(ls, k), env, &ext)) return -1;
   if (k == c->depth) return ext > 0 ? ext : 0;
   for (int64_t i = 0; i < ext && steps <= budget; i++) {
     vars[slot] = i;
@@ -791,7 +810,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   const cin_node *n = ls->loops[k];
   int64_t ext;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, env, &ext)) {
+  if (!sym_eval(lw_trip(ls, k), env, &ext)) {
     a->failed = true;
     return;
   }
@@ -879,9 +898,8 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
   /* iterations of this rank: the product of its loops' trip counts */
   int64_t pts = 1;
   for (int k = 0; k < ls->nloops && ok; k++) {
-    const cin_node *n = ls->loops[k];
     int64_t ext;
-    ok = sym_eval(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, &env, &ext);
+    ok = sym_eval(lw_trip(ls, k), &env, &ext);
     if (ok && ext > 0 && pts > INT64_MAX / ext) pts = INT64_MAX;
     else if (ok) pts *= ext > 0 ? ext : 0;
     if (ok && ls->kernel_depth >= 0 && k >= ls->kernel_depth) {

@@ -207,6 +207,12 @@ int lw_loop_pos(const lw_stmt *ls, int var);
  * which never reaches its parent's extent and, once the outer variable is bound, stops at the
  * parent's end.  *parent: the parent whose range the bound then enforces (-1: none). */
 const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *parent);
+/* The trip count of a loop over `var` that is not distributed: its extent, or for the outer
+ * variable of a divide min(factor, extent of the divided variable) (with a factor above the
+ * extent, the blocks from the extent on are empty). */
+const sym *lw_outer_extent(const lw_stmt *ls, int var);
+/* The trip count of loop k of the rank: a distributed loop's block, else lw_outer_extent. */
+const sym *lw_trip(const lw_stmt *ls, int k);
 /* The first value of the replaced variable at outer value `outer` of a divide or split:
  * outer * step, or split[outer] where the divide takes a balanced partition's blocks. */
 const sym *lw_rel_base(const ir_stmt *s, const ir_rel *R, const sym *outer);

@@ -856,7 +856,7 @@ static void level(bst *g, sp_node *seq, int k) {
         add_cond(g, (sp_cond){SCMP_LT, sym_var(V(g, n->var)), R(g, s->vars[n->var].extent), 0, NULL});
     }
   } else {
-    const sym *hi = collective ? s->vars[n->var].extent : lw_local_hi(ls, n->var, g->bound, &tight);
+    const sym *hi = collective ? lw_outer_extent(ls, n->var) : lw_local_hi(ls, n->var, g->bound, &tight);
     L->loop = SL_LOCAL;
     L->hi = R(g, hi);
     L->lo = sym_const(0);

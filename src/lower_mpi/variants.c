@@ -19,10 +19,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
   out->kdepth = ls->kernel_depth;
   out->ntrips = ls->nloops;
   out->trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *out->trip);
-  for (int k = 0; k < ls->nloops; k++) {
-    const cin_node *n = ls->loops[k];
-    out->trip[k] = sym_shift_vars(n->distributed ? ls->bs[k] : ls->s->vars[n->var].extent, fn->var0);
-  }
+  for (int k = 0; k < ls->nloops; k++) out->trip[k] = sym_shift_vars(lw_trip(ls, k), fn->var0);
   out->comm = ir_alloc((size_t)(ls->ncomm + 1) * sizeof *out->comm);
   out->ncomm = 0;
   for (int q = 0; q < ls->ncomm; q++) {

@@ -3,7 +3,7 @@
 write (hundreds of tensors in one statement, a product of 40 tensors, hundreds of
 statements, hundreds of schedule commands on one statement, long chains of splits of
 splits, 20+ nested loops over an order-8 tensor, hundreds of params, 8 precompute
-workspaces in one statement).
+workspaces in one statement, divide factors up to 2^63 - 1).
 
 Each program is compiled with `$DISTALC FILE --exe`, run under mpirun at 1, 2, 3 and 4
 ranks with --validate (the serial recomputation must agree) and its saved results are
@@ -139,7 +139,18 @@ def long_names():
     return text, {W}, [T]
 
 
-PROGRAMS = [("long_names", long_names), ("chained_sum", chained_sum), ("product", product), ("many_commands", many_commands),
+def huge_factors():
+    """divide by factors far above the extents (every block past the extent empty): the
+    loops run what the data needs, not the factor's count of empty steps, one of them with a
+    communicate at each step."""
+    text = ("param n = 7;\nmachine M = grid(g);\ntensor a(n) @ M(i -> i);\ntensor B(n, n) @ M(ij -> i);\n"
+            "tensor x(n);\ntensor b(n);\n"
+            "a(i) = B(i, j) * x(j)\n  .distribute(i)\n  .divide(j, jo, ji, 9223372036854775807)\n  .communicate(x, jo);\n"
+            "b(i) = x(i) * 2\n  .divide(i, io, ii, 1000000000000);\n")
+    return text, {"B", "x"}, ["a", "b"]
+
+
+PROGRAMS = [("huge_factors", huge_factors), ("long_names", long_names), ("chained_sum", chained_sum), ("product", product), ("many_commands", many_commands),
             ("order8", order8), ("many_params", many_params), ("precomputes", precomputes)]
 
 # beyond the documented limits: (name, text, line, col, message)
