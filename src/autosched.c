@@ -64,7 +64,14 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     else if (k == 6) m->node_latency = v;
     else m->threads = v;
   }
+  /* a read error (a directory opens but does not read) is not an empty model */
+  bool bad = ferror(f);
+  int e = errno;
   fclose(f);
+  if (bad) {
+    snprintf(err, errlen, "%s: error: cannot read the machine model: %s", path, strerror(e));
+    return false;
+  }
   return true;
 }
 

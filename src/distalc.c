@@ -559,8 +559,7 @@ static int64_t *param_values(const fe_program *prog, char **sets, int nsets) {
       else n *= e;
     }
     if (known && (big || n > ((int64_t)1 << 59))) {
-      fprintf(stderr, "distalc: tensor %s: its elements at these param values are too many to address (at most 2^59)\n",
-              x->name);
+      fe_error(prog->src, x->loc, "tensor '%s' has too many elements to address at these param values (at most 2^59)", x->name);
       free(vals);
       return NULL;
     }
@@ -834,7 +833,17 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--version")) {
       printf("distalc (distal-mpi) %s\n", PACKAGE_VERSION);
       return 0;
-    } else if (TAKE("-o")) out = val;
+    } else if (TAKE("-o")) {
+      size_t len = strlen(val);
+      /* a file name: the stem of "" or of "dir/" would name hidden files ".c", ".h" */
+      if (!len || val[len - 1] == '/' || !strcmp(val, ".") || !strcmp(val, "..") || (len >= 2 && !strcmp(val + len - 2, "/.")) ||
+          (len >= 3 && !strcmp(val + len - 3, "/..")))
+      {
+        fprintf(stderr, "distalc: -o needs a file name, not '%s'\n(try distalc --help)\n", val);
+        return 1;
+      }
+      out = val;
+    }
     else if (TAKE("--name")) name = val;
     else if (TAKE("--emit")) emit = val;
     else if (TAKE("--target")) target = val;

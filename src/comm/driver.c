@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int failf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -150,8 +151,10 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       char *end;
       errno = 0;
       double dv = strtod(v, &end);
-      if (end == v || *end || errno == ERANGE || !isfinite(dv))
+      if (end == v || *end || !isfinite(dv))
         return failf(err, errlen, "invalid value '%s' for %s: expected a finite number", v, flag);
+      if (dv == 0 && errno == ERANGE) /* as distalc rejects such a literal */
+        return failf(err, errlen, "invalid value '%s' for %s: out of range (nonzero, it would round to 0)", v, flag);
       values[p] = dtl_double_bits(dv);
     } else {
       if (!parse_int(v, 1, &n))
@@ -206,6 +209,9 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
       const char *slash = strrchr(path, '/');
       if (!slash) snprintf(dir, sizeof dir, ".");
       else snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+      struct stat st;
+      if (!stat(dir, &st) && !S_ISDIR(st.st_mode))
+        return failf(err, errlen, "--save %s=%s: cannot write into %s: %s", name, path, dir, strerror(ENOTDIR));
       if (access(dir, W_OK | X_OK))
         return failf(err, errlen, "--save %s=%s: cannot write into %s: %s", name, path, dir, strerror(errno));
     }
@@ -229,9 +235,15 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
                  *ext ? ext : "(no extension)", name,
                  !sp ? ".npy" : order == 2 ? ".npy, .mtx or .tns" : order >= 1 ? ".npy or .tns" : ".npy");
   }
-  for (int k = 0; k < opt->nload; k++) { /* a sparse file into a dense tensor: said before reading it */
+  for (int k = 0; k < opt->nload; k++) {
     int t = opt->load_tensor[k];
-    if (t < 0 || t >= ntensors || (sparse && sparse[t]))
+    if (t < 0 || t >= ntensors)
+      continue;
+    /* a file to read, not a directory or a FIFO (whose open would wait for a writer) */
+    struct stat st;
+    if (!stat(opt->load_path[k], &st) && !S_ISREG(st.st_mode))
+      return failf(err, errlen, "--load %s=%s: not a regular file", tensor_names[t], opt->load_path[k]);
+    if (sparse && sparse[t]) /* a sparse file into a dense tensor: said before reading it */
       continue;
     const char *ext = extension(opt->load_path[k]);
     if (!strcmp(ext, ".mtx") || !strcmp(ext, ".tns"))

@@ -112,6 +112,14 @@ static void lex_number(lexer *lx, fe_token *t) {
   if (isinf(t->fval)) {
     fe_error(lx->src, t->loc, "floating literal %.*s is out of range", t->len, t->text);
     lx->failed = true;
+    return;
+  }
+  /* a nonzero literal below the smallest double would silently become 0 */
+  bool nonzero = false;
+  for (int k = 0; k < t->len && t->text[k] != 'e' && t->text[k] != 'E'; k++) nonzero |= t->text[k] >= '1' && t->text[k] <= '9';
+  if (t->fval == 0 && nonzero) {
+    fe_error(lx->src, t->loc, "floating literal %.*s is out of range (nonzero, it would round to 0)", t->len, t->text);
+    lx->failed = true;
   }
 }
 

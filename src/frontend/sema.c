@@ -349,6 +349,20 @@ static void check_tensor(checker *c, fe_tensor *t) {
   }
   for (int k = 0; k < t->order; k++)
     check_positive(c, &t->dims[k], "tensor");
+  /* at the params' defaults, no more elements than the executables address (2^59), as the
+   * executable would refuse every run with its defaults */
+  int64_t n = 1;
+  bool known = true, big = false;
+  for (int k = 0; k < t->order && known; k++) {
+    const fe_size *z = &t->dims[k];
+    const fe_param *pr = z->is_param && z->param >= 0 && z->param < c->prog->nparams ? &c->prog->params[z->param] : NULL;
+    int64_t e = !z->is_param ? z->value : pr && pr->has_default && pr->value > 0 ? pr->value : -1;
+    if (e <= 0) known = false;
+    else if (n > ((int64_t)1 << 59) / e) big = true;
+    else n *= e;
+  }
+  if (known && (big || n > ((int64_t)1 << 59)))
+    error(c, t->loc, "tensor '%s' has too many elements to address at the params' defaults (at most 2^59)", t->name);
   if (!t->has_dist)
     return;
   fe_dist *d = &t->dist;

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Bad input never hangs or crashes: generated executables given a bad flag, a missing
 # param, a rank count that cannot form the machine, a missing, mis-shaped, mis-typed or
-# truncated .npy file, or an unwritable output path print one clear message from rank 0
-# and exit nonzero on every rank, leaving no partial output file; distalc given a bad
-# program or an unwritable output writes nothing.
+# truncated .npy file, a file that is not a regular one (a FIFO, a folder), or an unwritable
+# output path print one clear message from rank 0 and exit nonzero on every rank, leaving no
+# partial output file; distalc given a bad program, an output name that is not a file name,
+# an unreadable machine model or an unwritable output writes nothing.
 set -u
 : "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}" "${PYTHON:=python3}"
 dir=$(mktemp -d)
@@ -99,7 +100,7 @@ else ok "distalc reports an unwritable output ($(head -1 err.txt))"; fi
 # params that make a tensor larger than the executables address: refused before any arithmetic
 if "$DISTALC" "$top_srcdir/examples/cannon.dtl" --emit plan --set n=3037000500 --ranks 4 > out.txt 2> err.txt; then
   bad "distalc --emit plan accepted a tensor of 2^63 elements"
-elif grep -q "too many to address" err.txt; then ok "distalc --emit plan refuses a tensor of 2^63 elements"
+elif grep -q "cannon.dtl:10:8: error: .*too many elements to address" err.txt; then ok "distalc --emit plan refuses a tensor of 2^63 elements at its declaration"
 else bad "distalc --emit plan on a tensor of 2^63 elements: no clear message"; fi
 # a long program compiles in memory that grows with it, not with its square (4000 statements
 # took 670 MB when each statement copied the program's buffer and variable tables; 80 MB now)
@@ -151,6 +152,36 @@ elif [ -e self ]; then bad "distalc --slurm -o self left a file"
 else ok "distalc --slurm -o self refused: $(head -1 err.txt)"; fi
 if "$DISTALC" nothere.dtl 2> err.txt; then bad "distalc read a missing file"
 else ok "distalc reports a missing input ($(head -1 err.txt))"; fi
+
+# -o names a file: "" and a folder would name hidden files ".c" and ".h"
+mkdir -p odir
+for o in "" "odir/" "." "odir/.."; do
+  if "$DISTALC" "$top_srcdir/examples/summa.dtl" -o "$o" 2> err.txt; then bad "distalc -o '$o' was accepted"
+  elif ls -A odir | grep -q . || [ -e .c ] || [ -e .h ]; then bad "distalc -o '$o' wrote a file"
+  elif ! grep -q "needs a file name" err.txt; then bad "distalc -o '$o': no clear message"
+  else ok "distalc -o '$o' refused ($(head -1 err.txt))"; fi
+done
+# a machine model that cannot be read (a folder opens, then fails to read) is an error
+if "$DISTALC" "$top_srcdir/examples/summa.dtl" --auto --model odir --emit schedule > out.txt 2> err.txt; then bad "distalc read a folder as a machine model"
+elif ! grep -q "cannot read the machine model" err.txt; then bad "distalc --model FOLDER: no clear message"
+else ok "distalc --model FOLDER refused ($(head -1 err.txt))"; fi
+# a literal that would round to 0, and a program whose defaults give a tensor more elements
+# than the executables address: located errors at compile time
+printf 'param n = 4;\ntensor A(n);\ntensor B(n);\nA(i) = B(i) * 1.5e-400;\n' > tiny.dtl
+printf 'param n = 3037000500;\ntensor A(n, n);\nA(i, j) = 1;\n' > huge.dtl
+if "$DISTALC" tiny.dtl --check 2> err.txt; then bad "distalc accepted 1.5e-400 (it would be 0)"
+elif ! grep -q '^tiny.dtl:4:15: error: .*out of range' err.txt; then bad "distalc on 1.5e-400: no located error"
+else ok "distalc refuses a literal that rounds to 0 ($(head -1 err.txt))"; fi
+if "$DISTALC" huge.dtl --check 2> err.txt; then bad "distalc accepted defaults that make a tensor of 2^63 elements"
+elif ! grep -q '^huge.dtl:2:8: error: .*too many elements to address' err.txt; then bad "distalc on a tensor of 2^63 elements: no located error"
+else ok "distalc refuses defaults that make a tensor of 2^63 elements ($(head -1 err.txt))"; fi
+# a save into a path through a file, a load from a FIFO (whose open would wait) or a folder
+touch afile
+expect "a save through a file, not a folder" 2 "afile: Not a directory" summa -n 8 --save A=afile/x.npy
+if mkfifo fifo.npy 2>/dev/null; then expect "a load from a FIFO" 2 "fifo.npy: not a regular file" summa -n 8 --load B=fifo.npy; fi
+expect "a load from a folder" 2 "odir: not a regular file" summa -n 8 --load B=odir
+"$DISTALC" "$top_srcdir/examples/jacobi.dtl" --exe -o jacobi || { echo "FAIL build"; exit 1; }
+expect "a floating param that would round to 0" 1 "out of range" jacobi -n 8 --tol 1e-999
 
 echo "$((checks - fails)) passed, $fails failed"
 [ $fails -eq 0 ]
