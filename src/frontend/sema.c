@@ -93,7 +93,7 @@ static void check_redeclarations(checker *c) {
   for (int i = 0; i < prog->nmachines; i++)
     d[k++] = (decl){prog->machines[i].name, "machine", prog->machines[i].loc, false};
   for (int i = 0; i < prog->ntensors; i++)
-    d[k++] = (decl){prog->tensors[i].name, "tensor", prog->tensors[i].loc, false};
+    d[k++] = (decl){prog->tensors[i].name, prog->tensors[i].is_temp ? "temporary" : "tensor", prog->tensors[i].loc, false};
   qsort(d, (size_t)n, sizeof *d, by_loc);
   for (int i = 1; i < n; i++) {
     for (int j = 0; j < i; j++) {

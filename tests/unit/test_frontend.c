@@ -1097,6 +1097,12 @@ static void test_redeclaration(void **state) {
   assert_non_null(strstr(r.out, "t.dtl:2:8: note: 'A' was first declared here, as a tensor"));
   assert_non_null(strstr(r.out, "t.dtl:1:7: note: 'n' was first declared here, as a param"));
   finish(&r);
+  /* a temporary is named as one */
+  compile(&r, "param n = 4;\ntemp y(n);\ntensor y(n);\n");
+  assert_int_equal(r.sema_errors, 1);
+  assert_string_equal(r.d[0].msg, "redeclaration of 'y'");
+  assert_non_null(strstr(r.out, "t.dtl:2:6: note: 'y' was first declared here, as a temporary"));
+  finish(&r);
 }
 
 static void test_redeclaration_of_grid_param(void **state) {
