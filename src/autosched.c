@@ -1302,8 +1302,7 @@ static int64_t block_bytes(const fe_tensor *t, const fe_machine *M, const int64_
   return v;
 }
 
-char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
-                      char **report) {
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report) {
   const fe_program *p = u->ast;
   const fe_source *src = u->src;
   *report = NULL;
@@ -1380,10 +1379,12 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       sl[s].map = saved;
       dc_unit *v = NULL;
       double sec = 0;
-      /* only a layout faster than the best so far matters: the search is bounded by it */
+      /* only a layout faster than the best so far matters: the search is bounded by it (each
+       * choice compares exact times: a layout predicted at or above the bound is not chosen,
+       * whatever its time) */
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
-                dc_program_seconds(v, params, mem_limit, m, best ? fmin(best_sec, cutoff) : cutoff, &sec);
+                dc_program_seconds(v, params, mem_limit, m, best ? best_sec : HUGE_VAL, &sec);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;

@@ -136,7 +136,7 @@ int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, cons
  * be costed. */
 bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
                         double *out);
-/* cutoff (above, and dc_auto_layouts'): the caller uses the result only where the program is
+/* cutoff: the caller uses the result only where the program is
  * predicted below it (HUGE_VAL: always).  Candidates that cannot bring a statement below it
  * are not costed, so *out is exact where it is below the cutoff and otherwise only known to
  * be above it. */
@@ -149,8 +149,7 @@ bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, co
  * the statements that read and write it, the redistributions they imply included.  Returns
  * the source with every such `@ M` written out (malloc'ed), and in *report (malloc'ed) one
  * line per tensor; NULL where no tensor is left to choose. */
-char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
-                      char **report);
+char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report);
 
 /* --emit schedule: the source with each searched statement's chosen commands inserted before
  * its ';' and every `@ M` without mapping written out with the mapping the compiler chose.

@@ -719,10 +719,10 @@ static int choose_shape(dc_unit *u, const char *input, dc_target tg, const int64
     if (!grid_shape(prog, M, v, ranks, k)) break;
     nshapes++;
     if (!fixed_fit(prog, M, v)) continue; /* a fixed coordinate outside a dim of this shape */
-    /* a shape other than the solver's is chosen only below this (below): its layouts and
-     * schedules are searched bounded by it */
+    /* a shape other than the solver's is chosen only below this: its program is costed
+     * bounded by it (its layouts are chosen by exact times, as each choice steers the next) */
     double below = k == 0 ? HUGE_VAL : fmin(have0 ? s0 * DTL_SHAPE_MARGIN : HUGE_VAL, at > 0 ? bs * (1 - 1e-6) : HUGE_VAL);
-    char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, below, &lay);
+    char *lay = NULL, *t = dc_auto_layouts(u, v, mem, mm, &lay);
     dc_unit *w = NULL;
     double s;
     bool ok;
@@ -953,7 +953,7 @@ int main(int argc, char **argv) {
       shape_vals = malloc(sizeof *shape_vals * (size_t)(prog->nparams + 1));
       if (shape_vals) memcpy(shape_vals, vals, sizeof *shape_vals * (size_t)(prog->nparams + 1));
     }
-    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, HUGE_VAL, &layouts);
+    if (shape < 0) text2 = dc_auto_layouts(u, vals, mem_per_rank, &amodel, &layouts);
     if (text2) {
       /* quietly: where the program with the chosen layouts fails for the target (the search
        * compiles for CPU ranks), the program as written goes on and reports its own errors,
