@@ -194,14 +194,31 @@ int dtl_node_of(MPI_Comm comm, int *node, int *nnodes, int *local, int *per_node
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const char *env = getenv("DISTAL_RANKS_PER_NODE");
+  /* every rank takes the same way (the shared-memory split is collective): the variable's
+   * value, 0 where unset, -1 where not a positive integer, agreed by all ranks first */
+  long k = 0;
   if (env && *env) {
     char *end;
     errno = 0;
-    long k = strtol(env, &end, 10);
-    if (*end || k < 1 || errno || k > INT_MAX) {
-      snprintf(err, errlen, "DISTAL_RANKS_PER_NODE=%s is not a positive integer", env);
-      return 1;
-    }
+    k = strtol(env, &end, 10);
+    if (*end || k < 1 || errno || k > INT_MAX) k = -1;
+  }
+  long kmin = k, kmax = k;
+  if ((rc = MPI_Allreduce(&k, &kmin, 1, MPI_LONG, MPI_MIN, comm)) != MPI_SUCCESS ||
+      (rc = MPI_Allreduce(&k, &kmax, 1, MPI_LONG, MPI_MAX, comm)) != MPI_SUCCESS) {
+    snprintf(err, errlen, "MPI_Allreduce failed (error %d)", rc);
+    return 1;
+  }
+  if (kmin != kmax) {
+    snprintf(err, errlen, "DISTAL_RANKS_PER_NODE differs between ranks (%s on some; every rank must see the same)",
+             kmin <= 0 || kmax <= 0 ? "unset or invalid" : "different values");
+    return 1;
+  }
+  if (k < 0) {
+    snprintf(err, errlen, "DISTAL_RANKS_PER_NODE=%s is not a positive integer", env);
+    return 1;
+  }
+  if (k > 0) {
     if (size % k) {
       snprintf(err, errlen, "%d rank%s do%s not split into nodes of DISTAL_RANKS_PER_NODE=%ld", size, size == 1 ? "" : "s",
                size == 1 ? "es" : "", k);

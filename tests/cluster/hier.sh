@@ -55,6 +55,23 @@ if [ $? -ne 0 ] && [ "$(grep -c '^\./fixed: .*need 4 ranks per node, but nodes h
 else
   echo "FAIL mismatch of inner grid and ranks per node"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
 fi
+# ranks that disagree on DISTAL_RANKS_PER_NODE (set on some, or two values): one message on
+# every rank's behalf, a nonzero exit, not a hang (some ranks split by shared memory while
+# the others did not) or a crash in the split of the grid
+for how in "unset" "values"; do
+  n=$((n + 1))
+  if [ $how = unset ]; then
+    timeout 60 "$MPIRUN" -np 2 --oversubscribe -x DISTAL_RANKS_PER_NODE=2 ./fixed : -np 2 --oversubscribe ./fixed > log.txt 2>&1
+  else
+    timeout 60 "$MPIRUN" -np 2 --oversubscribe -x DISTAL_RANKS_PER_NODE=2 ./fixed : -np 2 --oversubscribe -x DISTAL_RANKS_PER_NODE=4 ./fixed > log.txt 2>&1
+  fi
+  rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(grep -c '^\./fixed: DISTAL_RANKS_PER_NODE differs between ranks' log.txt)" = 1 ]; then
+    echo "PASS ranks per node differing ($how): $(grep '^\./fixed:' log.txt)"
+  else
+    echo "FAIL ranks per node differing ($how): rc $rc"; sed 's/^/    | /' log.txt | head; fails=$((fails + 1))
+  fi
+done
 # hwloc binding: ranks that fit the cores get an even share of them; --verbose reports it
 ncores=$(OMP_NUM_THREADS= nproc --all 2>/dev/null || echo 1)
 n=$((n + 1))
