@@ -79,9 +79,11 @@ static const char *power_word(int m, char *buf, size_t len) {
   return buf;
 }
 
-int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit, int64_t *values,
-                   const char *const *names, char *err, size_t errlen) {
-  char grid[256], word[32];
+/* dtl_solve_grid, its messages counting `unit` (ranks, or a hierarchical machine's nodes at
+ * level 0) */
+static int solve_grid_of(const char *unit, int64_t nranks, int ndims, const int *param, const int64_t *lit, int64_t *values,
+                         const char *const *names, char *err, size_t errlen) {
+  char grid[256], word[32], rk[32];
   /* the distinct unknown params in order of first use, and how often each is used */
   int unknown[DTL_MAX_DIMS], uses[DTL_MAX_DIMS], nunknown = 0;
   int64_t solved[DTL_MAX_DIMS];
@@ -90,7 +92,7 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
     return 1;
   }
   format_grid(grid, sizeof grid, ndims, param, lit, names);
-  const char *rk = nranks == 1 ? "rank" : "ranks";
+  snprintf(rk, sizeof rk, "%s%s", unit, nranks == 1 ? "" : "s");
   int64_t known = 1; /* product of the known dims */
   bool overflow = false;
   for (int d = 0; d < ndims; d++) {
@@ -168,6 +170,11 @@ int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *l
   return 0;
 }
 
+int dtl_solve_grid(int64_t nranks, int ndims, const int *param, const int64_t *lit, int64_t *values,
+                   const char *const *names, char *err, size_t errlen) {
+  return solve_grid_of("rank", nranks, ndims, param, lit, values, names, err, errlen);
+}
+
 int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, const int *param,
                       const int64_t *lit, int64_t *values, const char *const *names, char *err,
                       size_t errlen) {
@@ -195,7 +202,7 @@ int dtl_solve_machine(int64_t nranks, int64_t per_node, int ndims, int ninner, c
     snprintf(err, errlen, "the ranks of one node do not fit the inner levels: %.400s", m);
     return 1;
   }
-  if (dtl_solve_grid(nranks / per_node, n0, param, lit, values, names, m, sizeof m)) {
+  if (solve_grid_of("node", nranks / per_node, n0, param, lit, values, names, m, sizeof m)) {
     snprintf(err, errlen, "the nodes do not fit level 0 (counting nodes, not ranks): %.400s", m);
     return 1;
   }

@@ -339,7 +339,7 @@ static void test_machine(void **state) {
   int pq[3] = {0, 0, 2};
   int64_t lq[3] = {0, 0, 0}, q[3] = {-1, -1, -1};
   assert_int_not_equal(dtl_solve_machine(12, 4, 3, 1, pq, lq, q, names, err, sizeof err), 0);
-  assert_non_null(strstr(err, "the nodes do not fit level 0 (counting nodes, not ranks): 3 ranks cannot form"));
+  assert_non_null(strstr(err, "the nodes do not fit level 0 (counting nodes, not ranks): 3 nodes cannot form"));
   assert_int_equal(q[0], -1);
 }
 
