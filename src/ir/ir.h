@@ -137,6 +137,12 @@ typedef struct {
                                   * section 3's blocks */
 } sym_env;
 bool sym_eval(const sym *e, const sym_env *env, int64_t *out);
+/* e with what env fixes evaluated (its params and coords, and every subexpression of them
+ * alone) and its vars left: a new expression (in the current arena) that sym_eval gives the
+ * same value or failure as e for every value of the vars, in far fewer steps where e repeats
+ * param-only parts (a box's bounds, evaluated at every step of a communicate point).  env's
+ * vars are not read. */
+const sym *sym_fold(const sym *e, const sym_env *env);
 
 /* Printing.  The namer prints an atom; NULL namer: p.NAME-free default (p0, c0, v0). */
 typedef void (*sym_namer)(FILE *f, const sym *atom, void *ctx);

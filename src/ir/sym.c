@@ -561,6 +561,29 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
   return true;
 }
 
+/* (ir.h) */
+const sym *sym_fold(const sym *e, const sym_env *env) {
+  int64_t v;
+  switch (e->kind) {
+  case SYM_CONST: return e;
+  case SYM_VAR: return e;
+  case SYM_PARAM:
+  case SYM_COORD: return sym_eval(e, env, &v) ? sym_const(v) : e;
+  case SYM_SPLIT:
+    /* without the run time's boundaries a split evaluates as its block (b) */
+    if (!(env->splits && env->splits[e->id])) return sym_fold(e->b, env);
+    return e;
+  default: break;
+  }
+  const sym *a = sym_fold(e->a, env), *b = sym_fold(e->b, env);
+  sym *r = mk(e->kind, a, b);
+  *r = *e, r->a = a, r->b = b;
+  /* both sides constant: the node's value where sym_eval gives one (an overflow or a
+   * division by zero stays a node, so that evaluating it still fails) */
+  if (a->kind == SYM_CONST && b->kind == SYM_CONST && sym_eval(r, env, &v)) return sym_const(v);
+  return r;
+}
+
 /* ---- printing as C ----------------------------------------------------------------------- */
 static void default_namer(FILE *f, const sym *a, void *ctx) {
   (void)ctx;

@@ -721,6 +721,8 @@ static int64_t type_size(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 4 
 typedef struct {
   int64_t total, recv, count, max, budget;
   bool failed;
+  const sym **lo, **hi; /* the point's box bounds folded at the rank (sym_fold; NULL: its own) */
+  const sym *const *trip; /* the loops' trip counts so folded (NULL: lw_trip's) */
   const lw_comm *at; /* the pattern lw_comm_at chose (NULL: not yet) */
   lw_held held;      /* the rank's block of the tensor, once at is known */
 } vol_acc;
@@ -770,16 +772,17 @@ int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t st
  * trip count added at once, not iterated), counted until they pass `budget`: sum_volume,
  * which evaluates every step's box, then runs only where it can finish.  -1 where a trip
  * count cannot be evaluated. */
-static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t budget) {
+static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t budget,
+                           const sym *const *trip) {
   if (k > c->depth) return 1;
   const cin_node *n = ls->loops[k];
   int64_t ext, steps = 0;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(lw_trip(ls, k), env, &ext)) return -1;
+  if (!sym_eval(trip ? trip[k] : lw_trip(ls, k), env, &ext)) return -1;
   if (k == c->depth) return ext > 0 ? ext : 0;
   for (int64_t i = 0; i < ext && steps <= budget; i++) {
     vars[slot] = i;
-    int64_t s = count_steps(ls, c, k + 1, vars, env, budget - steps);
+    int64_t s = count_steps(ls, c, k + 1, vars, env, budget - steps, trip);
     if (s < 0) return -1;
     steps += s;
   }
@@ -792,7 +795,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
     if (--a->budget < 0) return;
     int64_t v = 1, lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
     for (int x = 0; x < c->order; x++) {
-      if (!sym_eval(c->lo[x], env, &lo[x]) || !sym_eval(c->hi[x], env, &hi[x])) {
+      if (!sym_eval(a->lo ? a->lo[x] : c->lo[x], env, &lo[x]) || !sym_eval(a->hi ? a->hi[x] : c->hi[x], env, &hi[x])) {
         a->failed = true;
         return;
       }
@@ -810,7 +813,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   const cin_node *n = ls->loops[k];
   int64_t ext;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(lw_trip(ls, k), env, &ext)) {
+  if (!sym_eval(a->trip ? a->trip[k] : lw_trip(ls, k), env, &ext)) {
     a->failed = true;
     return;
   }
@@ -908,15 +911,28 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     }
   }
   out->points = pts;
+  /* the loops' trip counts with this rank's params and coordinates folded in: the steps of a
+   * communicate point evaluate them once per iteration of the loops outside */
+  const sym **trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *trip);
+  for (int k = 0; k < ls->nloops; k++) trip[k] = sym_fold(lw_trip(ls, k), &env);
   for (int q = 0; q < ls->ncomm && ok; q++) {
     const lw_comm *c = &ls->comm[q];
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
-    vol_acc a = {.budget = 200000};
+    vol_acc a = {.budget = 200000, .trip = trip};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
-    int64_t steps = count_steps(ls, c, 0, vars, &env, a.budget);
+    int64_t steps = count_steps(ls, c, 0, vars, &env, a.budget, trip);
     if (steps < 0 || steps > a.budget) a.failed = steps < 0, a.budget = -1; /* as sum_volume would end */
-    else sum_volume(lp, ls, c, 0, vars, &env, &a);
+    else {
+      /* every step evaluates the box: its bounds with this rank's params and coordinates
+       * folded in first (the same values, a fraction of the work) */
+      const sym *flo[LW_MAX_DIMS], *fhi[LW_MAX_DIMS];
+      if (steps > 1 && c->order <= LW_MAX_DIMS) {
+        for (int x = 0; x < c->order; x++) flo[x] = sym_fold(c->lo[x], &env), fhi[x] = sym_fold(c->hi[x], &env);
+        a.lo = flo, a.hi = fhi;
+      }
+      sum_volume(lp, ls, c, 0, vars, &env, &a);
+    }
     if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
       if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
       continue;

@@ -359,6 +359,44 @@ static void test_sym_mod(void **state) {
   assert_string_equal(sym_str(sym_mod(&F, sym_add(c0, x), p)), "dtl_mod(c0 + v0, p0)");
 }
 
+/* sym_fold: with the params and coords of env folded in, every expression gives the value or
+ * the failure of the original for every value of its vars, and the parts of params and
+ * coords alone become constants. */
+static void test_sym_fold(void **state) {
+  (void)state;
+  const sym *n = sym_param(0), *g = sym_param(1), *z = sym_param(2), *c0 = sym_coord(0), *x = sym_var(0), *y = sym_var(1);
+  const sym *bs = sym_ceildiv(n, g);
+  const sym *exprs[] = {
+      sym_min(NULL, n, sym_add(sym_mul(c0, bs), bs)),                       /* a block's end: a constant */
+      sym_min(NULL, n, sym_add(sym_mul(sym_add(x, c0), bs), sym_const(7))), /* a box bound over a var */
+      sym_mod(NULL, sym_add(x, c0), g), sym_floordiv(y, z),                 /* z = 0: fails for every var */
+      sym_ceildiv(sym_mul(x, n), g), sym_max(NULL, sym_mul(x, y), sym_sub(n, y)),
+      sym_mul(sym_param(3), x), /* an overflow of params alone stays a failure */
+      sym_split(0, x, n, g),    /* no run-time boundaries: its block */
+      sym_mod(NULL, x, z)};
+  int64_t params[4] = {100, 7, 0, INT64_MAX}, coords[1] = {3};
+  sym_env fenv = {.params = params, .coords = coords};
+  const sym *f0 = sym_fold(exprs[0], &fenv);
+  assert_int_equal(f0->kind, SYM_CONST);
+  assert_int_equal(f0->c, 60); /* min(100, 3 * 15 + 15) */
+  for (size_t q = 0; q < sizeof exprs / sizeof exprs[0]; q++) {
+    const sym *f = sym_fold(exprs[q], &fenv);
+    for (int64_t vx = -20; vx <= 20; vx += 3)
+      for (int64_t vy = -9; vy <= 9; vy += 2) {
+        int64_t vars[2] = {vx, vy}, a = -1, b = -2;
+        sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 2};
+        bool oa = sym_eval(exprs[q], &env, &a), ob = sym_eval(f, &env, &b);
+        assert_int_equal(oa, ob);
+        if (oa) assert_int_equal(a, b);
+      }
+  }
+  /* a param without a value stays a param: its evaluation still fails */
+  int64_t unknown[4] = {-1, 7, 1, 1};
+  const sym *u = sym_fold(sym_add(n, x), &(sym_env){.params = unknown, .coords = coords});
+  int64_t out;
+  assert_false(sym_eval(u, &(sym_env){.params = unknown, .coords = coords, .vars = (int64_t[]){1}, .nvars = 1}, &out));
+}
+
 static void test_sym_eval(void **state) {
   (void)state;
   const sym *n = sym_param(0), *g = sym_param(1), *c0 = sym_coord(0), *x = sym_var(0);
@@ -1976,6 +2014,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_sym_min_max_grid, sym_teardown),
       cmocka_unit_test_teardown(test_sym_mod, sym_teardown),
       cmocka_unit_test_teardown(test_sym_eval, sym_teardown),
+      cmocka_unit_test_teardown(test_sym_fold, sym_teardown),
       cmocka_unit_test_teardown(test_sym_subst, sym_teardown),
       cmocka_unit_test_teardown(test_sym_uses, sym_teardown),
       cmocka_unit_test_teardown(test_sym_prove_le, sym_teardown),
