@@ -769,16 +769,16 @@ int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t st
 }
 
 /* The steps of communicate point c over the iterations of loops [k, depth] (the last loop's
- * trip count added at once, not iterated), counted until they pass `budget`: sum_volume,
- * which evaluates every step's box, then runs only where it can finish.  -1 where a trip
- * count cannot be evaluated. */
+ * trip count added at once, not iterated; trip: the loops' trip counts, folded), counted
+ * until they pass `budget`: sum_volume, which evaluates every step's box, then runs only
+ * where it can finish.  -1 where a trip count cannot be evaluated. */
 static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t budget,
                            const sym *const *trip) {
   if (k > c->depth) return 1;
   const cin_node *n = ls->loops[k];
   int64_t ext, steps = 0;
   int slot = n->distributed ? ls->lidx_var0 + k : n->var;
-  if (!sym_eval(trip ? trip[k] : lw_trip(ls, k), env, &ext)) return -1;
+  if (!sym_eval(trip[k], env, &ext)) return -1;
   if (k == c->depth) return ext > 0 ? ext : 0;
   for (int64_t i = 0; i < ext && steps <= budget; i++) {
     vars[slot] = i;
