@@ -263,6 +263,9 @@ typedef struct {
   /* a time the caller only compares the program's against (dc_program_seconds; HUGE_VAL:
    * none): the search of a dense statement starts with it as its best */
   double cutoff;
+  /* the owners of the unit's tensors, the same in every candidate (lw_lower_stmt; NULL: each
+   * candidate builds its own) */
+  const lw_owner *owners;
 } search;
 
 /* A candidate's predicted time is at least its messages' latency plus its bytes' time (the
@@ -289,7 +292,7 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   ir_program *ir = NULL;
   lw_program *lp = NULL;
   bool ok = dc_clone(u, u->ir, &ir) == DC_OK && (c->n == 0 || dc_schedule(u, ir, i, c->cmds, c->n) == DC_OK) &&
-            dc_lower(u, ir, &lp) == DC_OK && lp;
+            dc_lower_stmt(u, ir, i, S->owners, &lp) == DC_OK && lp;
   /* the ranks of lw_sample: the slowest */
   if (!ok) return false;
   out->seconds = -1;
@@ -466,8 +469,21 @@ static bool ordered_choice(int64_t code, int n, int k, int *pick) {
   return distinct;
 }
 
+/* the owners of u's tensors for the search's candidates (NULL where lw_lower would fail: the
+ * candidates then fail as they did) */
+static const lw_owner *search_owners(dc_unit *u) {
+  fe_sink saved = u->src->sink;
+  int nerr = u->src->nerrors;
+  u->src->sink = (fe_sink){quiet, NULL};
+  const lw_owner *o = lw_owners(u->ir, u->cuda);
+  u->src->sink = saved;
+  u->src->nerrors = nerr;
+  return o;
+}
+
 static void search_stmt(search *S, int i, dc_auto_stmt *st) {
   dc_unit *u = S->u;
+  if (!S->owners) S->owners = search_owners(u);
   const fe_program *p = u->ast;
   const ir_stmt *s = &u->ir->stmts[i];
   const ir_stmt *base = s->before_owner ? s->before_owner : s;
@@ -1208,32 +1224,94 @@ static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_
   return bytes / m->bandwidth;
 }
 
-/* (autosched.h) */
-bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
-                        double *out) {
-  dc_auto_report rep = {0};
-  ir_program *chosen = NULL;
-  if (auto_below(v, params, 1, mem_limit, m, cutoff, &chosen, &rep) != DC_OK) return false;
+/* A statement's share of dc_program_seconds, kept for the layouts tried next (dc_auto_layouts):
+ * the statement's time depends on its own tensors' layouts and on whether it runs fused by
+ * default, which `key` names, and on what else is fixed within one dc_auto_layouts call (the
+ * program's text outside the layouts, params, memory limit, machine model).  A time above the
+ * cutoff it was searched with is a bound, not the time: it answers only a cutoff no higher. */
+typedef struct {
+  char *key;
+  double sec, cutoff;
+  bool ok;
+} stmt_memo_entry;
+
+typedef struct {
+  int n, cap;
+  stmt_memo_entry *e;
+} stmt_memo;
+
+static void memo_free(stmt_memo *mm) {
+  for (int q = 0; q < mm->n; q++) free(mm->e[q].key);
+  free(mm->e);
+}
+
+static stmt_memo_entry *memo_find(stmt_memo *mm, const char *key) {
+  for (int q = 0; q < mm->n; q++)
+    if (!strcmp(mm->e[q].key, key)) return &mm->e[q];
+  return NULL;
+}
+
+static void memo_put(stmt_memo *mm, const char *key, double sec, double cutoff, bool ok) {
+  stmt_memo_entry *e = memo_find(mm, key);
+  if (!e) {
+    if (mm->n == mm->cap) {
+      int cap = 2 * mm->cap + 16;
+      stmt_memo_entry *ne = realloc(mm->e, (size_t)cap * sizeof *ne);
+      if (!ne) return;
+      mm->e = ne, mm->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k) return;
+    e = &mm->e[mm->n++];
+    e->key = k;
+  }
+  e->sec = sec, e->cutoff = cutoff, e->ok = ok;
+}
+
+/* dc_program_seconds, statement i's time looked up in memo under keys[i] and the statement's
+ * fused flag (memo NULL or keys[i] NULL: searched) */
+static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                            stmt_memo *memo, char *const *keys, double *out) {
   ir_scope sc;
   ir_scope_enter(&sc, v->arena);
   if (setjmp(sc.oom)) return false;
-  search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m, .cutoff = HUGE_VAL};
+  const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
+  search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m ? m : dc_target_model(v),
+              .exhaustive = ex && *ex && strcmp(ex, "0"), .cutoff = cutoff};
+  const bool *fused = fused_by_default(v);
   double total = 0;
   bool ok = true;
-  for (int i = 0; i < rep.nstmts && ok; i++) {
-    const dc_auto_stmt *st = &rep.stmts[i];
-    if (st->chosen == 0 && st->ncand) {
-      total += st->cand[0].seconds;
+  for (int i = 0; i < v->ir->nstmts && ok; i++) {
+    char key[4096];
+    bool keyed = memo && keys && keys[i] && snprintf(key, sizeof key, "%d %d %s", i, fused[i], keys[i]) < (int)sizeof key;
+    stmt_memo_entry *e = keyed ? memo_find(memo, key) : NULL;
+    if (e && (e->sec <= e->cutoff || cutoff <= e->cutoff)) {
+      ok = e->ok, total += e->sec;
       continue;
     }
+    /* as dc_auto: the statement's search, then its chosen candidate's time or its default's */
+    dc_auto_stmt st = {.stmt = i, .chosen = -1};
+    st.why_not = not_searched(v, &v->ir->stmts[i]);
+    if (!st.why_not) search_stmt(&S, i, &st);
+    if (!st.why_not && fused[i]) keep_fusion(&st);
+    double sec = 0;
     dc_auto_cand c;
     cmdlist none = {0};
-    if (try_cand(&S, i, &none, &c)) total += c.seconds;
+    if (st.chosen == 0 && st.ncand) sec = st.cand[0].seconds;
+    else if (try_cand(&S, i, &none, &c)) sec = c.seconds;
     else ok = false;
+    if (keyed) memo_put(memo, key, sec, cutoff, ok);
+    total += sec;
   }
   ir_scope_leave(&sc);
-  *out = total + replica_seconds(v, params, m);
+  *out = total + replica_seconds(v, params, S.m);
   return ok;
+}
+
+/* (autosched.h) */
+bool dc_program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, double cutoff,
+                        double *out) {
+  return program_seconds(v, params, mem_limit, m, cutoff, NULL, NULL, out);
 }
 
 typedef struct {
@@ -1256,6 +1334,38 @@ static char *layout_text(const fe_source *src, const layout_slot *sl, int n) {
   memcpy(w, src->text + at, src->len - at), w += src->len - at;
   *w = 0;
   return b;
+}
+
+static void expr_tensors(const ir_expr *e, bool *acc, int nt) {
+  if (!e) return;
+  if (e->kind == IR_ACCESS && e->tensor >= 0 && e->tensor < nt) acc[e->tensor] = true;
+  expr_tensors(e->a, acc, nt);
+  expr_tensors(e->b, acc, nt);
+}
+
+/* program_seconds' key of statement i of v under the layouts sl[0..n) (slot k holds tensor
+ * tix[k]): the layouts of the tensors it accesses, and of those these are `balanced by`
+ * (malloc'ed; NULL: no key, the statement is searched) */
+static char *stmt_layout_key(const dc_unit *v, int i, const layout_slot *sl, const int *tix, int n) {
+  const fe_program *p = v->ast;
+  const ir_stmt *s = &v->ir->stmts[i];
+  const cin_node *asg = cin_assign((s->before_owner ? s->before_owner : s)->root);
+  bool *acc = calloc((size_t)p->ntensors + 1, sizeof *acc);
+  if (!asg || !acc) return free(acc), NULL;
+  if (asg->lhs_tensor >= 0 && asg->lhs_tensor < p->ntensors) acc[asg->lhs_tensor] = true;
+  expr_tensors(asg->rhs, acc, p->ntensors);
+  for (int t = 0; t < p->ntensors; t++)
+    if (acc[t] && p->tensors[t].balance > 0 && p->tensors[t].balance - 1 < p->ntensors) acc[p->tensors[t].balance - 1] = true;
+  char *key = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&key, &len);
+  if (f) {
+    for (int k = 0; k < n; k++)
+      if (acc[tix[k]]) fprintf(f, "%d=%s;", tix[k], sl[k].map);
+    fclose(f);
+  }
+  free(acc);
+  return key;
 }
 
 /* mapping number `code` of tensor t over a level of k dims: grid dim q gets tensor dim
@@ -1310,7 +1420,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
   const fe_machine *M = &p->machines[u->ir->machine];
   const int k = M->levels[0].ndims;
   layout_slot sl[64];
-  int n = 0;
+  int n = 0, tix[64];
   char *log = NULL;
   size_t loglen = 0;
   FILE *lf = open_memstream(&log, &loglen);
@@ -1326,6 +1436,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
     /* the default mapping: leading dims over the grid dims, as sema wrote it */
     int64_t code = 0, mul = 1;
     for (int g = 0; g < k; g++, mul *= t->order + 1) code += (g < t->order ? g : t->order) * mul;
+    tix[n] = q;
     sl[n] = (layout_slot){offset_of(src, t->dist.loc), strlen(t->dist.machine_name), t, mapping(t, M->name, k, code)};
     if (!sl[n].map) {
       for (int s = 0; s < n; s++) free(sl[s].map);
@@ -1350,6 +1461,11 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
   }
   /* the predicted time of the program with the layouts chosen so far (< 0: not known) */
   double cur_sec = -1;
+  /* Precondition: within this call only the layouts in sl change between the programs tried,
+   * and a statement's time depends only on the layouts of the tensors it accesses and on
+   * whether it runs fused (program_seconds' key).  Rule: a statement whose key was costed
+   * before is not searched again. */
+  stmt_memo memo = {0};
   for (int s = 0; s < n; s++) {
     int64_t count = 1;
     for (int g = 0; g < k; g++) count *= sl[s].t->order + 1;
@@ -1383,8 +1499,17 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
        * choice compares exact times: a layout predicted at or above the bound is not chosen,
        * whatever its time) */
       bool ok = text && dc_compile(src->path, text, strlen(text),
-                                   &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK &&
-                dc_program_seconds(v, params, mem_limit, m, best ? best_sec : HUGE_VAL, &sec);
+                                   &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK;
+      char **keys = ok ? calloc((size_t)v->ir->nstmts + 1, sizeof *keys) : NULL;
+      if (keys) {
+        /* the layout now tried, for the keys */
+        sl[s].map = map;
+        for (int i = 0; i < v->ir->nstmts; i++) keys[i] = stmt_layout_key(v, i, sl, tix, n);
+        sl[s].map = saved;
+      }
+      ok = ok && program_seconds(v, params, mem_limit, m, best ? best_sec : HUGE_VAL, &memo, keys, &sec);
+      for (int i = 0; keys && i < v->ir->nstmts; i++) free(keys[i]);
+      free(keys);
       if (v) dc_unit_free(v);
       free(text);
       tried += ok && code >= 0;
@@ -1400,6 +1525,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
     free(sl[s].map);
     sl[s].map = best;
   }
+  memo_free(&memo);
   if (lf) fclose(lf);
   *report = log;
   char *text = layout_text(src, sl, n);

@@ -97,12 +97,14 @@ int dc_schedule(dc_unit *u, ir_program *ir, int stmt, const fe_command *cmds, in
   return errors ? DC_ERRORS : DC_OK;
 }
 
-int dc_lower(dc_unit *u, ir_program *ir, lw_program **out) {
+int dc_lower(dc_unit *u, ir_program *ir, lw_program **out) { return dc_lower_stmt(u, ir, -1, NULL, out); }
+
+int dc_lower_stmt(dc_unit *u, ir_program *ir, int only, const lw_owner *owners, lw_program **out) {
   *out = NULL;
   ir_scope sc;
   ir_scope_enter(&sc, u->arena);
   if (setjmp(sc.oom)) return out_of_memory(u);
-  *out = lw_lower(ir, u->cuda);
+  *out = lw_lower_stmt(ir, u->cuda, only, owners);
   ir_scope_leave(&sc);
   return *out ? DC_OK : DC_ERRORS;
 }

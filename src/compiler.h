@@ -83,6 +83,9 @@ int dc_clone(dc_unit *u, const ir_program *ir, ir_program **out);
 int dc_schedule(dc_unit *u, ir_program *ir, int stmt, const fe_command *cmds, int ncmds);
 /* Lower ir, a program of u, for u's target; *out is the lowered program (NULL on failure). */
 int dc_lower(dc_unit *u, ir_program *ir, lw_program **out);
+/* Statement `only` alone (-1: all), for costing it, with the owners of lw_owners (NULL:
+ * built): lw_lower_stmt. */
+int dc_lower_stmt(dc_unit *u, ir_program *ir, int only, const lw_owner *owners, lw_program **out);
 /* The SPMD program of lp, a lowering of u, after the rewrites (spmd_build); *out is NULL on
  * failure.  Several can be built from one lowering; each lives in u's arena. */
 int dc_spmd(dc_unit *u, const lw_program *lp, sp_program **out);

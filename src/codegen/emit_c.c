@@ -431,6 +431,7 @@ static const char *S(const cg_st *g, const sym *e) {
   static int i;
   i = (i + 1) % 4;
   free(b[i]);
+  b[i] = NULL; /* cg_sym may leave for the recovery point (no memory) before fclose sets it */
   size_t n;
   FILE *m = open_memstream(&b[i], &n);
   cg_sym(m, g->sp, e, false);

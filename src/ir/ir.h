@@ -143,6 +143,15 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out);
  * param-only parts (a box's bounds, evaluated at every step of a communicate point).  env's
  * vars are not read. */
 const sym *sym_fold(const sym *e, const sym_env *env);
+/* e compiled for evaluation at many values of its atoms (a box bound at every step of a
+ * communicate point): sym_run gives what sym_eval(e) gives, the same value or the same
+ * failure, without walking the expression (in the current arena; e must outlive it). */
+typedef struct {
+  int n;
+  const struct sym_op *ops;
+} sym_code;
+sym_code sym_compile(const sym *e);
+bool sym_run(const sym_code *code, const sym_env *env, int64_t *out);
 
 /* Printing.  The namer prints an atom; NULL namer: p.NAME-free default (p0, c0, v0). */
 typedef void (*sym_namer)(FILE *f, const sym *atom, void *ctx);

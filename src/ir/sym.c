@@ -174,17 +174,24 @@ int sym_compare(const sym *a, const sym *b) {
 
 bool sym_equal(const sym *a, const sym *b) { return sym_compare(a, b) == 0; }
 
-/* Linear forms: sum of coef * atom + constant. */
+/* Linear forms: sum of coef * atom + constant.  A form lives only while one expression is
+ * built, so its first terms are kept in the form itself, not in the arena: most forms have a
+ * few terms, and the search builds millions of them. */
+enum { LIN_INLINE = 16 };
 typedef struct {
   int n, cap;
   int64_t *coef;
   const sym **atom;
   int64_t k;
+  int64_t coef0[LIN_INLINE];
+  const sym *atom0[LIN_INLINE];
 } linear;
+
+#define LINEAR(l) linear l = {.coef = l.coef0, .atom = l.atom0, .cap = LIN_INLINE}
 
 static void lin_push(linear *l, int64_t c, const sym *a) {
   if (l->n == l->cap) {
-    int cap = l->cap ? 2 * l->cap : 8;
+    int cap = 2 * l->cap;
     int64_t *nc = ir_alloc(cap * sizeof *nc);
     const sym **na = ir_alloc(cap * sizeof *na);
     if (l->n) memcpy(nc, l->coef, l->n * sizeof *nc), memcpy(na, l->atom, l->n * sizeof *na);
@@ -229,14 +236,14 @@ static const sym *lin_build(linear *l) {
 }
 
 const sym *sym_add(const sym *a, const sym *b) {
-  linear l = {0};
+  LINEAR(l);
   lin_collect(&l, a, 1);
   lin_collect(&l, b, 1);
   return lin_build(&l);
 }
 
 const sym *sym_sub(const sym *a, const sym *b) {
-  linear l = {0};
+  LINEAR(l);
   lin_collect(&l, a, 1);
   lin_collect(&l, b, -1);
   return lin_build(&l);
@@ -258,7 +265,7 @@ const sym *sym_mul(const sym *a, const sym *b) {
     if (b->kind == SYM_CONST) return mk(SYM_MUL, a, b);
     if (a->c == 0) return sym_const(0);
     if (a->c == 1) return b;
-    linear l = {0};
+    LINEAR(l);
     lin_collect(&l, b, a->c);
     return lin_build(&l);
   }
@@ -303,7 +310,7 @@ static bool lower_bound(const sym *e, int64_t *lb) {
   case SYM_SPLIT:
   case SYM_MOD: *lb = 0; return true;
   case SYM_ADD: {
-    linear l = {0};
+    LINEAR(l);
     lin_collect(&l, e, 1);
     int64_t sum = l.k;
     for (int i = 0; i < l.n; i++) {
@@ -347,9 +354,9 @@ static bool lower_bound(const sym *e, int64_t *lb) {
  * bound (dims[d] - 1, var_max[id]) where the facts know it, which can only lower the value:
  * a sound step towards a lower bound. */
 static const sym *bound_coords_from_below(const sym_facts *f, const sym *e) {
-  linear l = {0};
+  LINEAR(l);
   lin_collect(&l, e, 1);
-  linear r = {0};
+  LINEAR(r);
   r.k = l.k;
   for (int i = 0; i < l.n; i++) {
     const sym *a = l.atom[i];
@@ -370,7 +377,7 @@ static bool prove_nonneg(const sym_facts *f, const sym *d, int depth) {
   const sym *low = bound_coords_from_below(f, d);
   if (lower_bound(low, &lb) && lb >= 0) return true;
   if (depth > 6) return false;
-  linear l = {0};
+  LINEAR(l);
   lin_collect(&l, d, 1);
   for (int i = 0; i < l.n; i++) {
     const sym *x = l.atom[i];
@@ -504,6 +511,8 @@ bool sym_coord_only_under_mod(const sym *e, int d, const sym *m) {
   return sym_coord_only_under_mod(e->a, d, m) && sym_coord_only_under_mod(e->b, d, m);
 }
 
+static bool apply_op(sym_kind k, int64_t x, int64_t y, int64_t *out);
+
 bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
   int64_t x, y;
   switch (e->kind) {
@@ -530,7 +539,12 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
   default: break;
   }
   if (!sym_eval(e->a, env, &x) || !sym_eval(e->b, env, &y)) return false;
-  switch (e->kind) {
+  return apply_op(e->kind, x, y, out);
+}
+
+/* sym_eval's operation k on the values of its operands */
+static bool apply_op(sym_kind k, int64_t x, int64_t y, int64_t *out) {
+  switch (k) {
   case SYM_ADD:
     if (__builtin_add_overflow(x, y, out)) return false;
     break;
@@ -558,6 +572,87 @@ bool sym_eval(const sym *e, const sym_env *env, int64_t *out) {
   case SYM_MAX: *out = x > y ? x : y; break;
   default: return false;
   }
+  return true;
+}
+
+/* ---- compiled expressions ----------------------------------------------------------------- */
+/* One step of a compiled expression, in postfix order: AFF pushes coef * vars[id] + c (a
+ * variable, c * v or c * v + k as sym_eval computes them: one step, not three), CONST pushes
+ * c, ATOM pushes sym_eval(e) (a param, a coordinate, a split), and an operation pops its two
+ * operands and pushes apply_op's result. */
+enum { OP_CONST = SYM_SPLIT + 1, OP_AFF, OP_ATOM };
+struct sym_op {
+  int op, id;
+  int64_t coef, c;
+  const sym *e;
+};
+
+enum { SYM_CODE_STACK = 32 };
+
+/* v, coef * v, or coef * v + k in canonical form: true with the variable, coef and k */
+static bool affine_var(const sym *e, int *id, int64_t *coef, int64_t *k) {
+  *k = 0, *coef = 1;
+  if (e->kind == SYM_ADD && e->b->kind == SYM_CONST) *k = e->b->c, e = e->a;
+  if (e->kind == SYM_MUL && e->a->kind == SYM_CONST && e->b->kind == SYM_VAR) *coef = e->a->c, e = e->b;
+  if (e->kind != SYM_VAR) return false;
+  *id = e->id;
+  return true;
+}
+
+/* the steps of e appended at ops[*n] (ops NULL: counted); the stack depth it needs */
+static int emit_ops(const sym *e, struct sym_op *ops, int *n) {
+  struct sym_op o = {.op = e->kind, .e = e};
+  int depth = 1;
+  if (e->kind == SYM_CONST) o.op = OP_CONST, o.c = e->c;
+  else if (affine_var(e, &o.id, &o.coef, &o.c)) o.op = OP_AFF;
+  else if (e->kind <= SYM_VAR || e->kind == SYM_SPLIT) o.op = OP_ATOM;
+  else {
+    int da = emit_ops(e->a, ops, n), db = emit_ops(e->b, ops, n);
+    depth = da > db + 1 ? da : db + 1;
+  }
+  if (ops) ops[*n] = o;
+  ++*n;
+  return depth;
+}
+
+/* (ir.h) */
+sym_code sym_compile(const sym *e) {
+  int n = 0;
+  int depth = emit_ops(e, NULL, &n);
+  struct sym_op *ops = ir_alloc((size_t)(depth <= SYM_CODE_STACK ? n : 1) * sizeof *ops);
+  if (depth > SYM_CODE_STACK) { /* too deep for the stack: evaluated as the expression */
+    ops[0] = (struct sym_op){.op = OP_ATOM, .e = e};
+    return (sym_code){1, ops};
+  }
+  n = 0;
+  emit_ops(e, ops, &n);
+  return (sym_code){n, ops};
+}
+
+/* (ir.h) */
+bool sym_run(const sym_code *code, const sym_env *env, int64_t *out) {
+  int64_t st[SYM_CODE_STACK];
+  int top = 0;
+  for (int q = 0; q < code->n; q++) {
+    const struct sym_op *o = &code->ops[q];
+    int64_t v;
+    switch (o->op) {
+    case OP_CONST: v = o->c; break;
+    case OP_AFF:
+      if (!env->vars || o->id >= env->nvars || __builtin_mul_overflow(o->coef, env->vars[o->id], &v) ||
+          __builtin_add_overflow(v, o->c, &v))
+        return false;
+      break;
+    case OP_ATOM:
+      if (!sym_eval(o->e, env, &v)) return false;
+      break;
+    default:
+      top -= 2;
+      if (!apply_op((sym_kind)o->op, st[top], st[top + 1], &v)) return false;
+    }
+    st[top++] = v;
+  }
+  *out = st[0];
   return true;
 }
 

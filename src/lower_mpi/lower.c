@@ -650,7 +650,11 @@ static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   return true;
 }
 
-lw_program *lw_lower(ir_program *ir, bool cuda) {
+lw_program *lw_lower(ir_program *ir, bool cuda) { return lw_lower_stmt(ir, cuda, -1, NULL); }
+
+/* lw_lower's program with its machine and tensors checked and its grid dims set, no owners and
+ * no statements yet (NULL: errors, reported) */
+static lw_program *lower_header(ir_program *ir, bool cuda) {
   fe_program *p = ir->ast;
   fe_source *src = p->src;
   lw_program *lp = ir_alloc(sizeof *lp);
@@ -689,12 +693,29 @@ lw_program *lw_lower(ir_program *ir, bool cuda) {
     }
 
   }
-  lp->owner = ir_alloc((p->ntensors + 1) * sizeof *lp->owner);
-  for (int t = 0; t < p->ntensors; t++) build_owner(lp, t);
+  return lp;
+}
+
+const lw_owner *lw_owners(ir_program *ir, bool cuda) {
+  lw_program *lp = lower_header(ir, cuda);
+  if (!lp) return NULL;
+  lp->owner = ir_alloc((ir->ast->ntensors + 1) * sizeof *lp->owner);
+  for (int t = 0; t < ir->ast->ntensors; t++) build_owner(lp, t);
+  return lp->owner;
+}
+
+lw_program *lw_lower_stmt(ir_program *ir, bool cuda, int only, const lw_owner *owners) {
+  lw_program *lp = lower_header(ir, cuda);
+  if (!lp) return NULL;
+  if (owners) lp->owner = (lw_owner *)owners; /* read only from here on */
+  else {
+    lp->owner = ir_alloc((ir->ast->ntensors + 1) * sizeof *lp->owner);
+    for (int t = 0; t < ir->ast->ntensors; t++) build_owner(lp, t);
+  }
   lp->nstmts = ir->nstmts;
   lp->stmts = ir_alloc((ir->nstmts + 1) * sizeof *lp->stmts);
   for (int i = 0; i < ir->nstmts; i++)
-    if (!lower_stmt(lp, &ir->stmts[i], &lp->stmts[i])) return NULL;
+    if ((only < 0 || i == only) && !lower_stmt(lp, &ir->stmts[i], &lp->stmts[i])) return NULL;
   return lp;
 }
 
@@ -725,6 +746,14 @@ typedef struct {
   const sym *const *trip; /* the loops' trip counts so folded (NULL: lw_trip's) */
   const lw_comm *at; /* the pattern lw_comm_at chose (NULL: not yet) */
   lw_held held;      /* the rank's block of the tensor, once at is known */
+  /* hoisted (lo, hi set): bound b (lo[0..order), then hi) is evaluated where the deepest loop
+   * whose variable it uses (dep[b], -1: none) takes a value, into val[b] (bad: it failed, an
+   * error only where a step is reached) */
+  bool hoisted;
+  int dep[2 * LW_MAX_DIMS];
+  sym_code code[2 * LW_MAX_DIMS]; /* the bounds compiled */
+  int64_t val[2 * LW_MAX_DIMS];
+  bool bad[2 * LW_MAX_DIMS];
 } vol_acc;
 
 bool lw_owner_whole(const lw_owner *o, int order) {
@@ -789,16 +818,42 @@ static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *
   return steps;
 }
 
+/* vol_acc's hoisted bounds that loop `level` (-1: none) is the deepest to change */
+static void eval_bounds(const lw_comm *c, vol_acc *a, int level, const sym_env *env) {
+  for (int b = 0; b < 2 * c->order; b++)
+    if (a->dep[b] == level) a->bad[b] = !sym_run(&a->code[b], env, &a->val[b]);
+}
+
+/* Precondition: a's folded bounds lo, hi are set and vars holds 0 for every variable no loop
+ * of [0, c->depth] sets (as sum_volume reads them).  Rule: a bound is evaluated once per value
+ * of the deepest of those loops whose variable it uses, not at every step below it: the same
+ * value at each step, and a failure reported only where a step is reached, as there. */
+static void hoist_bounds(const lw_stmt *ls, const lw_comm *c, vol_acc *a, const sym_env *env) {
+  for (int b = 0; b < 2 * c->order; b++) {
+    const sym *e = b < c->order ? a->lo[b] : a->hi[b - c->order];
+    a->code[b] = sym_compile(e);
+    a->dep[b] = -1;
+    for (int k = 0; k <= c->depth && k < ls->nloops; k++) {
+      const cin_node *n = ls->loops[k];
+      if (sym_uses(e, SYM_VAR, n->distributed ? ls->lidx_var0 + k : n->var)) a->dep[b] = k;
+    }
+  }
+  a->hoisted = true;
+  eval_bounds(c, a, -1, env);
+}
+
 static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env,
                        vol_acc *a) {
   if (k > c->depth) {
     if (--a->budget < 0) return;
     int64_t v = 1, lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
     for (int x = 0; x < c->order; x++) {
-      if (!sym_eval(a->lo ? a->lo[x] : c->lo[x], env, &lo[x]) || !sym_eval(a->hi ? a->hi[x] : c->hi[x], env, &hi[x])) {
+      if (a->hoisted ? a->bad[x] || a->bad[c->order + x]
+                     : !sym_eval(a->lo ? a->lo[x] : c->lo[x], env, &lo[x]) || !sym_eval(a->hi ? a->hi[x] : c->hi[x], env, &hi[x])) {
         a->failed = true;
         return;
       }
+      if (a->hoisted) lo[x] = a->val[x], hi[x] = a->val[c->order + x];
       v *= hi[x] > lo[x] ? hi[x] - lo[x] : 0;
     }
     if (!a->at) {
@@ -819,6 +874,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
   }
   for (int64_t i = 0; i < ext && a->budget >= 0; i++) {
     vars[slot] = i;
+    if (a->hoisted) eval_bounds(c, a, k, env);
     sum_volume(lp, ls, c, k + 1, vars, env, a);
   }
 }
@@ -930,6 +986,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       if (steps > 1 && c->order <= LW_MAX_DIMS) {
         for (int x = 0; x < c->order; x++) flo[x] = sym_fold(c->lo[x], &env), fhi[x] = sym_fold(c->hi[x], &env);
         a.lo = flo, a.hi = fhi;
+        hoist_bounds(ls, c, &a, &env);
       }
       sum_volume(lp, ls, c, 0, vars, &env, &a);
     }

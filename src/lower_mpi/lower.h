@@ -86,6 +86,16 @@ typedef struct {
 /* Lower a scheduled program; reports unsupported constructs as errors (returns NULL).
  * cuda: for the CUDA target (gpu machine levels and GPU parallel units are accepted). */
 lw_program *lw_lower(ir_program *ir, bool cuda);
+/* lw_lower of statement `only` alone (-1: all; the others' lw_stmt zero): what
+ * lw_stmt_cost_at(lp, only, ...) needs, for the search's candidates.  The checks of the
+ * machine and the tensors are lw_lower's; the other statements' are not made.  owners: the
+ * tensors' owners from lw_owners of a program with the same tensors and machine (a copy of
+ * ir differently scheduled: they do not depend on schedules), shared, not built again; NULL:
+ * built. */
+lw_program *lw_lower_stmt(ir_program *ir, bool cuda, int only, const lw_owner *owners);
+/* The owners of ir's tensors, one per tensor (NULL: lw_lower's errors of the machine or the
+ * tensors, reported). */
+const lw_owner *lw_owners(ir_program *ir, bool cuda);
 /* Print the communication plan (distalc --emit plan) for the given param values (-1:
  * unknown; grid params are then solved from nranks). */
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks);

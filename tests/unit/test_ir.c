@@ -397,6 +397,56 @@ static void test_sym_fold(void **state) {
   assert_false(sym_eval(u, &(sym_env){.params = unknown, .coords = coords, .vars = (int64_t[]){1}, .nvars = 1}, &out));
 }
 
+/* sym_run of sym_compile(e) gives sym_eval(e)'s value or failure: expressions of every kind,
+ * folded and not, the affine steps' overflows, a variable past env's, and one too deep for the
+ * compiled stack */
+static void test_sym_compile(void **state) {
+  (void)state;
+  const sym *n = sym_param(0), *g = sym_param(1), *z = sym_param(2), *c0 = sym_coord(0), *x = sym_var(0), *y = sym_var(1);
+  const sym *bs = sym_ceildiv(n, g);
+  const sym *deep = x;
+  for (int q = 0; q < 80; q++) deep = sym_max(NULL, sym_add(sym_mul(sym_var(q % 3), y), sym_const(q)), deep);
+  const sym *exprs[] = {
+      sym_const(5), x, sym_mul(sym_const(-3), x), sym_add(sym_mul(sym_const(800), x), sym_const(800)), sym_add(y, sym_const(1)),
+      sym_min(NULL, sym_const(6400), sym_add(sym_mul(sym_const(800), x), sym_const(800))),
+      sym_min(NULL, n, sym_add(sym_mul(sym_add(x, c0), bs), sym_const(7))), sym_mod(NULL, sym_add(x, c0), g), sym_floordiv(y, z),
+      sym_ceildiv(sym_mul(x, n), g), sym_max(NULL, sym_mul(x, y), sym_sub(n, y)), sym_mul(sym_param(3), x),
+      sym_add(sym_mul(sym_const(INT64_MAX / 4), x), sym_const(INT64_MAX - 5)), sym_split(0, x, n, g), sym_mod(NULL, x, z),
+      sym_var(7), deep};
+  int64_t params[4] = {100, 7, 0, INT64_MAX}, coords[1] = {3};
+  sym_env fenv = {.params = params, .coords = coords};
+  int compiled = 0;
+  for (size_t q = 0; q < sizeof exprs / sizeof exprs[0]; q++)
+    for (int folded = 0; folded < 2; folded++) {
+      const sym *e = folded ? sym_fold(exprs[q], &fenv) : exprs[q];
+      sym_code code = sym_compile(e);
+      assert_true(code.n >= 1);
+      compiled++;
+      for (int64_t vx = -20; vx <= 20; vx += 3)
+        for (int64_t vy = -9; vy <= 9; vy += 2) {
+          int64_t vars[2] = {vx, vy}, a = -1, b = -2;
+          sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 2};
+          bool oa = sym_eval(e, &env, &a), ob = sym_run(&code, &env, &b);
+          assert_int_equal(oa, ob);
+          if (oa) assert_int_equal(a, b);
+        }
+      int64_t out;
+      assert_false(sym_run(&code, &(sym_env){.params = params, .coords = coords}, &out) && sym_uses(e, SYM_VAR, 0));
+    }
+  assert_int_equal(compiled, 2 * (int)(sizeof exprs / sizeof exprs[0]));
+  /* values: a box's end over a var, the affine step's overflow */
+  int64_t out = 0, vars[2] = {9, 0};
+  sym_env env = {.params = params, .coords = coords, .vars = vars, .nvars = 2};
+  sym_code c5 = sym_compile(exprs[5]);
+  assert_true(sym_run(&c5, &env, &out));
+  assert_int_equal(out, 6400); /* min(6400, 8000) */
+  vars[0] = 4;
+  assert_true(sym_run(&c5, &env, &out));
+  assert_int_equal(out, 4000);
+  sym_code c12 = sym_compile(exprs[12]);
+  assert_false(sym_run(&c12, &env, &out)); /* INT64_MAX / 4 * 4 + INT64_MAX - 5 overflows */
+}
+
 static void test_sym_eval(void **state) {
   (void)state;
   const sym *n = sym_param(0), *g = sym_param(1), *c0 = sym_coord(0), *x = sym_var(0);
@@ -2015,6 +2065,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_sym_mod, sym_teardown),
       cmocka_unit_test_teardown(test_sym_eval, sym_teardown),
       cmocka_unit_test_teardown(test_sym_fold, sym_teardown),
+      cmocka_unit_test_teardown(test_sym_compile, sym_teardown),
       cmocka_unit_test_teardown(test_sym_subst, sym_teardown),
       cmocka_unit_test_teardown(test_sym_uses, sym_teardown),
       cmocka_unit_test_teardown(test_sym_prove_le, sym_teardown),
