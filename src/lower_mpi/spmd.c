@@ -1668,6 +1668,8 @@ static bool ga_outside(const ga_st *s, const sym *e) {
 static void ga_take(ga_st *s, const sp_expr *e) {
   const sp_program *sp = s->sp;
   if (e->contracted || e->work >= 0 || e->sparse >= 0 || e->buf < 0 || e->buf >= sp->nbufs || !e->nidx) return;
+  int t = sp->bufs[e->buf].tensor;
+  if (t < 0 || t >= sp->lp->ir->ast->ntensors || lw_sparse(sp->lp->ir->ast, t)) return; /* no dense rows */
   bool at = false;
   unsigned inner = 0;
   for (int x = 0; x < e->nidx; x++) {

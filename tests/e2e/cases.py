@@ -664,6 +664,11 @@ def sparse_programs(long=False):
         [{"n": 7, "m": 13, "p": 4, "r": 2, "chunk": 5}, {"n": 2, "m": 5, "p": 1, "r": 1, "chunk": 2}])
     add("sparse_results.dtl", [{"n": 13, "m": 10, "p": 7, "r": 2, "chunk": 4}])
     add("sparse_temp.dtl", [{"n": 11, "m": 9}], [{"n": 7, "m": 13}])
+    # sparse results written at another operand's stored rows (the pass gather leaves them)
+    runs.extend(_expand("programs", pr("sparse_result_rows.dtl"), [{"n": 9, "m": 7, "p": 4}, {"n": 2, "m": 5, "p": 3}],
+                        [1, 2, 3, 4, 6, 8] if long else [1, 3, 4, 8]))
+    runs.extend(_expand("programs", pr("sparse_result_rows.dtl"), [{"n": 11, "m": 6, "p": 5}], [1, 2, 3, 6],
+                        compile_args=["--auto", "--ranks", "4"]))
     # sums of sparse operands over the union of their stored coordinates
     add("sparse_union.dtl", [{"n": 11, "m": 9, "p": 5}, {"n": 3, "m": 10, "p": 2}],
         [{"n": 7, "m": 13, "p": 3}, {"n": 2, "m": 1, "p": 4}])
