@@ -720,6 +720,7 @@ lw_program *lw_lower_stmt(ir_program *ir, bool cuda, int only, const lw_owner *o
 }
 
 /* ---- the plan, printed ------------------------------------------------------------------- */
+
 typedef struct {
   const lw_program *lp;
   const lw_stmt *ls;
@@ -1023,8 +1024,12 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
 }
 
 bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, lw_volume *out) {
+  const int64_t zero[LW_MAX_DIMS] = {0};
+  return lw_comm_volume_at(lp, i, q, params, zero, out);
+}
+
+bool lw_comm_volume_at(const lw_program *lp, int i, int q, const int64_t *params, const int64_t *coords, lw_volume *out) {
   const lw_stmt *ls = &lp->stmts[i];
-  int64_t coords[LW_MAX_DIMS] = {0};
   int nv = ls->lidx_var0 + ls->nloops;
   int64_t *vars = calloc(nv + 1, sizeof *vars);
   vol_acc a = {.budget = vars ? 2000000 : -1};
@@ -1090,6 +1095,56 @@ void lw_print_stmt(FILE *f, const lw_program *lp, int i) {
   }
   fputs(ls->s->ast->subtract ? " -= " : asg->accumulate ? " += " : " = ", f);
   fe_print_expr(f, ls->s->ast->rhs);
+}
+
+/* The bytes the rank at coords receives by the plan's dense communicate points, as their
+ * "bytes per rank" lines count them (a box less what the rank holds, a shift's steps after
+ * the first, an allreduce's partial sums), leaving out a reduction to a root (its members
+ * send, the root receives all their sums) and an accumulate by exchange (what a rank sends);
+ * a budget of box evaluations shared by all ranks; false where some volume is not known. */
+static bool rank_received(const lw_program *lp, const int64_t *params, const int64_t *coords, int64_t *budget, int64_t *out) {
+  const fe_program *p = lp->ir->ast;
+  *out = 0;
+  for (int i = 0; i < lp->nstmts; i++)
+    for (int q = 0; q < lp->stmts[i].ncomm; q++) {
+      const lw_comm *c = &lp->stmts[i].comm[q];
+      if (c->pattern == PAT_LOCAL || lw_comm_alone(lp, c, params)) continue;
+      if (lw_sparse(p, c->tensor)) return false;
+      const lw_comm *at = lw_comm_at(lp, c, params);
+      if ((at->pattern == PAT_REDUCE && !at->allreduce) || (at->pattern == PAT_EXCHANGE && c->output)) continue;
+      lw_volume v;
+      if (!lw_comm_volume_at(lp, i, q, params, coords, &v)) return false;
+      *budget -= v.steps;
+      if (*budget < 0) return false;
+      *out += v.received * type_size(p->tensors[c->tensor].type);
+    }
+  return true;
+}
+
+/* The plan's last line: the most bytes any rank receives (rank_received), at which grid
+ * coordinates, against rank 0's; where every grid dim is known and the ranks' steps are not
+ * too many to evaluate. */
+static void print_busiest(FILE *f, const lw_program *lp, const int64_t *params) {
+  int64_t dims[LW_MAX_DIMS], ranks = 1;
+  for (int g = 0; g < lp->ndims; g++) {
+    if (!sym_eval(lp->dims[g], &(sym_env){.params = params}, &dims[g]) || dims[g] < 1) return;
+    ranks *= dims[g];
+    if (ranks > 4096) return;
+  }
+  int64_t coords[LW_MAX_DIMS] = {0}, best[LW_MAX_DIMS] = {0}, most = -1, first = 0, budget = 20000000;
+  for (int64_t r = 0; r < ranks; r++) {
+    int64_t rest = r, got;
+    for (int g = lp->ndims - 1; g >= 0; g--) coords[g] = rest % dims[g], rest /= dims[g];
+    if (!rank_received(lp, params, coords, &budget, &got)) {
+      if (r == 0 || budget < 0) fputs("the most any rank receives: not evaluated (a volume not known, or too many steps)\n", f);
+      return;
+    }
+    if (r == 0) first = got;
+    if (got > most) most = got, memcpy(best, coords, sizeof best);
+  }
+  fprintf(f, "the most any rank receives: %lld bytes, at grid coordinates (", (long long)most);
+  for (int g = 0; g < lp->ndims; g++) fprintf(f, "%s%lld", g ? ", " : "", (long long)best[g]);
+  fprintf(f, "); rank 0: %lld (the dense points, a reduction to a root and an accumulate by exchange left out)\n", (long long)first);
 }
 
 void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t nranks) {
@@ -1181,4 +1236,5 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
     else fprintf(f, " %s ?", p->tensors[t].name);
   }
   fputc('\n', f);
+  print_busiest(f, lp, params);
 }

@@ -141,6 +141,8 @@ typedef struct {
   int64_t received, boxes, steps;
 } lw_volume;
 bool lw_comm_volume(const lw_program *lp, int i, int q, const int64_t *params, lw_volume *out);
+/* The same for the rank at grid coordinates coords (lp->ndims of them). */
+bool lw_comm_volume_at(const lw_program *lp, int i, int q, const int64_t *params, const int64_t *coords, lw_volume *out);
 /* The plan's "bytes per rank" line of communicate point q of statement i (without the
  * indent) into out; *bytes: rank 0's bytes received where known, else -1.  False where the
  * volume is not known at the params. */

@@ -11,7 +11,10 @@ the bytes rank 0 receives by the executable's `--stats` (all operations but file
 reduction to a root is left out of both: the plan counts each member's partial sums, --stats
 the root's receipt of all of them.  An accumulate by exchange counts what rank 0 sends (its
 produced boxes to every other holder): in a program with one, that is checked against rank
-0's bytes sent by exchange, and the rest against what it receives by the other operations.  Needs DISTALC, MPIRUN (default mpirun), top_srcdir and
+0's bytes sent by exchange, and the rest against what it receives by the other operations.
+The plan's last line, the most bytes any rank receives (the same points, reductions to a root
+and accumulates by exchange left out), must equal the most any rank receives by --stats, in
+every program without an accumulate by exchange.  Needs DISTALC, MPIRUN (default mpirun), top_srcdir and
 the DISTAL_* flags of --exe."""
 
 import os
@@ -91,6 +94,22 @@ def stats_bytes(text, sent):
     return ops, out
 
 
+def plan_most(text):
+    """the plan's last line: the most bytes any rank receives (None: not printed or not evaluated)"""
+    m = re.search(r"^the most any rank receives: (\d+) bytes", text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def stats_most(text):
+    """the most bytes any rank receives by --stats, file I/O and reductions left out"""
+    per = {}
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) == 7 and w[0].isdigit() and w[2] not in ("io", "reduce"):
+            per[w[0]] = per.get(w[0], 0) + int(w[5])
+    return max(per.values()) if per else 0
+
+
 def main():
     fails = checks = 0
     with tempfile.TemporaryDirectory() as d:
@@ -122,14 +141,27 @@ def main():
                 ops, out = stats_bytes(r.stdout, want[1] is not None)
                 got = (sum(ops.values()), out if want[1] is not None else None)
                 grid = re.search(r"^grid: (.*)$", pl.stdout, re.M).group(1)
+                # the busiest rank: where no accumulate by exchange sends (the plan leaves those
+                # points out, and the ranks receive the others' sums by the same operation)
+                most = plan_most(pl.stdout) if want[1] is None else None
+                if want[1] is None and most is None:
+                    print("FAIL %s at %d ranks: the plan has no evaluated busiest rank:\n%s" % (name, P, pl.stdout))
+                    fails += 1
+                    continue
+                if most is not None and not r.returncode and most != stats_most(r.stdout):
+                    print("FAIL %s at %d ranks: the plan says the busiest rank receives %d bytes, --stats measures %d\n%s"
+                          % (name, P, most, stats_most(r.stdout), r.stdout[-1500:]))
+                    fails += 1
+                    continue
                 if r.returncode or got != want:
                     print("FAIL %s at %d ranks (grid %s): the plan says rank 0 receives %d bytes (sends %s by accumulate), "
                           "--stats measures %d (%s) %s\n%s"
                           % (name, P, grid, want[0], want[1], got[0], got[1], ops, r.stdout[-1500:] if r.returncode else ""))
                     fails += 1
                 else:
-                    print("PASS %s at %d ranks (grid %s): %d bytes received %s%s" % (name, P, grid, got[0], ops,
-                          "" if got[1] is None else ", %d sent by accumulate" % got[1]))
+                    print("PASS %s at %d ranks (grid %s): %d bytes received %s%s%s" % (name, P, grid, got[0], ops,
+                          "" if got[1] is None else ", %d sent by accumulate" % got[1],
+                          "" if most is None else "; the busiest rank %d" % most))
     print("plan_stats.py: %d of %d checks failed" % (fails, checks))
     return 1 if fails else 0
 
