@@ -1131,7 +1131,7 @@ static void print_busiest(FILE *f, const lw_program *lp, const int64_t *params) 
     ranks *= dims[g];
     if (ranks > 4096) return;
   }
-  int64_t coords[LW_MAX_DIMS] = {0}, best[LW_MAX_DIMS] = {0}, most = -1, first = 0, budget = 20000000;
+  int64_t coords[LW_MAX_DIMS] = {0}, best[LW_MAX_DIMS] = {0}, most = -1, first = 0, budget = 4000000;
   for (int64_t r = 0; r < ranks; r++) {
     int64_t rest = r, got;
     for (int g = lp->ndims - 1; g >= 0; g--) coords[g] = rest % dims[g], rest /= dims[g];
