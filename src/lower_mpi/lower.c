@@ -1101,24 +1101,25 @@ void lw_print_stmt(FILE *f, const lw_program *lp, int i) {
  * "bytes per rank" lines count them (a box less what the rank holds, a shift's steps after
  * the first, an allreduce's partial sums), leaving out a reduction to a root (its members
  * send, the root receives all their sums) and an accumulate by exchange (what a rank sends);
- * a budget of box evaluations shared by all ranks; false where some volume is not known. */
-static bool rank_received(const lw_program *lp, const int64_t *params, const int64_t *coords, int64_t *budget, int64_t *out) {
+ * a budget of box evaluations shared by all ranks; NULL, else why not (a sparse point's bytes
+ * are its stored entries', known once it is loaded; a volume not known or too many steps). */
+static const char *rank_received(const lw_program *lp, const int64_t *params, const int64_t *coords, int64_t *budget, int64_t *out) {
   const fe_program *p = lp->ir->ast;
   *out = 0;
   for (int i = 0; i < lp->nstmts; i++)
     for (int q = 0; q < lp->stmts[i].ncomm; q++) {
       const lw_comm *c = &lp->stmts[i].comm[q];
       if (c->pattern == PAT_LOCAL || lw_comm_alone(lp, c, params)) continue;
-      if (lw_sparse(p, c->tensor)) return false;
+      if (lw_sparse(p, c->tensor)) return "a sparse tensor moves its stored entries, known once it is loaded";
       const lw_comm *at = lw_comm_at(lp, c, params);
       if ((at->pattern == PAT_REDUCE && !at->allreduce) || (at->pattern == PAT_EXCHANGE && c->output)) continue;
       lw_volume v;
-      if (!lw_comm_volume_at(lp, i, q, params, coords, &v)) return false;
+      if (!lw_comm_volume_at(lp, i, q, params, coords, &v)) return "a volume not known at these params, or too many steps";
       *budget -= v.steps;
-      if (*budget < 0) return false;
+      if (*budget < 0) return "too many steps over all ranks";
       *out += v.received * type_size(p->tensors[c->tensor].type);
     }
-  return true;
+  return NULL;
 }
 
 /* The plan's last line: the most bytes any rank receives (rank_received), at which grid
@@ -1135,8 +1136,9 @@ static void print_busiest(FILE *f, const lw_program *lp, const int64_t *params) 
   for (int64_t r = 0; r < ranks; r++) {
     int64_t rest = r, got;
     for (int g = lp->ndims - 1; g >= 0; g--) coords[g] = rest % dims[g], rest /= dims[g];
-    if (!rank_received(lp, params, coords, &budget, &got)) {
-      if (r == 0 || budget < 0) fputs("the most any rank receives: not evaluated (a volume not known, or too many steps)\n", f);
+    const char *why = rank_received(lp, params, coords, &budget, &got);
+    if (why) {
+      fprintf(f, "the most any rank receives: not evaluated (%s)\n", why);
       return;
     }
     if (r == 0) first = got;
