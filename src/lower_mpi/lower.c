@@ -720,7 +720,6 @@ lw_program *lw_lower_stmt(ir_program *ir, bool cuda, int only, const lw_owner *o
 }
 
 /* ---- the plan, printed ------------------------------------------------------------------- */
-
 typedef struct {
   const lw_program *lp;
   const lw_stmt *ls;
