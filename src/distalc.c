@@ -1059,8 +1059,8 @@ int main(int argc, char **argv) {
       for (int k = 0; taken[k]; k++)
         if (!strcmp(prog->params[i].name, taken[k])) {
           fe_error(src, prog->params[i].loc,
-                   "param '%s' has the name of an option of generated executables (--%s); rename it",
-                   taken[k], taken[k]);
+                   "param '%s' has the name of an option of generated executables (%s%s); rename it",
+                   taken[k], taken[k][1] ? "--" : "-", taken[k]);
           bad++;
         }
     /* --density (fills of sparse tensors) exists in programs with sparse tensors */

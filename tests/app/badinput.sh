@@ -161,6 +161,15 @@ for o in "" "odir/" "." "odir/.."; do
   elif ! grep -q "needs a file name" err.txt; then bad "distalc -o '$o': no clear message"
   else ok "distalc -o '$o' refused ($(head -1 err.txt))"; fi
 done
+# a param named like an option of the generated executables, cited as the executable spells it
+printf 'param h = 4;\ntensor A(h);\nA(i) = 1;\n' > ph.dtl
+printf 'param iters = 4;\ntensor A(iters);\nA(i) = 1;\n' > pit.dtl
+if "$DISTALC" ph.dtl --exe -o ph 2> err.txt; then bad "distalc --exe accepted param h (the executables' -h)"
+elif ! grep -q "^ph.dtl:1:7: error: .*(-h); rename it" err.txt; then bad "distalc on param h: no located error citing -h"
+else ok "distalc --exe refuses param h ($(head -1 err.txt))"; fi
+if "$DISTALC" pit.dtl --exe -o pit 2> err.txt; then bad "distalc --exe accepted param iters"
+elif ! grep -q "^pit.dtl:1:7: error: .*(--iters); rename it" err.txt; then bad "distalc on param iters: no located error citing --iters"
+else ok "distalc --exe refuses param iters ($(head -1 err.txt))"; fi
 # a machine model that cannot be read (a folder opens, then fails to read) is an error
 if "$DISTALC" "$top_srcdir/examples/summa.dtl" --auto --model odir --emit schedule > out.txt 2> err.txt; then bad "distalc read a folder as a machine model"
 elif ! grep -q "cannot read the machine model" err.txt; then bad "distalc --model FOLDER: no clear message"
