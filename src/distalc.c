@@ -161,6 +161,23 @@ static char *comment_safe(const char *s) {
   return r;
 }
 
+/* s as one shell word: as it is where every character is plain, else single-quoted
+ * (malloc'ed; NULL: no memory) */
+static char *shell_word(const char *s) {
+  bool plain = *s != 0;
+  for (const char *p = s; *p; p++) plain &= isalnum((unsigned char)*p) || strchr("_./,+-=:@%", *p);
+  if (plain) return strdup(s);
+  char *r = malloc(4 * strlen(s) + 3), *w = r;
+  if (!r) return NULL;
+  *w++ = '\'';
+  for (const char *p = s; *p; p++)
+    if (*p == '\'') memcpy(w, "'\\''", 4), w += 4;
+    else *w++ = *p;
+  *w++ = '\'';
+  *w = 0;
+  return r;
+}
+
 /* Write to PATH through PATH.tmp.PID, renamed on success. */
 typedef struct {
   char final[4096], tmp[4200];
@@ -385,9 +402,13 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
     free(stem);
     return false;
   }
-  char *in_safe = comment_safe(input), *stem_safe = comment_safe(stem), *path_safe = comment_safe(path);
-  if (!in_safe || !stem_safe || !path_safe) {
-    free(in_safe), free(stem_safe), free(path_safe), free(stem);
+  /* the usage lines' words shell-quoted, as a user would paste them */
+  char *in_word = shell_word(input), *path_word = shell_word(path);
+  char *in_safe = comment_safe(input), *stem_safe = comment_safe(stem), *path_safe = path_word ? comment_safe(path_word) : NULL,
+       *in_cmd = in_word ? comment_safe(in_word) : NULL;
+  free(in_word), free(path_word);
+  if (!in_safe || !stem_safe || !path_safe || !in_cmd) {
+    free(in_safe), free(stem_safe), free(path_safe), free(in_cmd), free(stem);
     out_abort(&of);
     return false;
   }
@@ -412,8 +433,8 @@ static bool write_slurm(const fe_program *prog, const ir_program *ir, const char
              "#   distalc %s --exe -o %s\n"
              "#   sbatch%s %s -n 8192 --validate\n"
              "# DISTAL_LAUNCHER=mpirun launches with mpirun inside the allocation instead of srun.\n",
-          in_safe, stem_safe, M && M->nlevels == 1 && !outer_lit ? " -n RANKS" : "", path_safe);
-  free(in_safe), free(path_safe);
+          in_cmd, stem_safe, M && M->nlevels == 1 && !outer_lit ? " -n RANKS" : "", path_safe);
+  free(in_safe), free(path_safe), free(in_cmd);
   fprintf(f, "#SBATCH --job-name=%s\n", stem_safe);
   free(stem_safe);
   if (M && M->nlevels > 1) {

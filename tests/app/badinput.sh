@@ -161,6 +161,17 @@ for o in "" "odir/" "." "odir/.."; do
   elif ! grep -q "needs a file name" err.txt; then bad "distalc -o '$o': no clear message"
   else ok "distalc -o '$o' refused ($(head -1 err.txt))"; fi
 done
+# the Slurm script's usage lines quote a file name the shell would split or expand
+# shellcheck disable=SC2016 # the name holds a literal $( )
+odd='odd name $(x).dtl'
+cp "$top_srcdir/examples/summa.dtl" "$odd"
+if ! "$DISTALC" "$odd" --slurm -o 'my job.sh' 2> err.txt; then bad "distalc --slurm on a file name with a space"
+else
+  words=$(sed -n 's/^#   distalc //p' 'my job.sh')
+  eval "set -- $words"
+  if [ "$1" = "$odd" ] && [ "$2" = --exe ]; then ok "the Slurm script's usage line quotes the input: $words"
+  else bad "the Slurm script's usage line does not give back the input: $words"; fi
+fi
 # a param named like an option of the generated executables, cited as the executable spells it
 printf 'param h = 4;\ntensor A(h);\nA(i) = 1;\n' > ph.dtl
 printf 'param iters = 4;\ntensor A(iters);\nA(i) = 1;\n' > pit.dtl
