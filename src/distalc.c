@@ -188,6 +188,13 @@ static bool out_open(outfile *o, const char *path) {
   o->f = NULL, o->tmp[0] = 0;
   if (is_input(path)) return false;
   snprintf(o->final, sizeof o->final, "%s", path);
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    /* a device, a pipe (-o /dev/stdout, /dev/null): written in place, nothing renamed over it */
+    o->f = fopen(path, "w");
+    if (!o->f) fprintf(stderr, "distalc: cannot write %s: %s\n", path, strerror(errno));
+    return o->f != NULL;
+  }
   snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", path, (int)getpid());
   o->f = fopen(o->tmp, "w");
   if (!o->f) fprintf(stderr, "distalc: cannot write %s: %s\n", path, strerror(errno));
@@ -203,6 +210,10 @@ static bool out_commit(outfile *o) {
   bool ok = !ferror(o->f);
   ok &= fclose(o->f) == 0;
   o->f = NULL;
+  if (!o->tmp[0]) { /* written in place */
+    if (!ok) fprintf(stderr, "distalc: cannot write %s\n", o->final);
+    return ok;
+  }
   if (ok && rename(o->tmp, o->final) != 0) {
     fprintf(stderr, "distalc: cannot write %s: %s\n", o->final, strerror(errno));
     ok = false;
@@ -932,6 +943,8 @@ int main(int argc, char **argv) {
   dc_machine_model amodel = *dc_target_model(u); /* --auto's machine model */
   int64_t auto_per_node = 0; /* --auto: the node size the search ran for */
   char *layouts = NULL; /* --auto: what dc_auto_layouts chose */
+  outfile emit_out = {0}; /* --emit TEXT -o FILE: FILE's temporary, stdout on it while emit_fd >= 0 (the saved stdout) */
+  int emit_fd = -1;
   char *shape_line = NULL; /* --auto: the grid's shape chosen (choose_shape's report) */
   int64_t *shape_vals = NULL, *given = NULL; /* --auto: the params at the chosen shape (NULL: the solver's); before the solve */
   if (autos) { /* the search, for the params and rank count of --emit plan */
@@ -1012,6 +1025,19 @@ int main(int argc, char **argv) {
   if (slurm) {
     status = write_slurm(prog, ir, input, out, name, cuda) ? 0 : 1;
     goto done;
+  }
+  /* --emit c, cin, spmd, plan, schedule, api with -o: what they print goes to the file,
+   * written whole or not at all (through its temporary, renamed at the end) */
+  if (emit && strcmp(emit, "svg") && out) {
+    if (!out_open(&emit_out, out)) goto done;
+    fflush(stdout);
+    emit_fd = dup(STDOUT_FILENO);
+    if (emit_fd < 0 || dup2(fileno(emit_out.f), STDOUT_FILENO) < 0) {
+      fprintf(stderr, "distalc: cannot write %s: %s\n", out, strerror(errno));
+      out_abort(&emit_out);
+      if (emit_fd >= 0) close(emit_fd), emit_fd = -1;
+      goto done;
+    }
   }
   if (emit && !strcmp(emit, "schedule")) {
     dc_print_schedule(stdout, u, autos ? &arep : NULL);
@@ -1211,6 +1237,16 @@ int main(int argc, char **argv) {
     }
   }
 done:
+  if (emit_fd >= 0) { /* stdout back, the file kept where everything was written */
+    bool wrote = fflush(stdout) == 0 && !ferror(stdout);
+    dup2(emit_fd, STDOUT_FILENO);
+    close(emit_fd);
+    if (status == 0 && wrote) status = out_commit(&emit_out) ? 0 : 1;
+    else {
+      if (status == 0) fprintf(stderr, "distalc: cannot write %s\n", out), status = 1;
+      out_abort(&emit_out);
+    }
+  }
   free(prefix);
   free(source_safe);
   free(layouts);

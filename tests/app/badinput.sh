@@ -172,6 +172,25 @@ else
   if [ "$1" = "$odd" ] && [ "$2" = --exe ]; then ok "the Slurm script's usage line quotes the input: $words"
   else bad "the Slurm script's usage line does not give back the input: $words"; fi
 fi
+# --emit TEXT -o FILE writes FILE (nothing on stdout), whole or not at all; a pipe is written in place
+if ! "$DISTALC" "$top_srcdir/examples/summa.dtl" --emit plan --ranks 4 -o plan.txt > out.txt 2> err.txt; then bad "distalc --emit plan -o failed"
+elif [ -s out.txt ] || ! grep -q "^statement 1: A(i,j)" plan.txt; then bad "distalc --emit plan -o: the plan is not in the file alone"
+elif ! "$DISTALC" "$top_srcdir/examples/summa.dtl" --emit plan --ranks 4 | cmp -s - plan.txt; then bad "distalc --emit plan -o: the file differs from stdout"
+else ok "distalc --emit plan -o FILE writes the plan to FILE"; fi
+printf 'param n = 4;\ntensor A(n);\nA(i) = B(i);\n' > undeclared.dtl
+if "$DISTALC" undeclared.dtl --emit c -o emitted.c 2> err.txt; then bad "distalc --emit c accepted an undeclared tensor"
+elif ls emitted.c* > /dev/null 2>&1; then bad "distalc --emit c -o left a file for a program with errors"
+else ok "distalc --emit c -o writes nothing for a program with errors"; fi
+rm -f emit.fifo && mkfifo emit.fifo
+cat emit.fifo > fifo.txt &
+reader=$!
+if ! "$DISTALC" "$top_srcdir/examples/summa.dtl" --emit cin -o emit.fifo 2> err.txt; then bad "distalc --emit cin -o FIFO failed: $(head -1 err.txt)"
+else
+  wait "$reader"
+  if [ -p emit.fifo ] && grep -q "forall" fifo.txt; then ok "distalc --emit cin -o FIFO writes through the pipe and leaves it a pipe"
+  else bad "distalc --emit cin -o FIFO: the pipe was replaced or nothing came through"; fi
+fi
+kill "$reader" 2>/dev/null
 # a param named like an option of the generated executables, cited as the executable spells it
 printf 'param h = 4;\ntensor A(h);\nA(i) = 1;\n' > ph.dtl
 printf 'param iters = 4;\ntensor A(iters);\nA(i) = 1;\n' > pit.dtl
