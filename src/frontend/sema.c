@@ -222,6 +222,10 @@ static void check_dist_level(checker *c, const fe_tensor *t, fe_dist_level *lv, 
       repeated = lv->y[j].kind == FE_Y_NAME && strcmp(lv->y[j].name, y->name) == 0;
     if (repeated)
       error(c, y->loc, "'%s' appears twice in Y", y->name);
+    else if (y->xindex < 0 && lv->ny == 1 && strlen(y->name) > 1)
+      /* one token on a 1-D level is one entry (parser: dist_side), never compact entries */
+      error(c, y->loc, "'%s' in Y is not a name of X: %s has 1 dimension, so Y is the one entry '%s' (compactly it "
+            "would be %zu entries)", y->name, mname, y->name, strlen(y->name));
     else if (y->xindex < 0)
       error(c, y->loc, "'%s' in Y is not a name of X", y->name);
   }

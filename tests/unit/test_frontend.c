@@ -1180,6 +1180,11 @@ static void test_dist_y_not_in_x(void **state) {
   (void)state;
   expect_error("machine M = grid(2, 2);\ntensor A(4, 4) @ M(xy -> xz);", 2, 27,
                "'z' in Y is not a name of X");
+  /* on a 1-D level one token is one entry: the message says so (ij as compact entries is 2) */
+  expect_error("machine M = grid(2);\ntensor A(4, 4) @ M(ij -> ij);", 2, 26,
+               "'ij' in Y is not a name of X: M has 1 dimension, so Y is the one entry 'ij' (compactly it would be 2 entries)");
+  expect_error("machine M = [grid(2), grid(3)];\ntensor A(4, 4) @ M(ij -> i; ij -> ij);", 2, 35,
+               "'ij' in Y is not a name of X: M[1] has 1 dimension, so Y is the one entry 'ij'");
 }
 
 static void test_dist_fixed_coordinate(void **state) {
