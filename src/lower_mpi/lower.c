@@ -742,13 +742,12 @@ static int64_t type_size(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 4 
 typedef struct {
   int64_t total, recv, count, max, budget;
   bool failed;
-  const sym **lo, **hi; /* the point's box bounds folded at the rank (sym_fold; NULL: its own) */
   const sym *const *trip; /* the loops' trip counts so folded (NULL: lw_trip's) */
   const lw_comm *at; /* the pattern lw_comm_at chose (NULL: not yet) */
   lw_held held;      /* the rank's block of the tensor, once at is known */
-  /* hoisted (lo, hi set): bound b (lo[0..order), then hi) is evaluated where the deepest loop
-   * whose variable it uses (dep[b], -1: none) takes a value, into val[b] (bad: it failed, an
-   * error only where a step is reached) */
+  /* hoisted (hoist_bounds): bound b (lo[0..order), then hi, folded at the rank) is evaluated
+   * where the deepest loop whose variable it uses (dep[b], -1: none) takes a value, into val[b]
+   * (bad: it failed, an error only where a step is reached); else each step evaluates c's */
   bool hoisted;
   int dep[2 * LW_MAX_DIMS];
   sym_code code[2 * LW_MAX_DIMS]; /* the bounds compiled */
@@ -797,6 +796,8 @@ int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t st
   return to - (held < to ? held : to);
 }
 
+int lw_loop_slot(const lw_stmt *ls, int k) { return ls->loops[k]->distributed ? ls->lidx_var0 + k : ls->loops[k]->var; }
+
 /* The steps of communicate point c over the iterations of loops [k, depth] (the last loop's
  * trip count added at once, not iterated; trip: the loops' trip counts, folded), counted
  * until they pass `budget`: sum_volume, which evaluates every step's box, then runs only
@@ -804,9 +805,8 @@ int64_t lw_step_received(lw_pattern pat, const lw_held *h, int order, int64_t st
 static int64_t count_steps(const lw_stmt *ls, const lw_comm *c, int k, int64_t *vars, sym_env *env, int64_t budget,
                            const sym *const *trip) {
   if (k > c->depth) return 1;
-  const cin_node *n = ls->loops[k];
   int64_t ext, steps = 0;
-  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
+  int slot = lw_loop_slot(ls, k);
   if (!sym_eval(trip[k], env, &ext)) return -1;
   if (k == c->depth) return ext > 0 ? ext : 0;
   for (int64_t i = 0; i < ext && steps <= budget; i++) {
@@ -824,19 +824,19 @@ static void eval_bounds(const lw_comm *c, vol_acc *a, int level, const sym_env *
     if (a->dep[b] == level) a->bad[b] = !sym_run(&a->code[b], env, &a->val[b]);
 }
 
-/* Precondition: a's folded bounds lo, hi are set and vars holds 0 for every variable no loop
- * of [0, c->depth] sets (as sum_volume reads them).  Rule: a bound is evaluated once per value
- * of the deepest of those loops whose variable it uses, not at every step below it: the same
- * value at each step, and a failure reported only where a step is reached, as there. */
-static void hoist_bounds(const lw_stmt *ls, const lw_comm *c, vol_acc *a, const sym_env *env) {
+/* Precondition: lo, hi are c's box bounds folded at the rank (sym_fold) and vars holds 0 for
+ * every variable no loop of [0, c->depth] sets (as sum_volume reads them).  Rule: a bound is
+ * evaluated once per value of the deepest of those loops whose variable it uses, not at every
+ * step below it: the same value at each step, and a failure reported only where a step is
+ * reached, as there. */
+static void hoist_bounds(const lw_stmt *ls, const lw_comm *c, const sym *const *lo, const sym *const *hi, vol_acc *a,
+                         const sym_env *env) {
   for (int b = 0; b < 2 * c->order; b++) {
-    const sym *e = b < c->order ? a->lo[b] : a->hi[b - c->order];
+    const sym *e = b < c->order ? lo[b] : hi[b - c->order];
     a->code[b] = sym_compile(e);
     a->dep[b] = -1;
-    for (int k = 0; k <= c->depth && k < ls->nloops; k++) {
-      const cin_node *n = ls->loops[k];
-      if (sym_uses(e, SYM_VAR, n->distributed ? ls->lidx_var0 + k : n->var)) a->dep[b] = k;
-    }
+    for (int k = 0; k <= c->depth && k < ls->nloops; k++)
+      if (sym_uses(e, SYM_VAR, lw_loop_slot(ls, k))) a->dep[b] = k;
   }
   a->hoisted = true;
   eval_bounds(c, a, -1, env);
@@ -848,8 +848,7 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
     if (--a->budget < 0) return;
     int64_t v = 1, lo[LW_MAX_DIMS], hi[LW_MAX_DIMS];
     for (int x = 0; x < c->order; x++) {
-      if (a->hoisted ? a->bad[x] || a->bad[c->order + x]
-                     : !sym_eval(a->lo ? a->lo[x] : c->lo[x], env, &lo[x]) || !sym_eval(a->hi ? a->hi[x] : c->hi[x], env, &hi[x])) {
+      if (a->hoisted ? a->bad[x] || a->bad[c->order + x] : !sym_eval(c->lo[x], env, &lo[x]) || !sym_eval(c->hi[x], env, &hi[x])) {
         a->failed = true;
         return;
       }
@@ -865,9 +864,8 @@ static void sum_volume(const lw_program *lp, const lw_stmt *ls, const lw_comm *c
     if (v > a->max) a->max = v;
     return;
   }
-  const cin_node *n = ls->loops[k];
   int64_t ext;
-  int slot = n->distributed ? ls->lidx_var0 + k : n->var;
+  int slot = lw_loop_slot(ls, k);
   if (!sym_eval(a->trip ? a->trip[k] : lw_trip(ls, k), env, &ext)) {
     a->failed = true;
     return;
@@ -985,8 +983,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       const sym *flo[LW_MAX_DIMS], *fhi[LW_MAX_DIMS];
       if (steps > 1 && c->order <= LW_MAX_DIMS) {
         for (int x = 0; x < c->order; x++) flo[x] = sym_fold(c->lo[x], &env), fhi[x] = sym_fold(c->hi[x], &env);
-        a.lo = flo, a.hi = fhi;
-        hoist_bounds(ls, c, &a, &env);
+        hoist_bounds(ls, c, flo, fhi, &a, &env);
       }
       sum_volume(lp, ls, c, 0, vars, &env, &a);
     }

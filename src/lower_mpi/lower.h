@@ -225,6 +225,9 @@ const sym *lw_local_hi(const lw_stmt *ls, int var, const bool *bound, int *paren
 const sym *lw_outer_extent(const lw_stmt *ls, int var);
 /* The trip count of loop k of the rank: a distributed loop's block, else lw_outer_extent. */
 const sym *lw_trip(const lw_stmt *ls, int k);
+/* The variable loop k of the rank sets, as the cost functions walk it: a distributed loop's
+ * local index (ls->lidx_var0 + k), else its own variable. */
+int lw_loop_slot(const lw_stmt *ls, int k);
 /* The first value of the replaced variable at outer value `outer` of a divide or split:
  * outer * step, or split[outer] where the divide takes a balanced partition's blocks. */
 const sym *lw_rel_base(const ir_stmt *s, const ir_rel *R, const sym *outer);

@@ -30,9 +30,7 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     int *var = ir_alloc((size_t)(m->nloops + 1) * sizeof *var);
     m->ext = ir_alloc((size_t)(m->nloops + 1) * sizeof *m->ext);
     for (int k = 0; k < m->nloops; k++) {
-      const cin_node *n = ls->loops[k];
-      /* as lw_stmt_cost walks them: a distributed loop by its local index */
-      var[k] = fn->var0 + (n->distributed ? ls->lidx_var0 + k : n->var);
+      var[k] = fn->var0 + lw_loop_slot(ls, k); /* as lw_stmt_cost walks them */
       m->ext[k] = out->trip[k];
     }
     m->var = var;
