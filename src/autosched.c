@@ -286,6 +286,21 @@ static bool dominated(search *S, double bound, int n) {
 
 static void quiet(void *ctx, const fe_diag *d) { (void)ctx, (void)d; }
 
+/* u's diagnostics silenced while the search builds programs it may reject, and given back
+ * with its error count as before */
+typedef struct {
+  fe_sink sink;
+  int nerrors;
+} hushed;
+
+static hushed hush(dc_unit *u) {
+  hushed h = {u->src->sink, u->src->nerrors};
+  u->src->sink = (fe_sink){quiet, NULL};
+  return h;
+}
+
+static void unhush(dc_unit *u, hushed h) { u->src->sink = h.sink, u->src->nerrors = h.nerrors; }
+
 /* lower and cost one candidate for statement i (try_cand) */
 static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   dc_unit *u = S->u;
@@ -328,15 +343,12 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
 /* schedule, lower and cost one candidate for statement i; false when the compiler rejects it */
 static bool try_cand(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   dc_unit *u = S->u;
-  fe_sink saved = u->src->sink;
-  int nerr = u->src->nerrors;
-  u->src->sink = (fe_sink){quiet, NULL};
+  hushed h = hush(u);
   /* the candidate's program is built, costed and dropped: only numbers are kept */
   ir_mark mark = ir_arena_mark(u->arena);
   bool res = try_cand_in(S, i, c, out);
   ir_arena_release(u->arena, mark);
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
+  unhush(u, h);
   if (res) out->text = ir_strdup(c->text);
   return res;
 }
@@ -472,12 +484,9 @@ static bool ordered_choice(int64_t code, int n, int k, int *pick) {
 /* the owners of u's tensors for the search's candidates (NULL where lw_lower would fail: the
  * candidates then fail as they did) */
 static const lw_owner *search_owners(dc_unit *u) {
-  fe_sink saved = u->src->sink;
-  int nerr = u->src->nerrors;
-  u->src->sink = (fe_sink){quiet, NULL};
+  hushed h = hush(u);
   const lw_owner *o = lw_owners(u->ir, u->cuda);
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
+  unhush(u, h);
   return o;
 }
 
@@ -803,12 +812,9 @@ static void count_scenario(const variants_args *A, variant_acc *acc, int *nacc, 
   dc_unit *u = A->u;
   dc_auto_report r = {0};
   ir_program *ir = NULL;
-  fe_sink saved = u->src->sink;
-  int nerr = u->src->nerrors;
-  u->src->sink = (fe_sink){quiet, NULL};
+  hushed h = hush(u);
   int st = dc_auto(u, v, ranks, A->mem_limit, A->m, &ir, &r);
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
+  unhush(u, h);
   if (st != DC_OK || !ir) return;
   char *key = report_key(&r);
   int at = -1;
@@ -934,9 +940,7 @@ static const bool *fused_by_default(dc_unit *u) {
   int n = u->ir->nstmts;
   bool *fused = ir_alloc((size_t)(n + 1) * sizeof *fused);
   if (u->no_fuse || n < 2) return fused;
-  fe_sink saved = u->src->sink;
-  int nerr = u->src->nerrors;
-  u->src->sink = (fe_sink){quiet, NULL};
+  hushed h = hush(u);
   lw_program *lp = NULL;
   sp_program *sp = NULL;
   if (dc_lower(u, u->ir, &lp) == DC_OK && lp && dc_spmd(u, lp, &sp) == DC_OK && sp)
@@ -945,8 +949,7 @@ static const bool *fused_by_default(dc_unit *u) {
       if (into >= 0) fused[i] = true;
       if (into >= 0 && into < n) fused[into] = true;
     }
-  u->src->sink = saved;
-  u->src->nerrors = nerr;
+  unhush(u, h);
   return fused;
 }
 
