@@ -28,6 +28,8 @@ import tempfile
 import threading
 import time
 
+import blas_env  # beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 
@@ -246,6 +248,10 @@ def build_all(args, tools, runner, bdir, dtl_files):
             if ok:
                 built[name] = os.path.join(bdir, name)
             exe_times[name] = dt
+    # the OpenBLAS kernels a generated executable chooses for itself, for every program (blas_env.py)
+    gen = [built[name] for name, _ in dtl_files if name in built]
+    if gen:
+        blas_env.set_openblas_core(gen[0], log)
     return built, exe_times
 
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distal/runtime.h" /* dtl_blas_core */
 #include "distal/scalapack.h"
 
 #include "bench_util.h"
@@ -40,6 +41,7 @@ static double timed(gemm_fn f, int n, const double *A, const double *B, double *
 }
 
 int main(int argc, char **argv) {
+  dtl_blas_core(argv); /* OpenBLAS's kernels for this CPU, for both products (README) */
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -29,6 +29,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench as B  # noqa: E402  (Runner, Tools, json_lines, parse_stats, fmt)
+import blas_env  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -122,6 +123,10 @@ class Bench:
             ok, _, _, _ = self.r.run("build " + name, cmd, timeout=600)
             if ok:
                 self.exe[name] = os.path.join(self.bdir, name)
+        # the OpenBLAS kernels a generated executable chooses for itself, for PETSc too (blas_env.py)
+        gen = [self.exe[n] for n in ("cg", "chain", "jacobi") if n in self.exe]
+        if gen:
+            blas_env.set_openblas_core(gen[0], B.log)
 
     # -- data ----------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ import os
 import subprocess
 import sys
 
+import blas_env  # beside this file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DISTALC = os.environ.get("DISTALC", "distalc")
 MPIRUN = os.environ.get("MPIRUN", "mpirun")
@@ -197,6 +199,9 @@ def main():
             fail = 1
             continue
         exes[name] = os.path.join(b, tag)
+    core = blas_env.set_openblas_core(next(iter(exes.values())), lambda m: print("roofline: " + m)) if exes else None
+    if core:
+        base["OPENBLAS_CORETYPE"] = core
     configs = [(1, 1)] if a.quick else [(1, 1), (2, 1), (1, 2)]
     rows = []
     for P, T in configs:

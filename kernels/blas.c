@@ -9,6 +9,31 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strcasecmp */
+#include <unistd.h>  /* execv */
+
+char *openblas_get_corename(void); /* OpenBLAS's (cblas.h declares it in most releases) */
+
+/* (runtime.h) */
+void dtl_blas_core(char **argv) {
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+  if (!argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
+  const char *core = openblas_get_corename();
+  if (!core || strcasecmp(core, "Prescott") != 0) return;
+  __builtin_cpu_init();
+  const char *want = NULL;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    want = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = "Haswell";
+  if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE"); /* the exec failed: run on as loaded */
+#else
+  (void)argv;
+#endif
+}
 
 /* element (i, j) of op(X) for a row-major X with leading dimension ld */
 #define AT(X, tr, i, j, ld) ((tr) ? (X)[(j) * (ld) + (i)] : (X)[(i) * (ld) + (j)])

@@ -9,6 +9,7 @@
  *   distalc ../summa.dtl -o summa && distalc matvec.dtl -o matvec
  *   mpicc app.c summa.c matvec.c -o app $(pkg-config --cflags --libs distal)
  *   mpirun -np 4 ./app 300 */
+#include <distal/runtime.h> /* dtl_blas_core */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ static double cval(int64_t i, int64_t j) { return (double)((i * 5 + j * 2) % 13)
   } while (0)
 
 int main(int argc, char **argv) {
+  dtl_blas_core(argv); /* OpenBLAS's kernels for this CPU, before MPI_Init (README) */
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

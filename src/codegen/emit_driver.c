@@ -164,7 +164,8 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   emit_param_aliases(c, sp);
   emit_reference(c, sp, o);
   for (int i = 0; i < sp->nparams; i++) fprintf(c, "#undef dtl_p%d\n", i);
-  fputs("\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n  int rank = 0, status = 0;\n"
+  fputs("\nint main(int argc, char **argv) {\n  dtl_blas_core(argv); /* OpenBLAS's kernels for this CPU */\n"
+        "  MPI_Init(&argc, &argv);\n  int rank = 0, status = 0;\n"
         "  MPI_Comm_rank(MPI_COMM_WORLD, &rank);\n", c);
   fprintf(c, "  static const char *const pnames[] = {");
   for (int i = 0; i < np; i++) fprintf(c, "%s\"%s\"", i ? ", " : "", sp->params[i].name);

@@ -439,6 +439,18 @@ void *dtl_halloc(size_t bytes);
 double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count);
 
 /* ---- leaf kernels (kernels/) ------------------------------------------------------------- */
+/* OpenBLAS chooses its kernels by the CPU's model when it is loaded, before main, and a release
+ * that does not know the model falls back to its oldest x86-64 kernels, Prescott's (SSE3):
+ * Debian 12's 0.3.21 on an Emerald Rapids Xeon runs dgemm at 11.5 GFLOP/s on one core, where
+ * OPENBLAS_CORETYPE=SkylakeX runs 59.  Called first in main, before MPI_Init (every generated
+ * executable does): where OpenBLAS runs Prescott's kernels on a CPU that has AVX-512 (F, BW,
+ * DQ, VL: SkylakeX's kernels) or AVX2 and FMA (Haswell's), and OPENBLAS_CORETYPE is not set,
+ * it sets that variable and runs the program again in place (execv of /proc/self/exe with the
+ * same arguments; the process keeps its id, so mpirun and Slurm see the same rank).  It
+ * returns without doing anything otherwise, or where the exec fails (the program then runs on
+ * with the kernels it has).  OPENBLAS_CORETYPE set beforehand, to any value, is left alone. */
+void dtl_blas_core(char **argv);
+
 /* C (m x n, ldc) += alpha * op(A) * op(B) for any of the four types (BLAS for float and
  * double, loops for integers).  Row-major. transa/transb: 0 = as stored, 1 = transposed. */
 void dtl_gemm(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k,
