@@ -1890,12 +1890,15 @@ static void test_params_agree(void **state) {
  * the elements beside the output block (its leading dimension's gap) must stay as they were */
 static void test_gemm_thin(void **state) {
   (void)state;
-  static const int64_t shapes[][3] = {{600, 8, 49}, {601, 13, 64}, {602, 32, 64}, {603, 64, 100}, {604, 5, 130},
-                                      {605, 1, 256}, {1000, 37, 64}, {20000, 32, 64}, {20003, 64, 49}};
+  static const int64_t shapes[][3] = {{600, 8, 49},  {601, 13, 64},  {602, 32, 64},  {603, 64, 100},  {604, 5, 130},
+                                      {605, 1, 256}, {1000, 37, 64}, {20000, 32, 64}, {20003, 64, 49}, {607, 16, 50},
+                                      {608, 17, 64}, {609, 24, 70},  {610, 48, 64},   {20005, 16, 64}};
   uint64_t s = 13;
+  for (int wide = 0; wide < 2; wide++) /* the AVX2 tiles, then the AVX-512 ones where the CPU has them */
   for (int threads = 1; threads <= 3; threads += 2)
     for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++)
       for (int trial = 0; trial < 4; trial++) {
+        setenv("DISTAL_THIN512", wide ? "1" : "0", 1);
         openblas_set_num_threads(threads);
         bool store = trial % 2, pad = trial / 2;
         int64_t m = shapes[q][0], n = shapes[q][1], k = shapes[q][2];
@@ -1916,11 +1919,13 @@ static void test_gemm_thin(void **state) {
         (store ? dtl_gemm_store : dtl_gemm)(DTL_DOUBLE, 0, 0, m, n, k, A, lda, B, ldb, C, ldc);
         int64_t bad = 0;
         for (size_t i = 0; i < nc; i++) bad += !(fabs(C[i] - R[i]) <= 1e-12 * (1 + fabs(R[i])));
-        CHECKF(bad == 0, "gemm%s %lldx%lldx%lld lda %lld ldc %lld on %d threads: %lld wrong", store ? "_store" : "",
-               (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldc, threads, (long long)bad);
+        CHECKF(bad == 0, "gemm%s %lldx%lldx%lld lda %lld ldc %lld on %d threads%s: %lld wrong", store ? "_store" : "",
+               (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldc, threads,
+               wide ? " (AVX-512 tiles where the CPU has them)" : " (AVX2 tiles)", (long long)bad);
         free(A), free(B), free(C), free(R);
       }
   openblas_set_num_threads(1);
+  unsetenv("DISTAL_THIN512");
   all_ok();
 }
 
