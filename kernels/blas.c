@@ -27,8 +27,14 @@ void dtl_blas_core(char **argv) {
     want = "SkylakeX";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     want = "Haswell";
-  if (!want || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  /* the program's own file by name, so that the process keeps its name (ps, top, perf: "exe"
+   * after an exec of /proc/self/exe) */
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (!want || len <= 0 || len >= (ssize_t)sizeof self - 1) return;
+  self[len] = '\0';
+  if (setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+  execv(self, argv);
   unsetenv("OPENBLAS_CORETYPE"); /* the exec failed: run on as loaded */
 #else
   (void)argv;

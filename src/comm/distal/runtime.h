@@ -445,8 +445,9 @@ double dtl_max_rel_error(dtl_type t, const void *a, const void *b, int64_t count
  * OPENBLAS_CORETYPE=SkylakeX runs 59.  Called first in main, before MPI_Init (every generated
  * executable does): where OpenBLAS runs Prescott's kernels on a CPU that has AVX-512 (F, BW,
  * DQ, VL: SkylakeX's kernels) or AVX2 and FMA (Haswell's), and OPENBLAS_CORETYPE is not set,
- * it sets that variable and runs the program again in place (execv of /proc/self/exe with the
- * same arguments; the process keeps its id, so mpirun and Slurm see the same rank).  It
+ * it sets that variable and runs the program again in place (execv of the file /proc/self/exe
+ * names, with the same arguments; the process keeps its id, so mpirun and Slurm see the same
+ * rank, and its name).  It
  * returns without doing anything otherwise, or where the exec fails (the program then runs on
  * with the kernels it has).  OPENBLAS_CORETYPE set beforehand, to any value, is left alone. */
 void dtl_blas_core(char **argv);
