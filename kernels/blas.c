@@ -134,7 +134,7 @@ static void gemm_rows(dtl_type t, int transa, int transb, int64_t m, int64_t n, 
                       const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
   size_t es = dtl_type_size(t);
   const bool thin = t == DTL_DOUBLE && !transa && !transb && k > THIN_K && n * k <= THIN_B && dtl_dot4_available();
-  const bool wide = thin && thin512_available();
+  const bool wide = thin && n >= 16 && thin512_available(); /* narrower: half of each 16-wide tile padding */
   const int64_t rows = thin ? dtl_max(6, (m / nt + 5) / 6 * 6) : GEMM_PANEL, np = (m + rows - 1) / rows;
   if (nt > 1)
     openblas_set_num_threads(1);
