@@ -26,6 +26,7 @@
 #include "autosched.h"
 #include "compiler.h"
 #include "distal/grid.h"
+#include "files.h"
 
 static const char usage[] =
     "usage: distalc FILE.dtl [-o OUT] [--main | --exe | --slurm] [--target cpu|cuda]\n"
@@ -187,7 +188,11 @@ typedef struct {
 static bool out_open(outfile *o, const char *path) {
   o->f = NULL, o->tmp[0] = 0;
   if (is_input(path)) return false;
-  snprintf(o->final, sizeof o->final, "%s", path);
+  /* a symbolic link stays, its target is written (a temporary beside the target renamed over it) */
+  if (!dtl_write_target(path, o->final, sizeof o->final)) {
+    fprintf(stderr, "distalc: cannot write %s: its symbolic links loop or their path is too long\n", path);
+    return false;
+  }
   struct stat st;
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     /* a device, a pipe (-o /dev/stdout, /dev/null): written in place, nothing renamed over it */
@@ -195,7 +200,7 @@ static bool out_open(outfile *o, const char *path) {
     if (!o->f) fprintf(stderr, "distalc: cannot write %s: %s\n", path, strerror(errno));
     return o->f != NULL;
   }
-  snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", path, (int)getpid());
+  snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", o->final, (int)getpid());
   o->f = fopen(o->tmp, "w");
   if (!o->f) fprintf(stderr, "distalc: cannot write %s: %s\n", path, strerror(errno));
   return o->f != NULL;
@@ -1178,10 +1183,15 @@ int main(int argc, char **argv) {
     if (c) ok &= fclose(c) == 0;
     if (k) ok &= fclose(k) == 0;
     const char *exe_out = out ? out : prefix;
-    snprintf(target_path, sizeof target_path, "%s.tmp.%d", exe_out, (int)getpid());
+    char exe_dst[4096]; /* the file exe_out names: a symbolic link stays, its target is written */
+    if (!dtl_write_target(exe_out, exe_dst, sizeof exe_dst)) {
+      fprintf(stderr, "distalc: cannot write %s: its symbolic links loop or their path is too long\n", exe_out);
+      ok = false;
+    }
+    snprintf(target_path, sizeof target_path, "%s.tmp.%d", ok ? exe_dst : exe_out, (int)getpid());
     if (ok && cuda) ok = build_kernels(kpath, opath) == 0;
     if (ok && build_exe(cpath, target_path, cuda ? opath : NULL) == 0) {
-      if (rename(target_path, exe_out) == 0) status = 0;
+      if (rename(target_path, exe_dst) == 0) status = 0;
       else fprintf(stderr, "distalc: cannot write %s: %s\n", exe_out, strerror(errno));
     }
     if (rc == DC_NOMEM) status = DC_NOMEM;

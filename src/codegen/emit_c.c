@@ -2228,9 +2228,16 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
                  "    return 1;\n  }\n",
               i, i, sp->params[i].name, i);
     if (sp->params[i].is_grid || sp->params[i].is_float) continue;
-    fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s %s\");\n    return 1;\n  }\n",
-            i, sp->params[i].name,
-            sp->params[i].has_default ? "must be positive" : "has no value and no default");
+    /* -1 is params_default's "none" where the param has no default; any other value 0 or below was given */
+    if (sp->params[i].has_default)
+      fprintf(c, "  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s must be positive\");\n"
+                 "    return 1;\n  }\n",
+              i, sp->params[i].name);
+    else
+      fprintf(c, "  if (dtl_prm[%d] == -1) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, \"param %s has no value and no default\");\n"
+                 "    return 1;\n  }\n  if (dtl_prm[%d] <= 0) {\n    snprintf(dtl_plan->err, sizeof dtl_plan->err, "
+                 "\"param %s is %%lld: it must be positive\", (long long)dtl_prm[%d]);\n    return 1;\n  }\n",
+              i, sp->params[i].name, i, sp->params[i].name, i);
   }
   emit_variant_force(c, sp); /* DISTAL_VARIANT: out of range is an error, with variants or without */
   if (sp->nvariants > 0) /* how the ranks fill nodes: which collectives the model takes at the node's rates */

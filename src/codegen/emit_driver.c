@@ -176,6 +176,9 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   fputs("};\n  static const bool pfloat[] = {", c);
   for (int i = 0; i < np; i++) fprintf(c, "%s%s", i ? ", " : "", sp->params[i].is_float ? "true" : "false");
   if (!np) fputs("false", c);
+  fputs("};\n  static const bool pgrid[] = {", c); /* --help: which params the rank count gives */
+  for (int i = 0; i < np; i++) fprintf(c, "%s%s", i ? ", " : "", sp->params[i].is_grid ? "true" : "false");
+  if (!np) fputs("false", c);
   fputs("};\n", c);
   fprintf(c, "  %s_params prm;\n  %s_params_default(&prm);\n", P, P);
   fprintf(c, "  int64_t values[%d] = {", np + 1);
@@ -211,7 +214,7 @@ void cg_emit_driver(FILE *c, const sp_program *sp, const cg_options *o) {
   for (int t = 0; t < nt; t++)
     if (!sp->tensors[t].temp) fprintf(c, "%s\"%s\"", nh++ ? ", " : "", sp->tensors[t].name);
   if (!nh) fputs("\"\"", c);
-  fprintf(c, "};\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, defaults, %d, hnames, %s);\n"
+  fprintf(c, "};\n    if (rank == 0) dtl_print_usage(stdout, argv[0], %d, pnames, pfloat, pgrid, defaults, %d, hnames, %s);\n"
              "    MPI_Finalize();\n    return 0;\n  }\n", np, nh, sp->any_sparse ? "true" : "false");
   fputs("  memcpy(&prm, values, sizeof prm); /* the params struct is an array of int64_t */\n", c);
   fprintf(c, "  %s_plan *plan = NULL;\n", P);

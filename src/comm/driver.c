@@ -255,7 +255,7 @@ int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *ten
 }
 
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
-                     const bool *param_float, const int64_t *defaults, int ntensors,
+                     const bool *param_float, const bool *param_grid, const int64_t *defaults, int ntensors,
                      const char *const *tensor_names, bool sparse) {
   fprintf(out, "usage: mpirun -np P %s [params] [options]\n", prog);
   if (nparams)
@@ -267,8 +267,10 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
       fprintf(out, "  %-26s default %g (floating)\n", lhs, dtl_as_double(defaults[i]));
     else if (defaults && defaults[i] > 0)
       fprintf(out, "  %-26s default %lld\n", lhs, (long long)defaults[i]);
+    else if (param_grid && param_grid[i])
+      fprintf(out, "  %-26s no default (sizes the machine's grid: the rank count gives it)\n", lhs);
     else
-      fprintf(out, "  %-26s no default (required, unless it sizes the machine's grid: then the rank count gives it)\n", lhs);
+      fprintf(out, "  %-26s no default (required)\n", lhs);
   }
   fprintf(out, "options:\n"
                "  --fill random|ones|zeros|index  initial data (default random)\n"

@@ -1,6 +1,7 @@
 /* npy.c -- NumPy .npy files read and written in parallel with MPI-IO: rank 0 handles the
  * header, every holder moves its own block through a subarray file view. */
 #include "distal/runtime.h"
+#include "files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -400,18 +401,17 @@ static size_t make_header(char *buf, size_t len, const dtl_dist *d, dtl_type t) 
   return total;
 }
 
-/* Rank 0 creates a fresh file beside path (PATH.tmp.XXXXXXXX, in the same directory so that
- * the final rename is atomic) holding the hlen bytes of hdr; every rank learns its name. */
-int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const void *hdr, size_t hlen, char *tmp, size_t tmpsize,
-                  int *created) {
+/* (comm_internal.h) */
+int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const char *dst, const void *hdr, size_t hlen, char *tmp,
+                  size_t tmpsize, int *created) {
   int err = 0;
   *created = 0;
-  if (strlen(path) + 32 > tmpsize)
+  if (strlen(dst) + 32 > tmpsize)
     err = dtl_fail(ctx, "%s: path too long", path);
   if (!err && ctx->rank == 0) {
     uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^
                  (uint64_t)clock() ^ (uint64_t)(uintptr_t)&r;
-    snprintf(tmp, tmpsize, "%s.tmp.%08llx", path, (unsigned long long)(r >> 32));
+    snprintf(tmp, tmpsize, "%s.tmp.%08llx", dst, (unsigned long long)(r >> 32));
     FILE *f = fopen(tmp, "wbx");
     if (!f) {
       err = dtl_fail(ctx, "%s: cannot create file: %s", path, strerror(errno));
@@ -432,12 +432,16 @@ int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const void *hdr, size_t hlen, 
 
 int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t, const void *local,
                   const dtl_box *own) {
-  char tmp[4096], hdr[1024];
+  char tmp[4096], hdr[1024], dst[4096];
   int err = 0, created = 0;
   size_t hlen = make_header(hdr, sizeof hdr, d, t);
   if (hlen == 0) /* the same on every rank */
     return dtl_fail(ctx, "%s: the .npy header does not fit in %zu bytes", path, sizeof hdr);
-  if (dtl_tmp_begin(ctx, path, hdr, hlen, tmp, sizeof tmp, &created))
+  if (dtl_any_error(ctx, ctx->rank == 0 && !dtl_write_target(path, dst, sizeof dst)
+                             ? dtl_fail(ctx, "%s: the symbolic links loop or their path is too long", path)
+                             : 0))
+    return 1;
+  if (dtl_tmp_begin(ctx, path, ctx->rank == 0 ? dst : path, hdr, hlen, tmp, sizeof tmp, &created))
     goto fail;
   int rc;
   MPI_File fh;
@@ -463,7 +467,7 @@ int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
   }
   if (dtl_any_error(ctx, err))
     goto fail;
-  if (ctx->rank == 0 && rename(tmp, path) != 0)
+  if (ctx->rank == 0 && rename(tmp, dst) != 0)
     err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
   if (dtl_any_error(ctx, err))
     goto fail;

@@ -2,6 +2,7 @@
  * from coordinates, extraction of the entries of a box, the point-to-point fetch of the
  * boxes a statement needs, deterministic fills and Matrix Market / FROSTT / .npy input. */
 #include "comm_internal.h"
+#include "files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1533,7 +1534,14 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
              t == DTL_INT32 || t == DTL_INT64 ? "integer" : "real", (long long)decl.extent[0], (long long)decl.extent[1],
              (long long)total[0]);
   const int64_t hlen = (int64_t)strlen(hdr);
-  if (dtl_tmp_begin(ctx, path, hdr, (size_t)hlen, tmp, sizeof tmp, &created)) {
+  char dst[4096]; /* the file path names (through its links) */
+  if (dtl_any_error(ctx, me == 0 && !dtl_write_target(path, dst, sizeof dst)
+                             ? dtl_fail(ctx, "%s: the symbolic links loop or their path is too long", path)
+                             : 0)) {
+    err = 1;
+    goto done;
+  }
+  if (dtl_tmp_begin(ctx, path, me == 0 ? dst : path, hdr, (size_t)hlen, tmp, sizeof tmp, &created)) {
     err = 1;
     goto done;
   }
@@ -1556,7 +1564,7 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
     err = dtl_mpi_fail(ctx, rc, "MPI_File_close");
   if (dtl_any_error(ctx, err))
     goto done;
-  if (me == 0 && rename(tmp, path) != 0)
+  if (me == 0 && rename(tmp, dst) != 0)
     err = dtl_fail(ctx, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
   if (!dtl_any_error(ctx, err))
     created = 0;

@@ -3,7 +3,8 @@
 #  - halo_volume.py: --stats per rank on matrices whose halo is known in closed form
 #    (tridiagonal, block-diagonal, 2-D Poisson) at 1 to 4 ranks, results against NumPy;
 #  - halo/structure.c: the cache through the library API (a piece's columns changed in
-#    place and spmv_structure_changed on one rank; a rebuilt piece), at 1, 3 and 4 ranks.
+#    place and spmv_structure_changed on one rank; a rebuilt piece) and plan_create's message
+#    for a param without a default left unset, 0 or negative, at 1, 3 and 4 ranks.
 set -eu
 : "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}" "${MPICC:=mpicc}"
 fail=0

@@ -1736,18 +1736,22 @@ static void test_parse_args(void **state) {
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   int64_t defs[] = {4096, 256, -1};
-  dtl_print_usage(out, "./summa", 3, pnames, NULL, defs, 3, tnames, false);
+  static const bool grid[] = {false, false, true};
+  dtl_print_usage(out, "./summa", 3, pnames, NULL, grid, defs, 3, tnames, false);
   fclose(out);
   CHECKF(strstr(text, "usage: mpirun -np P ./summa") && strstr(text, "-n V") &&
              strstr(text, "default 4096") && strstr(text, "-gx V") &&
+             strstr(text, "no default (sizes the machine's grid: the rank count gives it)") && !strstr(text, "(required)") &&
              strstr(text, "--load T=FILE") && strstr(text, "tensors: A B C") && !strstr(text, "--density"),
          "%s", text);
   free(text);
   text = NULL; /* a program with sparse tensors lists --density */
   out = open_memstream(&text, &len);
-  dtl_print_usage(out, "./spmv", 3, pnames, NULL, defs, 3, tnames, true);
+  dtl_print_usage(out, "./spmv", 3, pnames, NULL, NULL, defs, 3, tnames, true); /* gx here sizes no grid */
   fclose(out);
-  CHECKF(strstr(text, "--density F") && strstr(text, "--iters N"), "%s", text);
+  CHECKF(strstr(text, "--density F") && strstr(text, "--iters N") && strstr(text, "no default (required)") &&
+             !strstr(text, "sizes the machine's grid"),
+         "%s", text);
   free(text);
   all_ok();
 }

@@ -387,9 +387,11 @@ int dtl_args_agree(MPI_Comm comm, int argc, char **argv, char *err, size_t errle
  * dense tensor is refused too.  Nothing to check with opt->help. */
 int dtl_check_saves(const dtl_options *opt, int ntensors, const char *const *tensor_names,
                     const int *orders, const bool *sparse, char *err, size_t errlen);
-/* Print the usage text of a generated executable; sparse: it has sparse tensors (--density). */
+/* Print the usage text of a generated executable; param_grid (NULL: none): the params that size
+ * the machine's grid (without a value, the rank count gives them); sparse: it has sparse
+ * tensors (--density). */
 void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const *param_names,
-                     const bool *param_float, const int64_t *defaults, int ntensors,
+                     const bool *param_float, const bool *param_grid, const int64_t *defaults, int ntensors,
                      const char *const *tensor_names, bool sparse);
 
 /* Rank 0 prints the summary line (or JSON with json): program name, ranks, grid dims,

@@ -2,12 +2,14 @@
  * A tridiagonal; then A's stored columns rewritten in place (the same arrays) and
  * spmv_structure_changed called on rank 0 alone, which must make every rank inspect again;
  * then A rebuilt (new arrays, another structure) without the call, which the cache notices.
- * Each result is compared with a serial product of the same entries.  Prints "structure: ok"
- * on rank 0 when every check passed. */
+ * Each result is compared with a serial product of the same entries.  First, plan_create's
+ * messages for n (no default) unset, 0 and negative.  Prints "structure: ok" on rank 0 when
+ * every check passed. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "spmv.h"
 
@@ -68,8 +70,24 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   spmv_params p;
   spmv_params_default(&p);
-  p.n = N;
   spmv_plan *plan;
+  /* n has no default: -1 (params_default's none) has no value; 0 and -7 were given, and are
+   * refused as such */
+  static const int64_t bad[] = {-1, 0, -7};
+  static const char *const why[] = {"param n has no value and no default", "param n is 0: it must be positive",
+                                    "param n is -7: it must be positive"};
+  for (int q = 0; q < 3; q++) {
+    p.n = bad[q];
+    plan = NULL;
+    int rc = spmv_plan_create(MPI_COMM_WORLD, &p, &plan);
+    if (!rc || !plan || strcmp(spmv_error(plan), why[q])) {
+      printf("structure: n = %lld: rc %d, message '%s', expected '%s'\n", (long long)bad[q], rc,
+             plan ? spmv_error(plan) : "(no plan)", why[q]);
+      fail = 1;
+    }
+    spmv_plan_destroy(&plan);
+  }
+  p.n = N;
   if (spmv_plan_create(MPI_COMM_WORLD, &p, &plan)) {
     printf("structure: plan_create: %s\n", spmv_error(plan));
     MPI_Abort(MPI_COMM_WORLD, 1);
