@@ -3,6 +3,7 @@
 #include "distal/runtime.h"
 
 #include <math.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -127,7 +128,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       char *end;
       errno = 0;
       double dv = strtod(v, &end);
-      if (end == v || *end || errno || !(dv > 0 && dv <= 1))
+      if (end == v || *end || errno || isspace((unsigned char)*v) || !(dv > 0 && dv <= 1))
         return failf(err, errlen, "invalid value '%s' for %s: expected a number in (0, 1]", v, flag);
       opt->density = dv;
     } else if (IS("seed")) {
@@ -151,7 +152,7 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
       char *end;
       errno = 0;
       double dv = strtod(v, &end);
-      if (end == v || *end || !isfinite(dv))
+      if (end == v || *end || !isfinite(dv) || isspace((unsigned char)*v)) /* as an integer's: no blanks */
         return failf(err, errlen, "invalid value '%s' for %s: expected a finite number", v, flag);
       if (dv == 0 && errno == ERANGE) /* as distalc rejects such a literal */
         return failf(err, errlen, "invalid value '%s' for %s: out of range (nonzero, it would round to 0)", v, flag);

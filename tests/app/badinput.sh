@@ -221,6 +221,8 @@ if mkfifo fifo.npy 2>/dev/null; then expect "a load from a FIFO" 2 "fifo.npy: no
 expect "a load from a folder" 2 "odir: not a regular file" summa -n 8 --load B=odir
 "$DISTALC" "$top_srcdir/examples/jacobi.dtl" --exe -o jacobi || { echo "FAIL build"; exit 1; }
 expect "a floating param that would round to 0" 1 "out of range" jacobi -n 8 --tol 1e-999
+expect "a floating param with a leading blank (as an integer's)" 1 "expected a finite number" jacobi -n 8 --tol " 1e-3"
+expect "an integer param with a leading blank" 1 "expected a positive integer" jacobi -n " 8"
 
 # an output that is a symbolic link: the link stays and its target is written (--save, distalc -o
 # of the library, --emit and --exe); links that loop are refused with a message
