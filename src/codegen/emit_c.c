@@ -1923,7 +1923,8 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
   declare_params(c, sp, "dtl_p", 2);
   /* the grid's dims: which groups are within one node of dtl_rpn ranks (dtl_group_in_node) */
   int nd = sp->ndims > 0 ? sp->ndims : 1;
-  fprintf(c, "  (void)dtl_coords, (void)dtl_rpn;\n  double dtl_s = 0, dtl_b = 0;\n  int64_t dtl_dims[%d] = {1};\n", nd);
+  fprintf(c, "  (void)dtl_coords, (void)dtl_rpn;\n  double dtl_s = 0, dtl_b = 0;\n  int64_t dtl_dims[%d] = {1};\n"
+             "  (void)dtl_dims; /* read only by a collective's node test */\n", nd);
   for (int g = 0; g < sp->ndims; g++) {
     fputs("  { const int64_t d = ", c);
     cg_sym(c, sp, sp->dims[g], false);

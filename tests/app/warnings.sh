@@ -1,6 +1,6 @@
 #!/bin/sh
 # Generated code is clean C: every example and every end-to-end program compiles with
-# -Wall -Wextra -Werror; and the --debug build, which verifies at run time that every
+# -Wall -Wextra -Werror (the programs written for --auto also compiled with it); and the --debug build, which verifies at run time that every
 # received box is the box needed, runs the Figure 9 algorithms correctly.
 set -u
 : "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}"
@@ -14,6 +14,17 @@ for f in "$top_srcdir"/examples/*.dtl "$top_srcdir"/examples/app/*.dtl "$top_src
     echo "PASS -Wall -Wextra -Werror: $(basename "$f")"
   else
     echo "FAIL -Wall -Wextra -Werror: $f"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
+  fi
+done
+# --auto compiled once (no --ranks): the executables carry the search's variants and their cost
+# functions, on the programs written for it and on a grid whose shape and layouts are free
+printf 'param n = 8;\nmachine M = grid(gx, gy, gz);\ntensor a(n) @ M;\ntensor b(n) @ M;\na(i) = b(i) * 2;\n' > free3.dtl
+for f in "$top_srcdir"/tests/e2e/programs/auto_*.dtl free3.dtl; do
+  n=$((n + 1))
+  if DISTAL_EXTRA_CFLAGS="-Wall -Wextra -Werror" "$DISTALC" "$f" --auto --exe -o prog > log.txt 2>&1; then
+    echo "PASS -Wall -Wextra -Werror --auto: $(basename "$f")"
+  else
+    echo "FAIL -Wall -Wextra -Werror --auto: $f"; sed 's/^/    | /' log.txt | head -20; fails=$((fails + 1))
   fi
 done
 # The same C under clang where there is one (compiled only; -Wno-pass-failed: clang reports
