@@ -1,7 +1,8 @@
 #!/bin/sh
 # Generated code is clean C: every example and every end-to-end program compiles with
-# -Wall -Wextra -Werror (the programs written for --auto also compiled with it); and the --debug build, which verifies at run time that every
-# received box is the box needed, runs the Figure 9 algorithms correctly.
+# -Wall -Wextra -Werror (the programs written for --auto also with --auto); and the --debug
+# build, which verifies at run time that every received box is the box needed, runs the
+# Figure 9 algorithms correctly.
 set -u
 : "${top_srcdir:?}" "${DISTALC:?}" "${MPIRUN:=mpirun}"
 dir=$(mktemp -d)
