@@ -107,6 +107,10 @@ static int panel_threads(void) {
  * to 55, this 30 to 48. */
 #define THIN_B (128 * 128)
 #define THIN_K 48
+/* The AVX-512 tiles (dgemm_thin512) from sums of 8: at 65536 rows on one core of an Emerald
+ * Rapids Xeon, n = 16 to 64, they ran 41 to 47 GFLOP/s at k = 8 and 62 to 88 at k = 16 to 64,
+ * OpenBLAS's SkylakeX kernels in the panels below 32 to 41 and 50 to 79 */
+#define THIN_K512 8
 static void dgemm_thin(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda, const double *B, int64_t ldb,
                        bool store, double *C, int64_t ldc);
 static void dgemm_thin512(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda, const double *B, int64_t ldb,
@@ -133,8 +137,9 @@ static bool thin512_available(void) {
 static void gemm_rows(dtl_type t, int transa, int transb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
                       const void *B, int64_t ldb, bool store, void *C, int64_t ldc, int nt) {
   size_t es = dtl_type_size(t);
-  const bool thin = t == DTL_DOUBLE && !transa && !transb && k > THIN_K && n * k <= THIN_B && dtl_dot4_available();
-  const bool wide = thin && n >= 16 && thin512_available(); /* narrower: half of each 16-wide tile padding */
+  const bool dbl = t == DTL_DOUBLE && !transa && !transb && n * k <= THIN_B && dtl_dot4_available();
+  /* narrower than 16 columns each 16-wide tile would compute half padding */
+  const bool wide = dbl && n >= 16 && k >= THIN_K512 && thin512_available(), thin = wide || (dbl && k > THIN_K);
   const int64_t rows = thin ? dtl_max(6, (m / nt + 5) / 6 * 6) : GEMM_PANEL, np = (m + rows - 1) / rows;
   if (nt > 1)
     openblas_set_num_threads(1);

@@ -1888,15 +1888,17 @@ static void test_params_agree(void **state) {
 }
 
 /* dtl_gemm and dtl_gemm_store on the shapes that run as six-row tiles in kernels/blas.c (double,
- * no transpose, a sum longer than 48 and a small B): every remainder of six rows and of eight
- * columns, leading dimensions equal to and above the minimum, outputs large, aligned and of
- * whole tiles (non-temporal stores) or not, one BLAS thread and three, against a plain loop;
- * the elements beside the output block (its leading dimension's gap) must stay as they were */
+ * no transpose, a sum longer than 48, or of 8 or more for the AVX-512 tiles, and a small B):
+ * every remainder of six rows and of eight and sixteen columns, leading dimensions equal to and
+ * above the minimum, outputs large, aligned and of whole tiles (non-temporal stores) or not,
+ * one BLAS thread and three, the AVX2 tiles and the AVX-512 ones, against a plain loop; the
+ * elements beside the output block (its leading dimension's gap) must stay as they were */
 static void test_gemm_thin(void **state) {
   (void)state;
   static const int64_t shapes[][3] = {{600, 8, 49},  {601, 13, 64},  {602, 32, 64},  {603, 64, 100},  {604, 5, 130},
                                       {605, 1, 256}, {1000, 37, 64}, {20000, 32, 64}, {20003, 64, 49}, {607, 16, 50},
-                                      {608, 17, 64}, {609, 24, 70},  {610, 48, 64},   {20005, 16, 64}};
+                                      {608, 17, 64}, {609, 24, 70},  {610, 48, 64},   {20005, 16, 64}, {611, 16, 8},
+                                      {612, 20, 30}, {613, 33, 7},   {20007, 32, 16}};
   uint64_t s = 13;
   for (int wide = 0; wide < 2; wide++) /* the AVX2 tiles, then the AVX-512 ones where the CPU has them */
   for (int threads = 1; threads <= 3; threads += 2)
