@@ -109,7 +109,7 @@ static int panel_threads(void) {
 #define THIN_K 48
 /* The AVX-512 tiles (dgemm_thin512) from sums of 8: at 65536 rows on one core of an Emerald
  * Rapids Xeon, n = 16 to 64, they ran 41 to 47 GFLOP/s at k = 8 and 62 to 88 at k = 16 to 64,
- * OpenBLAS's SkylakeX kernels in the panels below 32 to 41 and 50 to 79 */
+ * OpenBLAS's SkylakeX kernels in the panels below 32 to 41 and 37 to 79 */
 #define THIN_K512 8
 static void dgemm_thin(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda, const double *B, int64_t ldb,
                        bool store, double *C, int64_t ldc);
