@@ -6,7 +6,7 @@ rows and by columns) and CG: the example's statement with its schedule removed i
 rank count and params of the run (--ranks, --set) and once with neither (the executable
 chooses among the variants the search kept, at run time); the example as written is the
 reference.  All run at --ranks (default 2) ranks, interleaved over --rounds rounds, the best
-of --iters runs (more for short kernels: about 0.3 s) kept, results checked with --validate once.  Then the communication volume
+of --iters runs (more for short kernels: about 0.5 s) kept, results checked with --validate once.  Then the communication volume
 per rank (--emit plan, rank 0's bytes) of both at 4, 8, 16 and 64 ranks against the
 memory-independent lower bound for P ranks: for a matrix product with extents a >= b >= c
 (GEMM's shapes; on a 2-D and on a 3-D machine), words = 3 (abc/P)^(2/3), 2 (abc^2/P)^(1/2)
@@ -141,7 +141,7 @@ def volume(path, ranks, params, auto):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one round")
@@ -201,12 +201,12 @@ def main():
             if kind == "once":
                 ch = [l[len("schedule: "):] for l in p.stdout.splitlines() if l.startswith("schedule: variant")]
                 exes["chosen"] = ch[0].split(" (")[0] if ch else "one schedule (no variants)"
-        # short kernels run more iterations (about 0.3 s per measurement), to rise above the noise
+        # short kernels run more iterations (about 0.5 s per measurement), to rise above the noise
         p = run([MPIRUN, "-np", str(a.ranks), "--oversubscribe", exes["hand"]] + pargs + ["--iters", "1", "--json"], env=env)
         js = [l for l in p.stdout.splitlines() if l.startswith("{")]
         iters = a.iters
         if js and json.loads(js[0])["min_s"] > 0:
-            iters = max(a.iters, min(100, int(0.3 / json.loads(js[0])["min_s"])))
+            iters = max(a.iters, min(200, int(0.5 / json.loads(js[0])["min_s"])))
         for r in range(a.rounds):
             for kind in kinds:
                 p = run([MPIRUN, "-np", str(a.ranks), "--oversubscribe", exes[kind]] + pargs +
@@ -241,7 +241,7 @@ def main():
     out = os.path.join(a.out, "auto.md")
     with open(out, "w") as f:
         f.write("# distalc --auto against the hand-written schedules of examples/\n\n")
-        f.write("%d ranks x 1 thread, best of %d rounds of at least %d runs (short kernels: about 0.3 s of runs); speed = hand time / auto time (above 1: --auto faster). "
+        f.write("%d ranks x 1 thread, best of %d rounds of at least %d runs (short kernels: about 0.5 s of runs); speed = hand time / auto time (above 1: --auto faster). "
                 "--auto: compiled for the run's rank count and params; once: compiled with neither, the executable "
                 "choosing among the search's variants at run time.\n\n" % (a.ranks, a.rounds, a.iters))
         f.write("| kernel | hand (s) | --auto (s) | speed | once (s) | speed | once ran | schedule --auto chose |\n"
