@@ -367,37 +367,46 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
  * first row to the end of its last) are prefetched in equal parts over this tile's column
  * tiles. */
 #define THIN_STREAM (4 << 20)
+/* The body of dgemm_thin (W = 8, TILE tile_6x8) and dgemm_thin512 (16, tile_6x16): STREAM, an
+ * expression of the tail's width w, says how the output is stored (0: as usual) */
+#define THIN_BODY(W, TILE, STREAM)                                                                                     \
+  do {                                                                                                                 \
+    const int64_t nt = (n + (W)-1) / (W), steps = (k + 3) / 4, span = (5 * lda + k) * 8, full = n / (W) * (W),         \
+                  w = n - full;                                                                                        \
+    const int npf = (int)((span + 64 * nt * steps - 1) / (64 * nt * steps));                                           \
+    const int stream = (STREAM);                                                                                       \
+    double bt[THIN_B / (W) * (W) + (W)], ct[6 * (W)]; /* B's last columns, padded; a tile of them */                   \
+    if (w)                                                                                                             \
+      for (int64_t p = 0; p < k; p++)                                                                                  \
+        for (int64_t j = 0; j < (W); j++) bt[p * (W) + j] = j < w ? B[p * ldb + full + j] : 0.0;                       \
+    int64_t i = 0;                                                                                                     \
+    for (; i + 6 <= m; i += 6) {                                                                                       \
+      const char *next = i + 12 <= m ? (const char *)(A + (i + 6) * lda) : NULL;                                       \
+      for (int64_t j = 0; j < full; j += (W))                                                                          \
+        TILE(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, store, stream,                                     \
+             next ? next + (j / (W)) * steps * npf * 64 : NULL, npf);                                                  \
+      if (w) {                                                                                                         \
+        TILE(k, A + i * lda, lda, bt, (W), ct, (W), true, 0, next ? next + (full / (W)) * steps * npf * 64 : NULL,     \
+             npf);                                                                                                     \
+        for (int r = 0; r < 6; r++) {                                                                                  \
+          double *cr = C + (i + r) * ldc + full;                                                                       \
+          for (int64_t j = 0; j < w; j++) cr[j] = ct[r * (W) + j] + (store ? 0.0 : cr[j]);                             \
+        }                                                                                                              \
+      }                                                                                                                \
+    }                                                                                                                  \
+    if (stream)                                                                                                        \
+      _mm_sfence();                                                                                                    \
+    if (i < m)                                                                                                         \
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m - i), (int)n, (int)k, 1.0, A + i * lda, (int)lda, \
+                  B, (int)ldb, store ? 0.0 : 1.0, C + i * ldc, (int)ldc);                                              \
+  } while (0)
 __attribute__((target("avx2,fma"))) static void dgemm_thin(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda,
                                                            const double *B, int64_t ldb, bool store, double *C,
                                                            int64_t ldc) {
-  const int64_t nt = (n + 7) / 8, steps = (k + 3) / 4, span = (5 * lda + k) * 8, full = n / 8 * 8, w = n - full;
-  const int npf = (int)((span + 64 * nt * steps - 1) / (64 * nt * steps));
-  const int stream = !store || w || (size_t)(m * n) * 8 <= THIN_STREAM || ldc % 2 || (uintptr_t)C % 16 ? 0
-                     : ldc % 4 || (uintptr_t)C % 32                                                   ? 1
-                                                                                                        : 2;
-  double bt[THIN_B / 8 * 8 + 8], ct[6 * 8]; /* B's last columns, padded; a tile of them */
-  if (w)
-    for (int64_t p = 0; p < k; p++)
-      for (int64_t j = 0; j < 8; j++) bt[p * 8 + j] = j < w ? B[p * ldb + full + j] : 0.0;
-  int64_t i = 0;
-  for (; i + 6 <= m; i += 6) {
-    const char *next = i + 12 <= m ? (const char *)(A + (i + 6) * lda) : NULL;
-    for (int64_t j = 0; j < full; j += 8)
-      tile_6x8(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, store, stream,
-               next ? next + (j / 8) * steps * npf * 64 : NULL, npf);
-    if (w) {
-      tile_6x8(k, A + i * lda, lda, bt, 8, ct, 8, true, 0, next ? next + (full / 8) * steps * npf * 64 : NULL, npf);
-      for (int r = 0; r < 6; r++) {
-        double *cr = C + (i + r) * ldc + full;
-        for (int64_t j = 0; j < w; j++) cr[j] = ct[r * 8 + j] + (store ? 0.0 : cr[j]);
-      }
-    }
-  }
-  if (stream)
-    _mm_sfence();
-  if (i < m)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m - i), (int)n, (int)k, 1.0, A + i * lda, (int)lda, B,
-                (int)ldb, store ? 0.0 : 1.0, C + i * ldc, (int)ldc);
+  THIN_BODY(8, tile_6x8,
+            !store || w || (size_t)(m * n) * 8 <= THIN_STREAM || ldc % 2 || (uintptr_t)C % 16 ? 0
+            : ldc % 4 || (uintptr_t)C % 32                                                   ? 1
+                                                                                               : 2);
 }
 
 /* tile_6x8 with AVX-512: C (6 x 16 at c), two 8-wide accumulators a row; stream: non-temporal
@@ -447,33 +456,9 @@ __attribute__((target("avx512f"), always_inline)) static inline void tile_6x16(i
 __attribute__((target("avx512f"))) static void dgemm_thin512(int64_t m, int64_t n, int64_t k, const double *A,
                                                              int64_t lda, const double *B, int64_t ldb, bool store,
                                                              double *C, int64_t ldc) {
-  const int64_t nt = (n + 15) / 16, steps = (k + 3) / 4, span = (5 * lda + k) * 8, full = n / 16 * 16, w = n - full;
-  const int npf = (int)((span + 64 * nt * steps - 1) / (64 * nt * steps));
-  const int stream = store && !w && (size_t)(m * n) * 8 > THIN_STREAM && ldc % 8 == 0 && (uintptr_t)C % 64 == 0;
-  double bt[THIN_B / 16 * 16 + 16], ct[6 * 16];
-  if (w)
-    for (int64_t p = 0; p < k; p++)
-      for (int64_t j = 0; j < 16; j++) bt[p * 16 + j] = j < w ? B[p * ldb + full + j] : 0.0;
-  int64_t i = 0;
-  for (; i + 6 <= m; i += 6) {
-    const char *next = i + 12 <= m ? (const char *)(A + (i + 6) * lda) : NULL;
-    for (int64_t j = 0; j < full; j += 16)
-      tile_6x16(k, A + i * lda, lda, B + j, ldb, C + i * ldc + j, ldc, store, stream,
-                next ? next + (j / 16) * steps * npf * 64 : NULL, npf);
-    if (w) {
-      tile_6x16(k, A + i * lda, lda, bt, 16, ct, 16, true, 0, next ? next + (full / 16) * steps * npf * 64 : NULL, npf);
-      for (int r = 0; r < 6; r++) {
-        double *cr = C + (i + r) * ldc + full;
-        for (int64_t j = 0; j < w; j++) cr[j] = ct[r * 16 + j] + (store ? 0.0 : cr[j]);
-      }
-    }
-  }
-  if (stream)
-    _mm_sfence();
-  if (i < m)
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(m - i), (int)n, (int)k, 1.0, A + i * lda, (int)lda, B,
-                (int)ldb, store ? 0.0 : 1.0, C + i * ldc, (int)ldc);
+  THIN_BODY(16, tile_6x16, store && !w && (size_t)(m * n) * 8 > THIN_STREAM && ldc % 8 == 0 && (uintptr_t)C % 64 == 0);
 }
+#undef THIN_BODY
 #else
 static void dgemm_thin512(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda, const double *B, int64_t ldb,
                           bool store, double *C, int64_t ldc) {
