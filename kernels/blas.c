@@ -150,7 +150,7 @@ static void gemm_rows(dtl_type t, int transa, int transb, int64_t m, int64_t n, 
     int64_t r = q * rows, h = dtl_min(rows, m - r);
     const char *a = (const char *)A + (size_t)(transa ? r : r * lda) * es;
     char *c = (char *)C + (size_t)(r * ldc) * es;
-    if (thin && wide)
+    if (wide)
       dgemm_thin512(h, n, k, (const double *)a, lda, B, ldb, store, (double *)c, ldc);
     else if (thin)
       dgemm_thin(h, n, k, (const double *)a, lda, B, ldb, store, (double *)c, ldc);
@@ -309,6 +309,11 @@ __attribute__((target("avx2,fma"))) static void dot4_avx2(const double *b0, cons
     out[q] = t;
   }
 }
+/* F applied to each of a tile's six rows and its two accumulators (tile_6x8, tile_6x16) */
+#define TILE_ROWS(F)                                                                                                   \
+  do {                                                                                                                 \
+    F(0, c00, c01); F(1, c10, c11); F(2, c20, c21); F(3, c30, c31); F(4, c40, c41); F(5, c50, c51);                    \
+  } while (0)
 /* One tile of dgemm_thin: C (6 x 8 at c) = or += A (6 x k at a) B (k x 8 at b), stored with
  * non-temporal stores where `stream` (1: of 16 bytes, c aligned to them; 2: of 32).  Every
  * fourth step of the sum it prefetches npf lines, from pf + the step's quarter times npf lines:
@@ -319,11 +324,7 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
                                                                               const double *b, int64_t ldb, double *c,
                                                                               int64_t ldc, bool store, int stream,
                                                                               const char *pf, int npf) {
-  /* twelve accumulators, named so that they stay in registers; F applied to each row's two */
-#define TILE_ROWS(F)                                                                                                   \
-  do {                                                                                                                 \
-    F(0, c00, c01); F(1, c10, c11); F(2, c20, c21); F(3, c30, c31); F(4, c40, c41); F(5, c50, c51);                    \
-  } while (0)
+  /* twelve accumulators, named so that they stay in registers (TILE_ROWS) */
   __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t p = 0; p < k; p++) {
@@ -353,7 +354,6 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void tile_6x8(i
   } while (0)
   TILE_ROWS(TILE_STORE);
 #undef TILE_STORE
-#undef TILE_ROWS
 }
 
 /* Six-row tiles of C, each over n in tiles of eight columns (B's k x 8 piece stays in the
@@ -415,10 +415,6 @@ __attribute__((target("avx512f"), always_inline)) static inline void tile_6x16(i
                                                                               const double *b, int64_t ldb, double *c,
                                                                               int64_t ldc, bool store, int stream,
                                                                               const char *pf, int npf) {
-#define TILE_ROWS(F)                                                                                                   \
-  do {                                                                                                                 \
-    F(0, c00, c01); F(1, c10, c11); F(2, c20, c21); F(3, c30, c31); F(4, c40, c41); F(5, c50, c51);                    \
-  } while (0)
   __m512d c00 = _mm512_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
           c40 = c00, c41 = c00, c50 = c00, c51 = c00;
   for (int64_t p = 0; p < k; p++) {
@@ -445,8 +441,9 @@ __attribute__((target("avx512f"), always_inline)) static inline void tile_6x16(i
   } while (0)
   TILE_ROWS(TILE_STORE);
 #undef TILE_STORE
-#undef TILE_ROWS
 }
+
+#undef TILE_ROWS
 
 /* dgemm_thin with AVX-512 (where the CPU has it): tiles of 6 x 16, B's k x 16 pieces, the
  * last w < 16 columns padded as there; the output streamed where C and its rows are aligned to

@@ -185,14 +185,17 @@ typedef struct {
   FILE *f;
 } outfile;
 
+/* The file writing `path` replaces (dtl_write_target: a symbolic link stays, the file it leads
+ * to is written through a temporary beside it); false, reported, where the links loop. */
+static bool out_target(const char *path, char *out, size_t n) {
+  if (dtl_write_target(path, out, n)) return true;
+  fprintf(stderr, "distalc: cannot write %s: its symbolic links loop or their path is too long\n", path);
+  return false;
+}
+
 static bool out_open(outfile *o, const char *path) {
   o->f = NULL, o->tmp[0] = 0;
-  if (is_input(path)) return false;
-  /* a symbolic link stays, its target is written (a temporary beside the target renamed over it) */
-  if (!dtl_write_target(path, o->final, sizeof o->final)) {
-    fprintf(stderr, "distalc: cannot write %s: its symbolic links loop or their path is too long\n", path);
-    return false;
-  }
+  if (is_input(path) || !out_target(path, o->final, sizeof o->final)) return false;
   struct stat st;
   if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
     /* a device, a pipe (-o /dev/stdout, /dev/null): written in place, nothing renamed over it */
@@ -1183,11 +1186,8 @@ int main(int argc, char **argv) {
     if (c) ok &= fclose(c) == 0;
     if (k) ok &= fclose(k) == 0;
     const char *exe_out = out ? out : prefix;
-    char exe_dst[4096]; /* the file exe_out names: a symbolic link stays, its target is written */
-    if (!dtl_write_target(exe_out, exe_dst, sizeof exe_dst)) {
-      fprintf(stderr, "distalc: cannot write %s: its symbolic links loop or their path is too long\n", exe_out);
-      ok = false;
-    }
+    char exe_dst[4096];
+    ok = ok && out_target(exe_out, exe_dst, sizeof exe_dst);
     snprintf(target_path, sizeof target_path, "%s.tmp.%d", ok ? exe_dst : exe_out, (int)getpid());
     if (ok && cuda) ok = build_kernels(kpath, opath) == 0;
     if (ok && build_exe(cpath, target_path, cuda ? opath : NULL) == 0) {

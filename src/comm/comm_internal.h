@@ -32,13 +32,13 @@ void dtl_copy_layout(const dtl_box *srcbox, const dtl_box *dstbox, const dtl_box
  * element offset, and it can be sent or received in place without packing. */
 bool dtl_contiguous_in(const dtl_box *box, const dtl_box *region, int64_t *off);
 
-/* Collective.  Rank 0 creates a fresh file beside dst, the file path names (dtl_write_target
- * of files.h: where path is a symbolic link, its target; DST.tmp.XXXXXXXX, so that the final
- * rename over dst is atomic) holding the hlen bytes of hdr; every rank receives its name in
- * tmp, and *created is set on rank 0 (remove the file on a later failure).  Messages name
- * path.  1 on an error (agreed). */
-int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const char *dst, const void *hdr, size_t hlen, char *tmp,
-                  size_t tmpsize, int *created);
+/* Collective.  Rank 0 finds into dst the file that path names (dtl_write_target of files.h:
+ * where path is a symbolic link, the file it leads to), creates a fresh file beside it
+ * (DST.tmp.XXXXXXXX, so that rank 0's final rename over dst is atomic) holding the hlen bytes
+ * of hdr, and sets *created (remove the file on a later failure); every rank receives its
+ * name in tmp.  Messages name path.  1 on an error (agreed). */
+int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const void *hdr, size_t hlen, char *tmp, size_t tmpsize, char *dst,
+                  size_t dstsize, int *created);
 
 /* Message tags on ctx->cart. */
 enum {

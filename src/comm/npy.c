@@ -402,11 +402,13 @@ static size_t make_header(char *buf, size_t len, const dtl_dist *d, dtl_type t) 
 }
 
 /* (comm_internal.h) */
-int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const char *dst, const void *hdr, size_t hlen, char *tmp,
-                  size_t tmpsize, int *created) {
+int dtl_tmp_begin(dtl_ctx *ctx, const char *path, const void *hdr, size_t hlen, char *tmp, size_t tmpsize, char *dst,
+                  size_t dstsize, int *created) {
   int err = 0;
   *created = 0;
-  if (strlen(dst) + 32 > tmpsize)
+  if (ctx->rank == 0 && !dtl_write_target(path, dst, dstsize))
+    err = dtl_fail(ctx, "%s: the symbolic links loop or their path is too long", path);
+  else if (ctx->rank == 0 && strlen(dst) + 32 > tmpsize)
     err = dtl_fail(ctx, "%s: path too long", path);
   if (!err && ctx->rank == 0) {
     uint64_t r = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 17 ^
@@ -437,11 +439,7 @@ int dtl_npy_write(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type t,
   size_t hlen = make_header(hdr, sizeof hdr, d, t);
   if (hlen == 0) /* the same on every rank */
     return dtl_fail(ctx, "%s: the .npy header does not fit in %zu bytes", path, sizeof hdr);
-  if (dtl_any_error(ctx, ctx->rank == 0 && !dtl_write_target(path, dst, sizeof dst)
-                             ? dtl_fail(ctx, "%s: the symbolic links loop or their path is too long", path)
-                             : 0))
-    return 1;
-  if (dtl_tmp_begin(ctx, path, ctx->rank == 0 ? dst : path, hdr, hlen, tmp, sizeof tmp, &created))
+  if (dtl_tmp_begin(ctx, path, hdr, hlen, tmp, sizeof tmp, dst, sizeof dst, &created))
     goto fail;
   int rc;
   MPI_File fh;

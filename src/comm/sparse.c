@@ -2,7 +2,6 @@
  * from coordinates, extraction of the entries of a box, the point-to-point fetch of the
  * boxes a statement needs, deterministic fills and Matrix Market / FROSTT / .npy input. */
 #include "comm_internal.h"
-#include "files.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1535,13 +1534,7 @@ int dtl_sparse_save(dtl_ctx *ctx, const char *path, const dtl_dist *d, dtl_type 
              (long long)total[0]);
   const int64_t hlen = (int64_t)strlen(hdr);
   char dst[4096]; /* the file path names (through its links) */
-  if (dtl_any_error(ctx, me == 0 && !dtl_write_target(path, dst, sizeof dst)
-                             ? dtl_fail(ctx, "%s: the symbolic links loop or their path is too long", path)
-                             : 0)) {
-    err = 1;
-    goto done;
-  }
-  if (dtl_tmp_begin(ctx, path, me == 0 ? dst : path, hdr, (size_t)hlen, tmp, sizeof tmp, &created)) {
+  if (dtl_tmp_begin(ctx, path, hdr, (size_t)hlen, tmp, sizeof tmp, dst, sizeof dst, &created)) {
     err = 1;
     goto done;
   }
