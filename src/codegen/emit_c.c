@@ -1478,14 +1478,138 @@ static void kopen(const cg_st *g, FILE *m, const kc_info *in, bool store) {
   if (g->sp->cuda) fprintf(m, "if (%s(dtl_ctx, ", in->device);
   else fprintf(m, "%s%s(", in->host_fails ? "if (" : "", store ? in->host_store : in->host);
 }
-static void kclose(const cg_st *g, FILE *m, const kc_info *in) {
-  if (g->sp->cuda) fputs(")) return 1;", m);
-  else if (in->host_fails) fprintf(m, ")) return dtl_fail(dtl_ctx, \"%s\");", in->host_fails);
+static void kclose(const cg_st *g, FILE *m, const kc_info *in, const char *cleanup) {
+  const char *o = *cleanup ? "{ " : "", *c = *cleanup ? " }" : "";
+  if (g->sp->cuda) fprintf(m, ")) %s%sreturn 1;%s", o, cleanup, c);
+  else if (in->host_fails) fprintf(m, ")) %s%sreturn dtl_fail(dtl_ctx, \"%s\");%s", o, cleanup, in->host_fails, c);
   else fputs(");", m);
 }
 
+/* The kernel dimension that storage position x of operand e walks (-1: none). */
+static int kdim_of(const sp_node *k, const sp_expr *e, int x) {
+  for (int q = 0; q < k->nk; q++)
+    if (k->korig[q] == e->vars[x]) return q;
+  return -1;
+}
+
+/* The stride of storage position x of the scaled copy of e (dense over the kernel's block, in
+ * e's storage order): the extents of the later positions that the kernel walks. */
+static void scaled_stride(FILE *m, const sp_node *k, const sp_expr *e, int x) {
+  fputc('1', m);
+  for (int y = x + 1; y < e->nidx; y++)
+    if (kdim_of(k, e, y) >= 0) fprintf(m, " * dtl__n%d", kdim_of(k, e, y));
+}
+
+/* The elements of the kernel's block of operand e: the product of its dims' extents. */
+static void block_size(FILE *m, const sp_node *k, const sp_expr *e) {
+  fputc('1', m);
+  for (int x = 0; x < e->nidx; x++)
+    if (kdim_of(k, e, x) >= 0) fprintf(m, " * dtl__n%d", kdim_of(k, e, x));
+}
+
+/* The call the program describes, the arguments in the catalogue's order; operand `scaled`
+ * (0: none) reads the scaled copy dtl__s, and with `out` the output is that pointer; where the
+ * call fails, `cleanup` runs before the return. */
+static void kernel_call(cg_st *g, const sp_node *n, int scaled, const char *out, const char *cleanup) {
+  const kc_call *call = n->kcall;
+  fe_type ty = n->type;
+  MBUF(b);
+  FILE *m = mopen(&b);
+  for (int a = 0; a < call->nargs; a++)
+    if (call->arg[a].kind == KC_ARG_SCALAR) {
+      fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
+      cg_print_expr(m, g->sp, n->kops[call->arg[a].operand], ty, access_local, g);
+      fprintf(m, ";\n%*s", g->ind, "");
+    }
+  kopen(g, m, call->kernel, n->store);
+  for (int a = 0; a < call->nargs; a++) {
+    const kc_arg *x = &call->arg[a];
+    const sp_expr *e = x->operand >= 0 && x->operand < n->nkops ? n->kops[x->operand] : NULL;
+    bool s = scaled && x->operand == scaled;
+    if (a) fputs(", ", m);
+    switch (x->kind) {
+    case KC_ARG_TYPE: fputs(cg_dtltype(ty), m); break;
+    case KC_ARG_FLAG: fprintf(m, "%d", x->value); break;
+    case KC_ARG_EXTENT: fprintf(m, "dtl__n%d", x->value); break;
+    case KC_ARG_POINTER:
+      if (s) fputs("dtl__s", m);
+      else if (out && x->operand == 0) fputs(out, m);
+      else kernel_ptr(g, m, n, e);
+      break;
+    case KC_ARG_STRIDE:
+      if (s) scaled_stride(m, n, e, x->pos);
+      else stride_of(g, m, e, x->pos);
+      break;
+    case KC_ARG_SCALAR: fputs("&dtl__alpha", m); break;
+    }
+  }
+  kclose(g, m, call->kernel, cleanup);
+  fclose(m);
+  line(g, "%s", b);
+}
+
+/* A scaled product (sp_node.kcoef): the call runs on a copy of factor q times the coefficient,
+ * dense over the kernel's block (rows of its innermost walked position added by axpy into a
+ * zeroed buffer, on the host or the device), then frees it. */
+static void kernel_scaled_factor(cg_st *g, const sp_node *n, int q) {
+  const sp_expr *e = n->kops[q];
+  const bool cu = g->sp->cuda;
+  const char *ct = cg_ctype(n->type), *dt = cg_dtltype(n->type);
+  MBUF(size);
+  FILE *m = mopen(&size);
+  block_size(m, n, e);
+  fclose(m);
+  line(g, "const int64_t dtl__ns = %s;", size);
+  if (cu) {
+    line(g, "%s *dtl__s = dtl_cu_malloc((size_t)dtl__ns * sizeof(%s));", ct, ct);
+    line(g, "if (!dtl__s) return dtl_fail(dtl_ctx, \"out of device memory for a scaled operand of %s\");", ir_kernel_name(n->kernel));
+    line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl__s, dtl__ns)) { dtl_cu_free(dtl__s); return 1; }", dt);
+  } else {
+    line(g, "%s *dtl__s = calloc((size_t)dtl__ns, sizeof(%s));", ct, ct);
+    line(g, "if (!dtl__s) return dtl_fail(dtl_ctx, \"out of memory for a scaled operand of %s\");", ir_kernel_name(n->kernel));
+  }
+  /* the walked positions, in storage order: loops over all but the last, a row of the last */
+  int pos[KC_MAX_POS], np = 0;
+  for (int x = 0; x < e->nidx && np < KC_MAX_POS; x++)
+    if (kdim_of(n, e, x) >= 0) pos[np++] = x;
+  int open = 0;
+  for (int r = 0; r + 1 < np; r++, open++)
+    line(g, "%*sfor (int64_t dtl__c%d = 0; dtl__c%d < dtl__n%d; dtl__c%d++)", 2 * r, "", r, r, kdim_of(n, e, pos[r]), r);
+  MBUF(src);
+  m = mopen(&src);
+  kernel_ptr(g, m, n, e);
+  for (int r = 0; r + 1 < np; r++) {
+    fprintf(m, " + dtl__c%d * (", r);
+    stride_of(g, m, e, pos[r]);
+    fputc(')', m);
+  }
+  fclose(m);
+  MBUF(dst);
+  m = mopen(&dst);
+  fputs("dtl__s", m);
+  for (int r = 0; r + 1 < np; r++) {
+    fprintf(m, " + dtl__c%d * (", r);
+    scaled_stride(m, n, e, pos[r]);
+    fputc(')', m);
+  }
+  fclose(m);
+  MBUF(inc);
+  m = mopen(&inc);
+  stride_of(g, m, e, pos[np - 1]);
+  fclose(m);
+  if (cu)
+    line(g, "%*sif (dtl_cu_axpy(dtl_ctx, %s, dtl__n%d, &dtl__coef, %s, %s, %s, 1)) { dtl_cu_free(dtl__s); return 1; }", 2 * open, "",
+         dt, kdim_of(n, e, pos[np - 1]), src, inc, dst);
+  else
+    line(g, "%*sdtl_axpy(%s, dtl__n%d, &dtl__coef, %s, %s, %s, 1);", 2 * open, "", dt, kdim_of(n, e, pos[np - 1]), src, inc, dst);
+  kernel_call(g, n, q, NULL, cu ? "dtl_cu_free(dtl__s); " : "free(dtl__s); ");
+  line(g, "%s(dtl__s);", cu ? "dtl_cu_free" : "free");
+}
+
 /* The call the program describes (kernel catalogue order): extents of the kernel's block,
- * then its arguments. */
+ * then its arguments.  A scaled product (sp_node.kcoef) runs on a scaled copy of its smallest
+ * factor (the fewest elements in this call's block, chosen at run time), or, where the
+ * output is a scalar, sums into a temporary that it adds times the coefficient. */
 static void emit_kernel(cg_st *g, const sp_node *n) {
   int nk = n->nk;
   line(g, "/* substitute(%s): leaf kernel over the %d innermost loops */", ir_kernel_name(n->kernel), nk);
@@ -1506,32 +1630,59 @@ static void emit_kernel(cg_st *g, const sp_node *n) {
   const kc_call *call = n->kcall;
   if (!call) {
     line(g, "#error \"substitute(%s): the statement does not match the kernel\"", ir_kernel_name(n->kernel));
+  } else if (!n->kcoef) {
+    kernel_call(g, n, 0, NULL, "");
   } else {
+    const char *ct = cg_ctype(ty);
     MBUF(b);
     FILE *m = mopen(&b);
-    for (int a = 0; a < call->nargs; a++)
-      if (call->arg[a].kind == KC_ARG_SCALAR) {
-        fprintf(m, "const %s dtl__alpha = ", cg_ctype(ty));
-        cg_print_expr(m, g->sp, n->kops[call->arg[a].operand], ty, access_local, g);
-        fprintf(m, ";\n%*s", g->ind, "");
+    cg_print_expr(m, g->sp, n->kcoef, ty, access_local, g);
+    fclose(m);
+    line(g, "const %s dtl__coef = %s; /* the product's coefficient */", ct, b);
+    int cand[KC_MAX_OPERANDS], nc = 0;
+    for (int q = 1; q < n->nkops; q++) {
+      bool walked = false;
+      for (int x = 0; n->kops[q]->kind == SE_ACCESS && x < n->kops[q]->nidx; x++) walked |= kdim_of(n, n->kops[q], x) >= 0;
+      if (walked) cand[nc++] = q;
+    }
+    bool scalar_out = true;
+    for (int x = 0; x < n->kops[0]->nidx; x++) scalar_out &= kdim_of(n, n->kops[0], x) < 0;
+    if (scalar_out || !nc) { /* dot, innerprod: the call's sum in a temporary */
+      MBUF(o);
+      m = mopen(&o);
+      kernel_ptr(g, m, n, n->kops[0]);
+      fclose(m);
+      if (g->sp->cuda) {
+        line(g, "%s *dtl__t = dtl_cu_malloc(sizeof(%s));", ct, ct);
+        line(g, "if (!dtl__t) return dtl_fail(dtl_ctx, \"out of device memory for the sum of %s\");", ir_kernel_name(n->kernel));
+        line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl__t, 1)) { dtl_cu_free(dtl__t); return 1; }", cg_dtltype(ty));
+        kernel_call(g, n, 0, "dtl__t", "dtl_cu_free(dtl__t); ");
+        line(g, "if (dtl_cu_axpy(dtl_ctx, %s, 1, &dtl__coef, dtl__t, 1, %s, 1)) { dtl_cu_free(dtl__t); return 1; }", cg_dtltype(ty), o);
+        line(g, "dtl_cu_free(dtl__t);");
+      } else {
+        line(g, "%s dtl__t = (%s)0;", ct, ct);
+        kernel_call(g, n, 0, "&dtl__t", "");
+        line(g, "*(%s) %s dtl__coef * dtl__t;", o, n->store ? "=" : "+=");
       }
-    kopen(g, m, call->kernel, n->store);
-    for (int a = 0; a < call->nargs; a++) {
-      const kc_arg *x = &call->arg[a];
-      const sp_expr *e = x->operand >= 0 && x->operand < n->nkops ? n->kops[x->operand] : NULL;
-      if (a) fputs(", ", m);
-      switch (x->kind) {
-      case KC_ARG_TYPE: fputs(cg_dtltype(ty), m); break;
-      case KC_ARG_FLAG: fprintf(m, "%d", x->value); break;
-      case KC_ARG_EXTENT: fprintf(m, "dtl__n%d", x->value); break;
-      case KC_ARG_POINTER: kernel_ptr(g, m, n, e); break;
-      case KC_ARG_STRIDE: stride_of(g, m, e, x->pos); break;
-      case KC_ARG_SCALAR: fputs("&dtl__alpha", m); break;
+    } else {
+      /* the factor with the fewest elements in this call */
+      line(g, "int dtl__q = %d;", cand[0]);
+      for (int c = 0; c < nc; c++) {
+        m = mopen(&b);
+        block_size(m, n, n->kops[cand[c]]);
+        fclose(m);
+        if (!c) line(g, "int64_t dtl__least = %s;", b);
+        else line(g, "if (%s < dtl__least) dtl__q = %d, dtl__least = %s;", b, cand[c], b);
+      }
+      line(g, "(void)dtl__least;");
+      for (int c = 0; c < nc; c++) {
+        line(g, "%sif (dtl__q == %d) {", c ? "else " : "", cand[c]);
+        g->ind += 2;
+        kernel_scaled_factor(g, n, cand[c]);
+        g->ind -= 2;
+        line(g, "}");
       }
     }
-    kclose(g, m, call->kernel);
-    fclose(m);
-    line(g, "%s", b);
   }
   g->ind -= 2;
   line(g, "}");

@@ -200,20 +200,6 @@ const char *ir_kernel_name(ir_kernel k) {
   return in ? in->name : "none";
 }
 
-/* the factors of a product without guards, left to right; -1 if it is not one */
-static int product_factors(const ir_expr *e, const ir_expr **out, int max) {
-  if (e->nguards) return -1;
-  if (e->kind == IR_ACCESS || e->kind == IR_NUM) {
-    if (max < 1) return -1;
-    out[0] = e;
-    return 1;
-  }
-  if (e->kind != IR_MUL) return -1;
-  int na = product_factors(e->a, out, max);
-  int nb = na < 0 ? -1 : product_factors(e->b, out + na, max - na);
-  return nb < 0 ? -1 : na + nb;
-}
-
 _Static_assert(KC_MAX_POS >= FE_MAX_DIMS, "an access of any tensor fits a kc_access");
 
 static void kernel_access(int nidx, const int *vars, const int *orig, int n, kc_access *a) {
@@ -225,18 +211,108 @@ static void kernel_access(int nidx, const int *vars, const int *orig, int n, kc_
   }
 }
 
-int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_expr **factor,
-                       kc_access *op) {
-  int nf = product_factors(asg->rhs, factor + 1, KC_MAX_OPERANDS - 1);
-  if (nf < 0) return 0;
+/* Does e read an access that walks one of the substituted loops? */
+static bool walks(const ir_expr *e, const int *orig, int n) {
+  if (!e) return false;
+  if (e->kind == IR_ACCESS)
+    for (int p = 0; p < e->nidx; p++)
+      for (int q = 0; q < n; q++)
+        if (e->vars[p] == orig[q]) return true;
+  return walks(e->a, orig, n) || walks(e->b, orig, n);
+}
+
+static bool guarded(const ir_expr *e) { return e && (e->nguards || guarded(e->a) || guarded(e->b)); }
+
+/* The parts of a kernel statement's right side: its factors (accesses that walk a
+ * substituted loop), the scalars it multiplies by and divides by (expressions that walk
+ * none: numbers, params, accesses indexed by outer loops only), and its sign. */
+typedef struct {
+  const ir_expr *f[KC_MAX_OPERANDS];
+  int nf;
+  const ir_expr *mul[8], *div[8];
+  int nmul, ndiv;
+  bool neg, bad;
+} kparts;
+
+static void kernel_parts(kparts *p, const ir_expr *e, const int *orig, int n) {
+  if (p->bad) return;
+  if (e->nguards) {
+    p->bad = true;
+    return;
+  }
+  if (!walks(e, orig, n) && !guarded(e)) {
+    if (p->nmul == 8) p->bad = true;
+    else p->mul[p->nmul++] = e;
+    return;
+  }
+  switch (e->kind) {
+  case IR_ACCESS:
+    if (p->nf == KC_MAX_OPERANDS - 1) p->bad = true;
+    else p->f[p->nf++] = e;
+    return;
+  case IR_MUL:
+    kernel_parts(p, e->a, orig, n);
+    kernel_parts(p, e->b, orig, n);
+    return;
+  case IR_NEG:
+    p->neg = !p->neg;
+    kernel_parts(p, e->a, orig, n);
+    return;
+  case IR_DIV:
+    if (walks(e->b, orig, n) || guarded(e->b) || p->ndiv == 8) {
+      p->bad = true;
+      return;
+    }
+    p->div[p->ndiv++] = e->b;
+    kernel_parts(p, e->a, orig, n);
+    return;
+  default: p->bad = true; return;
+  }
+}
+
+static ir_expr *kexpr(ir_expr_kind kind, ir_expr *a, const ir_expr *b, fe_loc loc) {
+  ir_expr *x = ir_alloc(sizeof *x);
+  x->kind = kind, x->a = a, x->b = (ir_expr *)b, x->loc = loc;
+  return x;
+}
+
+int ir_kernel_operands(const cin_node *asg, ir_kernel k, const int *orig, int n, const ir_expr **factor,
+                       kc_access *op, const ir_expr **coef) {
+  kparts p = {0};
+  kernel_parts(&p, asg->rhs, orig, n);
+  *coef = NULL;
+  const kc_info *in = kc_get(k);
+  if (p.bad || !p.nf || !in) return 0;
+  /* the coefficient: the scalars' product, divided by the divisors, negated for an odd sign */
+  fe_loc loc = asg->rhs->loc;
+  ir_expr *c = NULL;
+  for (int q = 0; q < p.nmul; q++) c = c ? kexpr(IR_MUL, c, p.mul[q], loc) : (ir_expr *)p.mul[q];
+  if (!c && (p.ndiv || p.neg)) {
+    c = kexpr(IR_NUM, NULL, NULL, loc);
+    c->is_int = true, c->ival = 1, c->num = 1, c->text = "1";
+  }
+  for (int q = 0; q < p.ndiv; q++) c = kexpr(IR_DIV, c, p.div[q], loc);
+  if (p.neg) c = kexpr(IR_NEG, c, NULL, loc);
+  bool scalar_operand = false; /* the form multiplies by a scalar of its own (axpy's a) */
+  for (int q = 0; q < in->noperands; q++) scalar_operand |= in->op[q].role == KC_SCALAR;
+  if (scalar_operand) {
+    if (!c) {
+      c = kexpr(IR_NUM, NULL, NULL, loc);
+      c->is_int = true, c->ival = 1, c->num = 1, c->text = "1";
+    }
+    if (p.nf == KC_MAX_OPERANDS - 1) return 0;
+    p.f[p.nf++] = c;
+    c = NULL;
+  }
   factor[0] = NULL;
   kernel_access(asg->nlhs, asg->lhs_vars, orig, n, &op[0]);
-  for (int q = 1; q <= nf; q++) {
-    const ir_expr *e = factor[q];
-    if (e->kind == IR_NUM) op[q] = (kc_access){.number = true};
+  for (int q = 1; q <= p.nf; q++) {
+    const ir_expr *e = factor[q] = p.f[q - 1];
+    if (e->kind != IR_ACCESS || !walks(e, orig, n)) op[q] = (kc_access){.number = true};
     else kernel_access(e->nidx, e->vars, orig, n, &op[q]);
   }
-  return 1 + nf;
+  *coef = c;
+  return 1 + p.nf;
 }
 
 /* ---- deep copies ------------------------------------------------------------------------ */

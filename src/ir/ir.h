@@ -315,20 +315,29 @@ int cin_loops(const cin_node *root, const cin_node **out, int max); /* the foral
 const cin_node *cin_assign(const cin_node *root);                  /* innermost statement */
 int ir_var_find(const ir_stmt *s, const char *name);
 const char *ir_kernel_name(ir_kernel k);
-/* The operands of an assignment as the kernel catalogue sees them (kc_access): op[0] its
- * output, then the factors of its right side left to right, each also in factor[] (NULL for
- * the output); loop q of the n substituted loops walks the original variable orig[q].
- * Returns the number of operands, 0 when the right side is not a product of accesses and
- * numbers without guards, or has more factors than a kernel. */
-int ir_kernel_operands(const cin_node *asg, const int *orig, int n, const ir_expr **factor,
-                       kc_access *op);
+/* The operands of an assignment as kernel k of the catalogue sees them (kc_access): op[0]
+ * its output, then its factors left to right, each also in factor[] (NULL for the output);
+ * loop q of the n substituted loops walks the original variable orig[q].  A factor is an
+ * access that walks a substituted loop; what walks none (numbers, params, accesses indexed
+ * by outer loops only, and what the product is divided by, and a minus sign) makes up the
+ * coefficient: the form's scalar operand where it has one (axpy's a; 1 when there is
+ * nothing), the last factor then, else *coef (NULL where it is 1), which multiplies the
+ * product.  Returns the number of operands, 0 when the right side is not such a product
+ * (or has more factors than a kernel). */
+int ir_kernel_operands(const cin_node *asg, ir_kernel k, const int *orig, int n, const ir_expr **factor,
+                       kc_access *op, const ir_expr **coef);
 fe_type ir_tensor_type(const ir_program *ir, int tensor);
 /* Whether the assignment asg has kernel k's form (the catalogue's) with its n substituted
  * loops walking the original variables orig[0..n-1] in that order, every tensor of one type:
  * what substitute asks of the statement once the loops themselves are valid (innermost,
  * contiguous, not distributed).  The form depends on the statement and orig only, not on the
  * rest of the schedule, so a search can ask it before building a candidate. */
-typedef enum { IR_FITS, IR_FITS_TYPES /* a product of two tensors of other types */, IR_FITS_FORM } ir_fit;
+typedef enum {
+  IR_FITS,
+  IR_FITS_TYPES, /* a product of two tensors of other types */
+  IR_FITS_COEF,  /* an integral statement scaled by a non-integer or divided */
+  IR_FITS_FORM
+} ir_fit;
 ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, const int *orig, int n);
 
 #endif

@@ -737,6 +737,38 @@ static int contiguous_original(const ir_stmt *s, int v) {
 }
 
 /* (ir.h) */
+/* Is the scalar e exact in the integral type of the statement (integer numbers, integer params
+ * and tensors: the coefficient times the sum is then the sum of the products)? */
+static bool coef_integral(const ir_program *ir, const ir_expr *e) {
+  switch (e->kind) {
+  case IR_NUM: return e->is_int;
+  case IR_PARAM: return !ir->ast->params[e->param].is_float;
+  case IR_ACCESS: {
+    fe_type t = ir_tensor_type(ir, e->tensor);
+    return t == FE_INT32 || t == FE_INT64;
+  }
+  case IR_NEG: return coef_integral(ir, e->a);
+  case IR_ADD: case IR_SUB: case IR_MUL: case IR_DIV: return coef_integral(ir, e->a) && coef_integral(ir, e->b);
+  default: return false;
+  }
+}
+
+/* Does the product (the part of e that walks a substituted loop) divide by something?  In an
+ * integral statement (x / d) * y is not x * y / d. */
+static bool divides_product(const ir_expr *e, const int *orig, int n) {
+  bool walks = false;
+  if (e->kind == IR_ACCESS)
+    for (int p = 0; p < e->nidx; p++)
+      for (int q = 0; q < n; q++) walks |= e->vars[p] == orig[q];
+  if (walks) return false;
+  switch (e->kind) {
+  case IR_DIV: return true;
+  case IR_MUL: return divides_product(e->a, orig, n) || divides_product(e->b, orig, n);
+  case IR_NEG: return divides_product(e->a, orig, n);
+  default: return false;
+  }
+}
+
 ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, const int *orig, int n) {
   const ir_expr *e = asg->rhs;
   fe_type ot = ir_tensor_type(ir, asg->lhs_tensor);
@@ -744,12 +776,17 @@ ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, co
       !e->a->nguards && !e->b->nguards &&
       (ir_tensor_type(ir, e->a->tensor) != ot || ir_tensor_type(ir, e->b->tensor) != ot))
     return IR_FITS_TYPES;
-  const ir_expr *factor[KC_MAX_OPERANDS];
+  const ir_expr *factor[KC_MAX_OPERANDS], *coef;
   kc_access ops[KC_MAX_OPERANDS];
-  int nops = ir_kernel_operands(asg, orig, n, factor, ops);
+  int nops = ir_kernel_operands(asg, k, orig, n, factor, ops, &coef);
   bool same_type = true;
   for (int q = 1; q < nops; q++)
-    same_type &= factor[q]->kind == IR_NUM || ir_tensor_type(ir, factor[q]->tensor) == ot;
+    same_type &= ops[q].number || ir_tensor_type(ir, factor[q]->tensor) == ot;
+  if (nops && (ot == FE_INT32 || ot == FE_INT64)) { /* the coefficient is exact: integers, no division of the product */
+    for (int q = 1; q < nops; q++)
+      if (ops[q].number && !coef_integral(ir, factor[q])) return IR_FITS_COEF;
+    if ((coef && !coef_integral(ir, coef)) || divides_product(e, orig, n)) return IR_FITS_COEF;
+  }
   return nops && same_type && kc_match(k, n, nops, ops, NULL) ? IR_FITS : IR_FITS_FORM;
 }
 
@@ -803,6 +840,9 @@ static bool cmd_substitute(sctx *c) {
   case IR_FITS: break;
   case IR_FITS_TYPES:
     FAIL(a[1].loc, "substitute: %s needs every tensor of the statement to have the same type", a[1].name);
+  case IR_FITS_COEF:
+    FAIL(a[1].loc, "substitute: %s on integers takes an integer coefficient and no division of the product "
+                   "(the kernel multiplies the sum, not each term)", a[1].name);
   default: {
     char form[256];
     kc_form(k, form, sizeof form);

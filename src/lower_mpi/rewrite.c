@@ -80,7 +80,7 @@ static void halo_node(halo_st *h, const sp_program *sp, const sp_node *n) {
   if (!n || h->why) return;
   if (n->kind == SN_KERNEL)
     for (int q = 0; q < n->nkops; q++)
-      if (halo_reads(n->kops[q], h->buf)) h->why = "a leaf kernel reads it";
+      if (halo_reads(n->kops[q], h->buf) || halo_reads(n->kcoef, h->buf)) h->why = "a leaf kernel reads it";
   if (n->kind == SN_PRODUCER && halo_reads(n->rhs, h->buf)) h->why = "a precompute reads it";
   if (n->kind == SN_ASSIGN || n->kind == SN_ACC) {
     if (n->lhs && n->lhs->buf == h->buf) h->why = "it is written";

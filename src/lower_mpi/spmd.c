@@ -676,13 +676,14 @@ static void kernel_node(bst *g, sp_node *seq, int k) {
   /* the call: the catalogue lays out the arguments from the operands' kernel dimensions */
   int lorig[KC_MAX_POS + 1];
   for (int q = 0; q < nk && q <= KC_MAX_POS; q++) lorig[q] = korig[q] - g->fn->var0;
-  const ir_expr *op[KC_MAX_OPERANDS];
+  const ir_expr *op[KC_MAX_OPERANDS], *coef;
   kc_access acc[KC_MAX_OPERANDS];
-  int nops = ir_kernel_operands(asg, lorig, nk, op, acc);
+  int nops = ir_kernel_operands(asg, n->kernel, lorig, nk, op, acc, &coef);
   const sp_expr **kops = ir_alloc((nops + 1) * sizeof *kops);
   kops[0] = lhs_expr(g);
   for (int q = 1; q < nops; q++) kops[q] = expr(g, op[q]);
   kn->nkops = nops, kn->kops = kops;
+  kn->kcoef = coef ? expr(g, coef) : NULL;
   kc_call *call = ir_alloc(sizeof *call);
   kn->kcall = kc_describe_call(n->kernel, nk, nops, acc, call) ? call : NULL;
   kn->comment = ir_kernel_name(n->kernel);
@@ -1205,9 +1206,15 @@ static void build_stmt(sp_program *sp, const lw_program *lp, int i, int *slot) {
   }
   int cap = 0;
   collect_sparse(&g, asg->rhs, asg->rhs, &cap);
-  /* axpy's scalar is computed on the host: when it reads a tensor (device memory) the loops
-   * become a kernel of their own instead */
-  if (sp->cuda && g.kdepth >= 0 && ls->loops[g.kdepth]->kernel == KERNEL_AXPY && count_access(asg->rhs) > 1) g.kdepth = -1;
+  /* a kernel's scalar (axpy's a, the coefficient of a scaled product) is computed on the
+   * host: when it reads a tensor (device memory) the loops become a kernel of their own
+   * instead */
+  if (sp->cuda && g.kdepth >= 0) {
+    const kc_info *in = kc_get(ls->loops[g.kdepth]->kernel);
+    int tensors = 0;
+    for (int q = 1; in && q < in->noperands; q++) tensors += in->op[q].role != KC_SCALAR;
+    if (count_access(asg->rhs) > tensors) g.kdepth = -1;
+  }
   sp_node *body = sp_new(SN_SEQ);
   fn->body = body;
   for (int q = 0; q < ls->ncomm; q++) {
@@ -2628,6 +2635,11 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     fputs(")  ", f);
     pexpr(f, c, n->kops[0]);
     fputs(n->store ? " = " : " += ", f);
+    if (n->kcoef) { /* the coefficient: scales the smallest factor, or the sum of a scalar output */
+      fputc('(', f);
+      pexpr(f, c, n->kcoef);
+      fputs(") * ", f);
+    }
     for (int q = 1; q < n->nkops; q++) {
       if (q > 1) fputs(" * ", f);
       pexpr(f, c, n->kops[q]);

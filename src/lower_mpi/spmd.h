@@ -285,6 +285,9 @@ struct sp_node {
   int nkops;
   const sp_expr **kops;
   const kc_call *kcall;  /* NULL: the statement does not match (a compiler error) */
+  const sp_expr *kcoef; /* the product's coefficient (ir_kernel_operands; NULL: 1): the call runs
+                         * on a scaled copy of its smallest factor, or, where the output is a
+                         * scalar, adds the scaled sum of a call into a temporary */
   /* SN_ASSIGN, SN_ACC */
   const sp_expr *rhs, *lhs;
   fe_type type;

@@ -856,7 +856,32 @@ static void test_calls_params_minus(void **state) {
              "forall i\n"
              "  a(i) += --b(i)\n");
   expect_error("a(i) = exp(B(i,j))*c(j).substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
-  expect_error("a(i) = B(i,j)*c(j)*n.substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
+  expect_error("a(i) = B(i,j)*c(j) + n.substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
+  expect_error("a(i) = B(i,j)*c(j)*d(i).substitute({i, j}, gemv)", L1, "gemv", "does not match gemv");
+  /* a scaled product: numbers, params, a sign and divisors make up the coefficient */
+  expect_cin(HDR_R, "a(i) -= 2*B(i,j)*c(j)*n/chunk.substitute({i, j}, gemv)", -1,
+             "forall i [substitute gemv]\n"
+             "  forall j\n"
+             "    a(i) += -(2 * B(i,j) * c(j) * n / chunk)\n"
+             "s.t. substitute({i, j}, gemv)\n");
+}
+
+/* An integral statement takes an integer coefficient and no divisor: the kernel multiplies the
+ * sum (3 * sum = sum of 3 * terms, but sum / 2 is not the sum of the halves). */
+static void test_substitute_integral(void **state) {
+  (void)state;
+  static const char H[] = "param n = 8;\nparam m = 3;\ntensor I(n, n) int32;\ntensor J(n, n) int32;\n"
+                          "tensor K(n, n) int32;\ntensor u(n) int32;\ntensor w(n) int32;\n";
+  expect_cin(H, "K(i,j) = -3 * I(i,k) * J(k,j) * n.substitute({i, j, k}, gemm)", -1,
+             "forall i [substitute gemm]\n"
+             "  forall j\n"
+             "    forall k\n"
+             "      K(i,j) += -3 * I(i,k) * J(k,j) * n\n"
+             "s.t. substitute({i, j, k}, gemm)\n");
+  const char *msg = "substitute: gemm on integers takes an integer coefficient and no division of the product";
+  expect_error_in(H, 7, "K(i,j) = 1.5 * I(i,k) * J(k,j)\n  .substitute({i, j, k}, gemm)", 9, "gemm", msg);
+  expect_error_in(H, 7, "w(i) += u(i) / 2\n  .substitute({i}, axpy)", 9, "axpy",
+                  "substitute: axpy on integers takes an integer coefficient and no division of the product");
 }
 
 static void test_default_two_statements(void **state) {
@@ -2114,6 +2139,7 @@ int main(void) {
       cmocka_unit_test(test_error_rotate_by_itself),
       cmocka_unit_test(test_error_parallelize),
       cmocka_unit_test(test_error_substitute),
+      cmocka_unit_test(test_substitute_integral),
       cmocka_unit_test(test_error_substitute_distributed_caret),
       cmocka_unit_test(test_error_precompute),
       cmocka_unit_test(test_error_unknown_command_and_counts),
