@@ -1565,7 +1565,7 @@ static void kernel_scaled_factor(cg_st *g, const sp_node *n, int q) {
     line(g, "if (!dtl__s) return dtl_fail(dtl_ctx, \"out of device memory for a scaled operand of %s\");", ir_kernel_name(n->kernel));
     line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl__s, dtl__ns)) { dtl_cu_free(dtl__s); return 1; }", dt);
   } else {
-    line(g, "%s *dtl__s = calloc((size_t)dtl__ns, sizeof(%s));", ct, ct);
+    line(g, "%s *dtl__s = calloc((size_t)(dtl__ns > 0 ? dtl__ns : 1), sizeof(%s));", ct, ct);
     line(g, "if (!dtl__s) return dtl_fail(dtl_ctx, \"out of memory for a scaled operand of %s\");", ir_kernel_name(n->kernel));
   }
   /* the walked positions, in storage order: loops over all but the last, a row of the last */

@@ -46,6 +46,10 @@ struct dtl_halo {
   int64_t *sidx; /* per send peer in turn: element offsets into the rank's block */
   int64_t *ridx; /* per receive peer in turn: element offsets into the buffer */
   int64_t nsidx, nridx;
+  /* ... as runs of consecutive offsets where they are long (at, length; NULL: element by
+   * element): sbuf and rbuf hold the runs one after another */
+  int64_t *srun_at, *srun_len, nsrun;
+  int64_t *rrun_at, *rrun_len, nrrun;
   int64_t nlocal; /* the rank's own entries, as runs of consecutive coordinates: block offset
                    * -> buffer offset, llen entries each */
   int64_t *lsrc, *ldst, *llen;
@@ -71,6 +75,10 @@ void dtl_halo_free(dtl_halo **cache) {
   free(h->rcnt);
   free(h->sidx);
   free(h->ridx);
+  free(h->srun_at);
+  free(h->srun_len);
+  free(h->rrun_at);
+  free(h->rrun_len);
   free(h->lsrc);
   free(h->ldst);
   free(h->llen);
@@ -143,6 +151,49 @@ static void scatter_vals(size_t es, const char *src, const int64_t *idx, int64_t
   } else {
     for (int64_t k = 0; k < n; k++)
       memcpy(dst + idx[k] * (int64_t)es, src + k * (int64_t)es, es);
+  }
+}
+
+/* The offsets idx[0..n) as runs of consecutive offsets (*at, *len, *nr), where they average
+ * at least RUN_MIN offsets (a copy per run then moves the values at memcpy's speed, where one
+ * per value reads an offset for each: at 2 ranks on a random matrix of 10^6 rows, whose halo
+ * is nearly the whole of the other block, 0.9 ms to pack 500,000 values one by one); else
+ * nothing (*at NULL).  Nonzero: out of memory. */
+#define RUN_MIN 8
+static int make_runs(const int64_t *idx, int64_t n, int64_t **at, int64_t **len, int64_t *nr) {
+  *at = *len = NULL, *nr = 0;
+  int64_t runs = 0;
+  for (int64_t k = 0; k < n; k++)
+    runs += k == 0 || idx[k] != idx[k - 1] + 1;
+  if (runs == 0 || n < RUN_MIN * runs)
+    return 0;
+  *at = malloc((size_t)runs * sizeof **at), *len = malloc((size_t)runs * sizeof **len);
+  if (!*at || !*len) {
+    free(*at), free(*len);
+    *at = *len = NULL;
+    return 1;
+  }
+  for (int64_t k = 0, r = -1; k < n; k++) {
+    if (k == 0 || idx[k] != idx[k - 1] + 1)
+      (*at)[++r] = idx[k], (*len)[r] = 0;
+    (*len)[r]++;
+  }
+  *nr = runs;
+  return 0;
+}
+
+/* The values at the runs of src, one after another into dst (gather) or back (scatter). */
+static void gather_runs(size_t es, const char *src, const int64_t *at, const int64_t *len, int64_t nr, char *dst) {
+  for (int64_t r = 0; r < nr; r++) {
+    memcpy(dst, src + at[r] * (int64_t)es, (size_t)len[r] * es);
+    dst += len[r] * (int64_t)es;
+  }
+}
+
+static void scatter_runs(size_t es, const char *src, const int64_t *at, const int64_t *len, int64_t nr, char *dst) {
+  for (int64_t r = 0; r < nr; r++) {
+    memcpy(dst + at[r] * (int64_t)es, src, (size_t)len[r] * es);
+    src += len[r] * (int64_t)es;
   }
 }
 
@@ -341,6 +392,9 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     else
       h->sidx[k] = got[k] - own->lo[0];
   }
+  if (!err && (make_runs(h->sidx, h->nsidx, &h->srun_at, &h->srun_len, &h->nsrun) ||
+               make_runs(h->ridx, h->nridx, &h->rrun_at, &h->rrun_len, &h->nrrun)))
+    err = dtl_fail(ctx, "halo exchange: out of memory for the runs of the lists");
   /* the peers that exchange at least one value */
   if (!err) {
     for (int c = 0; c < G; c++)
@@ -440,7 +494,10 @@ int dtl_halo_begin(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const v
       nreq++, dtl_count_recv(ctx, DTL_OP_HALO, h->rcnt[k] * (int64_t)es, 1);
     off += h->rcnt[k];
   }
-  gather_vals(es, local, h->sidx, h->nsidx, h->sbuf);
+  if (h->srun_at)
+    gather_runs(es, local, h->srun_at, h->srun_len, h->nsrun, h->sbuf);
+  else
+    gather_vals(es, local, h->sidx, h->nsidx, h->sbuf);
   off = 0;
   for (int k = 0; k < h->nsend && !err; k++) {
     int cnt;
@@ -473,7 +530,9 @@ int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf) {
   cache->nreq = 0;
   if (nreq && (rc = MPI_Waitall(nreq, cache->req, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
     err = dtl_mpi_fail(ctx, rc, "MPI_Waitall (halo)");
-  if (!err)
+  if (!err && cache->rrun_at)
+    scatter_runs(dtl_type_size(cache->t), cache->rbuf, cache->rrun_at, cache->rrun_len, cache->nrrun, buf);
+  else if (!err)
     scatter_vals(dtl_type_size(cache->t), cache->rbuf, cache->ridx, cache->nridx, buf);
   return err;
 }

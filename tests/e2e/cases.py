@@ -235,8 +235,8 @@ def programs(long=False):
     add("kernels.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}], [{"n": 9, "m": 2, "p": 7, "r": 5}])
     # scaled products: a number, a param, a sign, a division, -=, scalar tensors (the copy of
     # the smallest factor scaled, or a scalar output's sum), integers
-    add("kernels_scaled.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}, {"n": 9, "m": 2, "p": 7, "r": 5}],
-        [{"n": 1, "m": 8, "p": 3, "r": 2}], rk=[1, 2, 3, 4, 6, 8])
+    add("kernels_scaled.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3}, {"n": 9, "m": 2, "p": 7, "r": 5},
+                               {"n": 1, "m": 8, "p": 3, "r": 2}], rk=[1, 2, 3, 4, 6, 8])
     add("kernel_layouts.dtl", [{"n": 6, "m": 5, "p": 4, "r": 3, "q": 2}],
         [{"n": 9, "m": 2, "p": 7, "r": 5, "q": 3}])
     add("literals.dtl", [{"n": 5}], [{"n": 9}], exact=True)
