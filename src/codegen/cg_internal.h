@@ -47,6 +47,8 @@ typedef struct cg_st {
   const sp_node *width; /* the enclosing SN_WIDTH (NULL: none) */
   bool w32;           /* ... printing its 32-bit branch */
   int th_mode;        /* a loop of the pass threads: 1 printing its shared version, 2 its own (0: neither) */
+  int skip_var;       /* the innermost loop being printed runs on one thread over this variable, which its
+                       * body may move on (an overlap guard's skip); -1: none */
   /* the rewrite hoist: the operands of the innermost loop being printed that are read once
    * before it, as the locals dtl_hN (hoist_id[k]: N of hoist_e[k]) */
   int nhoist, hoist_next;

@@ -800,6 +800,8 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       line(g, "if (dtl_halo_begin(dtl_ctx, %d, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, %d, &%s, dtl_%s, &dtl_plan->halo[%d], dtl_plan->epoch, true)) return 1;",
            __builtin_ctz(c->mask), t, dt, localptr, t, tname(g, c->halo_tensor), c->halo_level, box, nm, b->slot);
       line(g, "const uint8_t *dtl_%s_rows = dtl_halo_rows(dtl_plan->halo[%d]); /* 1: the row reads a ghost */", nm, b->slot);
+      line(g, "const int64_t dtl_%s_nrows = dtl_halo_nrows(dtl_plan->halo[%d]); /* ... of so many rows */", nm, b->slot);
+      line(g, "(void)dtl_%s_nrows;", nm);
       line(g, "%s *dtl_%s_halo = dtl_%s; /* the exchange's buffer; until halo.end, the rank's own block */", ct, nm, nm);
       line(g, "dtl_box dtl_%s_hbox = %s;", nm, box);
       line(g, "dtl_%s = (%s *)%s, %s = dtl_plan->own[%d];", nm, ct, localptr, box, t);
@@ -1229,7 +1231,11 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   }
   g->ind += 2;
   line(g, "(void)%s;", v);
+  const int skip = g->skip_var;
+  /* a loop on one thread over its own variable: its body may move it on */
+  g->skip_var = (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK) && mode != 1 && !g->in_kernel && n->par == PAR_NONE ? n->var : -1;
   emit_kids(g, n);
+  g->skip_var = skip;
   g->ind -= 2;
   line(g, "}");
   if (n->nhoist) g->nhoist = 0; /* the hoisted operands were this loop's */
@@ -1249,6 +1255,15 @@ static void emit_guard(cg_st *g, const sp_node *n) {
   if (n->halo_guard) { /* the rewrite "overlap": rows in two phases */
     /* a row with no stored entry (position -1) reads no ghost */
     const char *nm = cg_bname(g, n->halo_guard - 1);
+    if (n->halo_skip && g->skip_var == n->skip_var) { /* on to the next row of this phase */
+      line(g, "if ((dtl_sp%d_p%d >= 0 && dtl_%s_rows && dtl_%s_rows[dtl_sp%d_p%d]) != %d) {", n->sparse, n->level, nm, nm, n->sparse,
+           n->level, n->halo_phase);
+      line(g, "  if (dtl_sp%d_p%d >= 0 && dtl_%s_rows) %s += dtl_halo_skip(dtl_%s_rows, dtl_sp%d_p%d, dtl_%s_nrows, %d) - 1;", n->sparse,
+           n->level, nm, vname(g, n->skip_var), nm, n->sparse, n->level, nm, n->halo_phase);
+      line(g, "  continue;");
+      line(g, "}");
+      return;
+    }
     line(g, "if ((dtl_sp%d_p%d >= 0 && dtl_%s_rows && dtl_%s_rows[dtl_sp%d_p%d]) != %d) continue;", n->sparse, n->level, nm, nm,
          n->sparse, n->level, n->halo_phase);
     return;
@@ -1727,7 +1742,7 @@ static void emit_box_fns(FILE *f, const sp_program *sp, const sp_func *fn, const
     fprintf(f, "  const %s_s%d_args *dtl_a = dtl_arg;\n  (void)dtl_coords;\n", fnp(o), fn->index);
     declare_params(f, sp, "dtl_a->plan->p", 2);
     declare_splits(f, sp, "dtl_a->plan", 2);
-    cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2};
+    cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2, .skip_var = -1};
     emit_box(&g, b->order, b->lo, b->hi, "dtl_b", true);
     fputs("}\n\n", f);
   }
@@ -1756,7 +1771,7 @@ static void emit_stmt(FILE *f, FILE *decl, FILE *cu, const sp_program *sp, const
   fprintf(f, "  %s_s%d_args dtl_args = {.plan = dtl_plan};\n  (void)dtl_args;\n", fnp(o), fn->index);
   declare_params(f, sp, "dtl_plan->p", 2);
   declare_splits(f, sp, "dtl_plan", 2);
-  cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2, .cu = cu, .decl = decl};
+  cg_st g = {.f = f, .sp = sp, .fn = fn, .o = o, .ind = 2, .cu = cu, .decl = decl, .skip_var = -1};
   cg_node(&g, fn->body);
   fputs("  return 0;\n}\n\n", f);
 }

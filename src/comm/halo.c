@@ -539,6 +539,15 @@ int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf) {
 
 const uint8_t *dtl_halo_rows(const dtl_halo *cache) { return cache && cache->nghost_rows ? cache->rows : NULL; }
 
+int64_t dtl_halo_nrows(const dtl_halo *cache) { return cache && cache->rows ? cache->nparent : 0; }
+
+int64_t dtl_halo_skip(const uint8_t *rows, int64_t p, int64_t n, int flag) {
+  if (p + 1 >= n)
+    return 1;
+  const uint8_t *q = memchr(rows + p + 1, flag, (size_t)(n - p - 1));
+  return q ? q - (rows + p) : n - p;
+}
+
 int dtl_halo_exchange(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const void *local,
                       const dtl_box *own, const dtl_sparse *s, int level, const dtl_box *box, void *buf,
                       dtl_halo **cache, int64_t epoch) {

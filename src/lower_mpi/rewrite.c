@@ -1691,7 +1691,10 @@ void spmd_fuse(sp_program *sp) {
  *                        halo.end x (x reads the buffer) { N[rows reading a ghost] }
  * (halo.end runs its nest only where some row reads a ghost)
  * where N[R] is the nest with a test at the top of each row's iteration (the inspector marks
- * the rows, dtl_halo_rows).  Precondition: the exchange is the halo rewrite's, of level 1 of a
+ * the rows, dtl_halo_rows); where the test heads the body of the loop over the rows and that
+ * loop's variable moves the row's position one for one, a row that does not run moves the
+ * loop on to the next that does (the rows of one phase are found a run at a time:
+ * dtl_halo_skip; in a banded matrix the ghost rows are the block's first and last few).  Precondition: the exchange is the halo rewrite's, of level 1 of a
  * sparse matrix (order 2), and is followed in its sequence by exactly one nest N, the last node,
  * that holds only local computation (loops, bindings, guards, positions, register sums,
  * assignments); in N, the node X0 that binds the position of the matrix's access at level 0
@@ -1796,6 +1799,35 @@ static const char *overlap_can(const sp_program *sp, const sp_func *fn, const sp
   return NULL;
 }
 
+/* The loop whose body is P (P itself, or its one kid), NULL if none in n. */
+static sp_node *overlap_loop(sp_node *n, const sp_node *P) {
+  if (!n) return NULL;
+  if (n == P && n->kind == SN_LOOP) return n;
+  if (n->kind == SN_LOOP && n->nkids == 1 && n->kids[0] == P) return n;
+  for (int q = 0; q < n->nkids; q++) {
+    sp_node *L = overlap_loop(n->kids[q], P);
+    if (L) return L;
+  }
+  return NULL;
+}
+
+/* Does loop L's variable move the position bound by the dense SN_SPPOS node P->kids[x0]
+ * (level 0) one for one, P being L's body: the position reads L's variable, or a variable
+ * bound in P before it as L's variable plus a value that does not depend on it? */
+static bool overlap_unit(const sp_node *L, const sp_node *P, int x0) {
+  const sp_node *X = P->kids[x0];
+  if (X->kind != SN_SPPOS || X->compressed || X->level != 0) return false;
+  if (X->var == L->var) return true;
+  for (int q = 0; q < x0; q++) {
+    const sp_node *b = P->kids[q];
+    if (b && b->kind == SN_BIND && b->var == X->var) {
+      const sym *rest = sym_sub(b->bind, sym_var(L->var));
+      return !sym_uses(rest, SYM_VAR, L->var);
+    }
+  }
+  return false;
+}
+
 /* a guard of phase `phase` at the top of the row of a copy of the nest */
 static sp_node *overlap_phase(const sp_program *sp, const sp_node *N, const sp_node *halo, int a, int phase) {
   renaming none = {0};
@@ -1812,6 +1844,10 @@ static sp_node *overlap_phase(const sp_program *sp, const sp_node *N, const sp_n
     if (L->nkids) memcpy(k + 1, L->kids, L->nkids * sizeof *k);
     L->kids = k, L->nkids++;
   } else {
+    /* the loop over the rows may jump over a run of rows that do not run in this phase */
+    const sp_node *L = overlap_loop(c, P);
+    if (L && (L->loop == SL_LOCAL || L->loop == SL_LOCAL_BLOCK) && overlap_unit(L, P, x0))
+      g->halo_skip = true, g->skip_var = L->var;
     sp_node **k = ir_alloc((P->nkids + 1) * sizeof *k);
     memcpy(k, P->kids, (x0 + 1) * sizeof *k);
     k[x0 + 1] = g;

@@ -2538,8 +2538,9 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     return;
   case SN_GUARD:
     if (n->halo_guard) {
-      fprintf(f, "skip unless the row at position sp%d level %d %s   # overlap\n", n->sparse, n->level,
-              n->halo_phase ? "reads a ghost: after the exchange, from its buffer" : "reads only this rank's block: during the exchange, in place");
+      fprintf(f, "skip unless the row at position sp%d level %d %s%s   # overlap\n", n->sparse, n->level,
+              n->halo_phase ? "reads a ghost: after the exchange, from its buffer" : "reads only this rank's block: during the exchange, in place",
+              n->halo_skip ? " (the loop moves to the next such row at once)" : "");
       return;
     }
     fputs("skip unless ", f);

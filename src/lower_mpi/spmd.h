@@ -269,6 +269,11 @@ struct sp_node {
    * guard); the iteration runs where the row at the position of sparse access `sparse`,
    * level `level`, reads a ghost (phase 1) or only the rank's own block (phase 0) */
   int halo_guard, halo_phase;
+  /* ... where the guard heads the body of the loop over the rows (var skip_var), whose value
+   * moves with the row's position one for one: a row that does not run moves the loop to the
+   * next row that does at once (dtl_halo_skip), where the loop runs on one thread */
+  bool halo_skip;
+  int skip_var;
   /* SN_INIT */
   sp_init_kind init;
   int tensor, work, slot;

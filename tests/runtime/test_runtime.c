@@ -144,6 +144,22 @@ static void test_integers(void **state) {
   all_ok();
 }
 
+/* dtl_halo_skip: from each position, the distance to the next one flagged so, against a scan;
+ * the loop of one phase of the rewrite overlap moves by it from a row of the other phase. */
+static void test_halo_skip(void **state) {
+  (void)state;
+  static const uint8_t rows[] = {1, 1, 0, 0, 0, 1, 0, 1, 1, 1, 0};
+  const int64_t n = (int64_t)sizeof rows;
+  for (int flag = 0; flag < 2; flag++)
+    for (int64_t p = 0; p < n; p++) {
+      int64_t want = 1;
+      while (p + want < n && rows[p + want] != flag) want++;
+      CHECK(dtl_halo_skip(rows, p, n, flag) == want);
+    }
+  CHECK(dtl_halo_skip(rows, n - 1, n, 0) == 1 && dtl_halo_nrows(NULL) == 0);
+  all_ok();
+}
+
 static void test_boxes(void **state) {
   (void)state;
   dtl_box a = {2, {0, 0}, {4, 5}}, b = {2, {2, 3}, {6, 4}}, c, e = {2, {1, 1}, {1, 3}};
@@ -2804,6 +2820,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_types, reset, report_time),
       cmocka_unit_test_setup_teardown(test_integers, reset, report_time),
+      cmocka_unit_test_setup_teardown(test_halo_skip, reset, report_time),
       cmocka_unit_test_setup_teardown(test_boxes, reset, report_time),
       cmocka_unit_test_setup_teardown(test_copy_box, reset, report_time),
       cmocka_unit_test_setup_teardown(test_max_rel_error, reset, report_time),

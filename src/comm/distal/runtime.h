@@ -787,6 +787,11 @@ int dtl_halo_begin(dtl_ctx *ctx, int dim, const dtl_dist *d, dtl_type t, const v
                    bool split);
 int dtl_halo_end(dtl_ctx *ctx, dtl_halo *cache, void *buf);
 const uint8_t *dtl_halo_rows(const dtl_halo *cache);
+/* ... the number of parent positions it covers, and the distance from position p to the next
+ * position q > p whose flag is `flag` (n - p where there is none): a loop over the rows of one
+ * phase moves on by it from a row of the other. */
+int64_t dtl_halo_nrows(const dtl_halo *cache);
+int64_t dtl_halo_skip(const uint8_t *rows, int64_t p, int64_t n, int flag);
 /* After an exchange: the rank receives nothing (every entry it reads is in its own block), so
  * the exchange filled nothing of buf and the caller reads its block in place. */
 int dtl_halo_is_local(const dtl_halo *cache);
