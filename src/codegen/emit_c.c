@@ -1563,6 +1563,17 @@ static void kernel_call(cg_st *g, const sp_node *n, int scaled, const char *out,
   line(g, "%s", b);
 }
 
+/* The offset of row (dtl__c0, dtl__c1, ...) of operand e's walked positions pos[0..np-1) (the
+ * last is the row's own): in e itself, or in its scaled copy. */
+static void row_offset(cg_st *g, FILE *m, const sp_node *k, const sp_expr *e, const int *pos, int np, bool copy) {
+  for (int r = 0; r + 1 < np; r++) {
+    fprintf(m, " + dtl__c%d * (", r);
+    if (copy) scaled_stride(m, k, e, pos[r]);
+    else stride_of(g, m, e, pos[r]);
+    fputc(')', m);
+  }
+}
+
 /* A scaled product (sp_node.kcoef): the call runs on a copy of factor q times the coefficient,
  * dense over the kernel's block (rows of its innermost walked position added by axpy into a
  * zeroed buffer, on the host or the device), then frees it. */
@@ -1593,20 +1604,12 @@ static void kernel_scaled_factor(cg_st *g, const sp_node *n, int q) {
   MBUF(src);
   m = mopen(&src);
   kernel_ptr(g, m, n, e);
-  for (int r = 0; r + 1 < np; r++) {
-    fprintf(m, " + dtl__c%d * (", r);
-    stride_of(g, m, e, pos[r]);
-    fputc(')', m);
-  }
+  row_offset(g, m, n, e, pos, np, false);
   fclose(m);
   MBUF(dst);
   m = mopen(&dst);
   fputs("dtl__s", m);
-  for (int r = 0; r + 1 < np; r++) {
-    fprintf(m, " + dtl__c%d * (", r);
-    scaled_stride(m, n, e, pos[r]);
-    fputc(')', m);
-  }
+  row_offset(g, m, n, e, pos, np, true);
   fclose(m);
   MBUF(inc);
   m = mopen(&inc);
