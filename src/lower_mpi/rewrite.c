@@ -1812,20 +1812,18 @@ static sp_node *overlap_loop(sp_node *n, const sp_node *P) {
 }
 
 /* Does loop L's variable move the position bound by the dense SN_SPPOS node P->kids[x0]
- * (level 0) one for one, P being L's body: the position reads L's variable, or a variable
- * bound in P before it as L's variable plus a value that does not depend on it? */
+ * (level 0) one for one, P being L's body: the position's variable, written in L's variable
+ * by the bindings in P before it (the last first: i = ii + c, ii = 7 a + b under split), is
+ * L's variable plus a value that does not depend on it? */
 static bool overlap_unit(const sp_node *L, const sp_node *P, int x0) {
   const sp_node *X = P->kids[x0];
   if (X->kind != SN_SPPOS || X->compressed || X->level != 0) return false;
-  if (X->var == L->var) return true;
-  for (int q = 0; q < x0; q++) {
+  const sym *e = sym_var(X->var);
+  for (int q = x0 - 1; q >= 0; q--) {
     const sp_node *b = P->kids[q];
-    if (b && b->kind == SN_BIND && b->var == X->var) {
-      const sym *rest = sym_sub(b->bind, sym_var(L->var));
-      return !sym_uses(rest, SYM_VAR, L->var);
-    }
+    if (b && b->kind == SN_BIND && sym_uses(e, SYM_VAR, b->var)) e = sym_subst(NULL, e, SYM_VAR, b->var, b->bind);
   }
-  return false;
+  return sym_uses(e, SYM_VAR, L->var) && !sym_uses(sym_sub(e, sym_var(L->var)), SYM_VAR, L->var);
 }
 
 /* a guard of phase `phase` at the top of the row of a copy of the nest */
