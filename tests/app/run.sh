@@ -38,4 +38,22 @@ elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | grep -q 'src/comm\|kernels/\|
 else
   echo "PASS app under AddressSanitizer and UBSan, plans created and destroyed 5 times, no leak in our code"
 fi
+# every leaf kernel on scaled products (the scaled copies of a factor, the sums of a scalar
+# result in a temporary) as a generated executable under the same sanitizers, validated
+"$DISTALC" "$top_srcdir/tests/e2e/programs/kernels_scaled.dtl" --main -o scaled
+# shellcheck disable=SC2086
+$MPICC $cc_san -fwrapv scaled.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c \
+  "$top_srcdir"/kernels/tensor_kernels.c -o scaled_san -lopenblas -lhwloc -lm
+ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./scaled_san -n 7 -m 5 -p 4 -r 3 --validate \
+  > san2.txt 2>&1 || true
+if [ "$(grep -c '^validate .* ok$' san2.txt)" -ne 11 ]; then
+  echo "FAIL scaled kernels under sanitizers:"; tail -40 san2.txt; fail=1
+elif grep -q 'ERROR: AddressSanitizer\|runtime error' san2.txt; then
+  echo "FAIL sanitizer error (scaled kernels):"; grep -A20 'ERROR: AddressSanitizer\|runtime error' san2.txt | head -60; fail=1
+elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san2.txt | grep -q 'src/comm\|kernels/\|scaled\.c'; then
+  echo "FAIL leaks in our code (scaled kernels):"; awk '/leak of/{s=1} s&&/^$/{s=0} s' san2.txt | head -60; fail=1
+else
+  echo "PASS the scaled leaf kernels under AddressSanitizer and UBSan at 3 ranks, 11 results validated, no leak in our code"
+fi
 exit $fail
