@@ -23,37 +23,24 @@ for np in 1 2 3 4 6; do
   fi
 done
 # sanitizers, with the runtime compiled into the program
-cc_san="-std=c11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
-# shellcheck disable=SC2086
-$MPICC $cc_san "$top_srcdir/examples/app/app.c" summa.c matvec.c -I. -I"$top_srcdir/src/comm" \
-  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c -o app_san -lopenblas -lhwloc -lm
-ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./app_san 37 5 > san.txt 2>&1 || true
+. "$top_srcdir/tests/app/sanitize.sh"
+san_build app_san "$top_srcdir/examples/app/app.c" summa.c matvec.c
+san_run 3 san.txt ./app_san 37 5
 if ! grep -q ': ok$' san.txt; then
   echo "FAIL app under sanitizers:"; tail -40 san.txt; fail=1
-elif grep -q 'ERROR: AddressSanitizer\|runtime error' san.txt; then
-  echo "FAIL sanitizer error:"; grep -A20 'ERROR: AddressSanitizer\|runtime error' san.txt | head -60; fail=1
-elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | grep -q 'src/comm\|kernels/\|summa\.c\|matvec\.c\|app\.c'; then
-  echo "FAIL leaks in our code:"; awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | head -60; fail=1
 else
-  echo "PASS app under AddressSanitizer and UBSan, plans created and destroyed 5 times, no leak in our code"
+  san_verdict san.txt 'summa\.c\|matvec\.c\|app\.c' \
+    "app under AddressSanitizer and UBSan, plans created and destroyed 5 times, no leak in our code" || fail=1
 fi
 # every leaf kernel on scaled products (the scaled copies of a factor, the sums of a scalar
 # result in a temporary) as a generated executable under the same sanitizers, validated
 "$DISTALC" "$top_srcdir/tests/e2e/programs/kernels_scaled.dtl" --main -o scaled
-# shellcheck disable=SC2086
-$MPICC $cc_san -fwrapv scaled.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c \
-  "$top_srcdir"/kernels/tensor_kernels.c -o scaled_san -lopenblas -lhwloc -lm
-ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./scaled_san -n 7 -m 5 -p 4 -r 3 --validate \
-  > san2.txt 2>&1 || true
+san_build scaled_san -fwrapv scaled.c
+san_run 3 san2.txt ./scaled_san -n 7 -m 5 -p 4 -r 3 --validate
 if [ "$(grep -c '^validate .* ok$' san2.txt)" -ne 11 ]; then
   echo "FAIL scaled kernels under sanitizers:"; tail -40 san2.txt; fail=1
-elif grep -q 'ERROR: AddressSanitizer\|runtime error' san2.txt; then
-  echo "FAIL sanitizer error (scaled kernels):"; grep -A20 'ERROR: AddressSanitizer\|runtime error' san2.txt | head -60; fail=1
-elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san2.txt | grep -q 'src/comm\|kernels/\|scaled\.c'; then
-  echo "FAIL leaks in our code (scaled kernels):"; awk '/leak of/{s=1} s&&/^$/{s=0} s' san2.txt | head -60; fail=1
 else
-  echo "PASS the scaled leaf kernels under AddressSanitizer and UBSan at 3 ranks, 11 results validated, no leak in our code"
+  san_verdict san2.txt 'scaled\.c' \
+    "the scaled leaf kernels under AddressSanitizer and UBSan at 3 ranks, 11 results validated, no leak in our code" || fail=1
 fi
 exit $fail

@@ -22,20 +22,14 @@ for np in 1 2 3 4 6 8; do
     echo "FAIL app_sparse at $np ranks:"; cat out.txt; fail=1
   fi
 done
-cc_san="-std=c11 -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -D_POSIX_C_SOURCE=200809L"
-# shellcheck disable=SC2086
-$MPICC $cc_san "$top_srcdir/examples/app/app_sparse.c" spmv.c -I. -I"$top_srcdir/src/comm" \
-  "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c -o app_san -lopenblas -lhwloc -lm
-ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  timeout 300 "$MPIRUN" -np 3 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./app_san 43 29 3 > san.txt 2>&1 || true
+. "$top_srcdir/tests/app/sanitize.sh"
+san_build app_san "$top_srcdir/examples/app/app_sparse.c" spmv.c
+san_run 3 san.txt ./app_san 43 29 3
 if ! grep -q ': ok$' san.txt; then
   echo "FAIL app_sparse under sanitizers:"; tail -40 san.txt; fail=1
-elif grep -q 'ERROR: AddressSanitizer\|runtime error' san.txt; then
-  echo "FAIL sanitizer error:"; grep -A20 'ERROR: AddressSanitizer\|runtime error' san.txt | head -60; fail=1
-elif awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | grep -q 'src/comm\|kernels/\|spmv\.c\|app_sparse\.c'; then
-  echo "FAIL leaks in our code:"; awk '/leak of/{s=1} s&&/^$/{s=0} s' san.txt | head -60; fail=1
 else
-  echo "PASS app_sparse under AddressSanitizer and UBSan, plans created and destroyed 3 times, no leak in our code"
+  san_verdict san.txt 'spmv\.c\|app_sparse\.c' \
+    "app_sparse under AddressSanitizer and UBSan, plans created and destroyed 3 times, no leak in our code" || fail=1
 fi
 # a generated executable with sparse operands and a sparse result (fills, .mtx/.tns input,
 # fetches of stored entries, entries accumulated at their holders, --validate and --save)
@@ -55,23 +49,16 @@ S(i, j) += A(i, j) * C(i, j) - T(i, j, k)
   .distribute({i, j}, {io, jo}, {ii, ji}, M);
 DTL
 "$DISTALC" prog.dtl --main -o prog
-# shellcheck disable=SC2086
-$MPICC $cc_san prog.c -I. -I"$top_srcdir/src/comm" "$top_srcdir"/src/comm/*.c "$top_srcdir"/kernels/blas.c "$top_srcdir"/kernels/tensor_kernels.c \
-  -o prog_san -lopenblas -lhwloc -lm
+san_build prog_san prog.c
 printf '%%%%MatrixMarket matrix coordinate integer general\n9 7 3\n1 1 4\n9 7 -2\n5 3 1\n' > A.mtx
 printf '# i j k value\n1 1 1 0.5\n9 7 3 -1.5\n4 2 2 2.25\n4 2 3 1\n' > T.tns
 for args in "--validate" "--validate --density 1 --fill index" "--load A=A.mtx --load T=T.tns --validate --save C=C.npy --save A=A.npy --save S=S.npy --iters 2"; do
   # shellcheck disable=SC2086
-  ASAN_OPTIONS=detect_leaks=1:exitcode=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    timeout 300 "$MPIRUN" -np 4 --oversubscribe -x ASAN_OPTIONS -x UBSAN_OPTIONS ./prog_san $args > prog.txt 2>&1 || true
+  san_run 4 prog.txt ./prog_san $args
   if ! grep -q 'validate C: .* ok$' prog.txt || ! grep -q 'validate S: .* ok$' prog.txt; then
     echo "FAIL generated sparse program ($args) under sanitizers:"; tail -40 prog.txt; fail=1
-  elif grep -q 'ERROR: AddressSanitizer\|runtime error' prog.txt; then
-    echo "FAIL sanitizer error ($args):"; grep -A20 'ERROR: AddressSanitizer\|runtime error' prog.txt | head -60; fail=1
-  elif awk '/leak of/{s=1} s&&/^$/{s=0} s' prog.txt | grep -q 'src/comm\|kernels/\|prog\.c'; then
-    echo "FAIL leaks in our code ($args):"; awk '/leak of/{s=1} s&&/^$/{s=0} s' prog.txt | head -60; fail=1
   else
-    echo "PASS generated sparse program ($args) under AddressSanitizer and UBSan at 4 ranks"
+    san_verdict prog.txt 'prog\.c' "generated sparse program ($args) under AddressSanitizer and UBSan at 4 ranks" || fail=1
   fi
 done
 exit $fail
