@@ -1508,18 +1508,12 @@ static int kdim_of(const sp_node *k, const sp_expr *e, int x) {
 }
 
 /* The stride of storage position x of the scaled copy of e (dense over the kernel's block, in
- * e's storage order): the extents of the later positions that the kernel walks. */
+ * e's storage order): the extents of the later positions that the kernel walks; at x = -1,
+ * the elements of the whole block. */
 static void scaled_stride(FILE *m, const sp_node *k, const sp_expr *e, int x) {
   fputc('1', m);
   for (int y = x + 1; y < e->nidx; y++)
     if (kdim_of(k, e, y) >= 0) fprintf(m, " * dtl__n%d", kdim_of(k, e, y));
-}
-
-/* The elements of the kernel's block of operand e: the product of its dims' extents. */
-static void block_size(FILE *m, const sp_node *k, const sp_expr *e) {
-  fputc('1', m);
-  for (int x = 0; x < e->nidx; x++)
-    if (kdim_of(k, e, x) >= 0) fprintf(m, " * dtl__n%d", kdim_of(k, e, x));
 }
 
 /* The call the program describes, the arguments in the catalogue's order; operand `scaled`
@@ -1583,7 +1577,7 @@ static void kernel_scaled_factor(cg_st *g, const sp_node *n, int q) {
   const char *ct = cg_ctype(n->type), *dt = cg_dtltype(n->type);
   MBUF(size);
   FILE *m = mopen(&size);
-  block_size(m, n, e);
+  scaled_stride(m, n, e, -1);
   fclose(m);
   line(g, "const int64_t dtl__ns = %s;", size);
   if (cu) {
@@ -1687,7 +1681,7 @@ static void emit_kernel(cg_st *g, const sp_node *n) {
       line(g, "int dtl__q = %d;", cand[0]);
       for (int c = 0; c < nc; c++) {
         m = mopen(&b);
-        block_size(m, n, n->kops[cand[c]]);
+        scaled_stride(m, n, n->kops[cand[c]], -1);
         fclose(m);
         if (!c) line(g, "int64_t dtl__least = %s;", b);
         else line(g, "if (%s < dtl__least) dtl__q = %d, dtl__least = %s;", b, cand[c], b);

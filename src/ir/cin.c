@@ -276,30 +276,31 @@ static ir_expr *kexpr(ir_expr_kind kind, ir_expr *a, const ir_expr *b, fe_loc lo
   return x;
 }
 
+static ir_expr *kone(fe_loc loc) {
+  ir_expr *x = kexpr(IR_NUM, NULL, NULL, loc);
+  x->is_int = true, x->ival = 1, x->num = 1, x->text = "1";
+  return x;
+}
+
 int ir_kernel_operands(const cin_node *asg, ir_kernel k, const int *orig, int n, const ir_expr **factor,
-                       kc_access *op, const ir_expr **coef) {
+                       kc_access *op, const ir_expr **coef, bool *divides) {
   kparts p = {0};
   kernel_parts(&p, asg->rhs, orig, n);
   *coef = NULL;
+  if (divides) *divides = p.ndiv > 0;
   const kc_info *in = kc_get(k);
   if (p.bad || !p.nf || !in) return 0;
   /* the coefficient: the scalars' product, divided by the divisors, negated for an odd sign */
   fe_loc loc = asg->rhs->loc;
   ir_expr *c = NULL;
   for (int q = 0; q < p.nmul; q++) c = c ? kexpr(IR_MUL, c, p.mul[q], loc) : (ir_expr *)p.mul[q];
-  if (!c && (p.ndiv || p.neg)) {
-    c = kexpr(IR_NUM, NULL, NULL, loc);
-    c->is_int = true, c->ival = 1, c->num = 1, c->text = "1";
-  }
+  if (!c && (p.ndiv || p.neg)) c = kone(loc);
   for (int q = 0; q < p.ndiv; q++) c = kexpr(IR_DIV, c, p.div[q], loc);
   if (p.neg) c = kexpr(IR_NEG, c, NULL, loc);
   bool scalar_operand = false; /* the form multiplies by a scalar of its own (axpy's a) */
   for (int q = 0; q < in->noperands; q++) scalar_operand |= in->op[q].role == KC_SCALAR;
   if (scalar_operand) {
-    if (!c) {
-      c = kexpr(IR_NUM, NULL, NULL, loc);
-      c->is_int = true, c->ival = 1, c->num = 1, c->text = "1";
-    }
+    if (!c) c = kone(loc);
     if (p.nf == KC_MAX_OPERANDS - 1) return 0;
     p.f[p.nf++] = c;
     c = NULL;

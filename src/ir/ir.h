@@ -322,10 +322,11 @@ const char *ir_kernel_name(ir_kernel k);
  * by outer loops only, and what the product is divided by, and a minus sign) makes up the
  * coefficient: the form's scalar operand where it has one (axpy's a; 1 when there is
  * nothing), the last factor then, else *coef (NULL where it is 1), which multiplies the
- * product.  Returns the number of operands, 0 when the right side is not such a product
- * (or has more factors than a kernel). */
+ * product; *divides (divides may be NULL) says whether the product is divided by something.
+ * Returns the number of operands, 0 when the right side is not such a product (or has more
+ * factors than a kernel). */
 int ir_kernel_operands(const cin_node *asg, ir_kernel k, const int *orig, int n, const ir_expr **factor,
-                       kc_access *op, const ir_expr **coef);
+                       kc_access *op, const ir_expr **coef, bool *divides);
 fe_type ir_tensor_type(const ir_program *ir, int tensor);
 /* Whether the assignment asg has kernel k's form (the catalogue's) with its n substituted
  * loops walking the original variables orig[0..n-1] in that order, every tensor of one type:

@@ -753,22 +753,6 @@ static bool coef_integral(const ir_program *ir, const ir_expr *e) {
   }
 }
 
-/* Does the product (the part of e that walks a substituted loop) divide by something?  In an
- * integral statement (x / d) * y is not x * y / d. */
-static bool divides_product(const ir_expr *e, const int *orig, int n) {
-  bool walks = false;
-  if (e->kind == IR_ACCESS)
-    for (int p = 0; p < e->nidx; p++)
-      for (int q = 0; q < n; q++) walks |= e->vars[p] == orig[q];
-  if (walks) return false;
-  switch (e->kind) {
-  case IR_DIV: return true;
-  case IR_MUL: return divides_product(e->a, orig, n) || divides_product(e->b, orig, n);
-  case IR_NEG: return divides_product(e->a, orig, n);
-  default: return false;
-  }
-}
-
 ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, const int *orig, int n) {
   const ir_expr *e = asg->rhs;
   fe_type ot = ir_tensor_type(ir, asg->lhs_tensor);
@@ -778,14 +762,15 @@ ir_fit ir_kernel_fits(const ir_program *ir, const cin_node *asg, ir_kernel k, co
     return IR_FITS_TYPES;
   const ir_expr *factor[KC_MAX_OPERANDS], *coef;
   kc_access ops[KC_MAX_OPERANDS];
-  int nops = ir_kernel_operands(asg, k, orig, n, factor, ops, &coef);
+  bool divides;
+  int nops = ir_kernel_operands(asg, k, orig, n, factor, ops, &coef, &divides);
   bool same_type = true;
   for (int q = 1; q < nops; q++)
     same_type &= ops[q].number || ir_tensor_type(ir, factor[q]->tensor) == ot;
   if (nops && (ot == FE_INT32 || ot == FE_INT64)) { /* the coefficient is exact: integers, no division of the product */
     for (int q = 1; q < nops; q++)
       if (ops[q].number && !coef_integral(ir, factor[q])) return IR_FITS_COEF;
-    if ((coef && !coef_integral(ir, coef)) || divides_product(e, orig, n)) return IR_FITS_COEF;
+    if ((coef && !coef_integral(ir, coef)) || divides) return IR_FITS_COEF;
   }
   return nops && same_type && kc_match(k, n, nops, ops, NULL) ? IR_FITS : IR_FITS_FORM;
 }

@@ -678,7 +678,7 @@ static void kernel_node(bst *g, sp_node *seq, int k) {
   for (int q = 0; q < nk && q <= KC_MAX_POS; q++) lorig[q] = korig[q] - g->fn->var0;
   const ir_expr *op[KC_MAX_OPERANDS], *coef;
   kc_access acc[KC_MAX_OPERANDS];
-  int nops = ir_kernel_operands(asg, n->kernel, lorig, nk, op, acc, &coef);
+  int nops = ir_kernel_operands(asg, n->kernel, lorig, nk, op, acc, &coef, NULL);
   const sp_expr **kops = ir_alloc((nops + 1) * sizeof *kops);
   kops[0] = lhs_expr(g);
   for (int q = 1; q < nops; q++) kops[q] = expr(g, op[q]);
