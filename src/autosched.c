@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 /* A rank of a cluster node: about 5 GB/s received, 2 us per message, 0.4 ns per loop
- * iteration (a fused multiply-add at a few GFLOP/s) and 10 GB/s from its memory, in the
- * proportions that decide between schedules (the absolute values only scale the predictions). */
+ * iteration (a fused multiply-add at a few GFLOP/s), 10 GB/s from its memory and 100 ns per
+ * stored entry of a sparse box it receives (sorted into its piece: a CSR matrix's redistribution
+ * measured 110 to 120 ns per received entry on 2 and 4 ranks of one node), in the proportions
+ * that decide between schedules (the absolute values only scale the predictions). */
 const dc_machine_model dc_default_model = {
-    .bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .memory_bandwidth = 1e10, .threads = 1};
+    .bandwidth = 5e9, .latency = 2e-6, .point_time = 4e-10, .memory_bandwidth = 1e10, .threads = 1, .sparse_entry_time = 1e-7};
 
 /* A rank of a GPU machine (the CUDA target): about 25 GB/s received through NCCL (a
  * 200 Gb/s network; NVLink within a node is faster), 10 us per message (NCCL's launch and
@@ -22,7 +24,7 @@ const dc_machine_model dc_default_model = {
  * work than on a CPU rank, so the search prefers the schedules that move less; 2 TB/s from the
  * GPU's memory. */
 const dc_machine_model dc_gpu_model = {
-    .bandwidth = 2.5e10, .latency = 1e-5, .point_time = 1e-11, .memory_bandwidth = 2e12, .threads = 1};
+    .bandwidth = 2.5e10, .latency = 1e-5, .point_time = 1e-11, .memory_bandwidth = 2e12, .threads = 1, .sparse_entry_time = 1e-7};
 
 const dc_machine_model *dc_target_model(const dc_unit *u) { return u->cuda ? &dc_gpu_model : &dc_default_model; }
 
@@ -33,7 +35,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     return false;
   }
   char line[512];
-  bool seen[7] = {false};
+  bool seen[8] = {false};
   for (int ln = 1; fgets(line, sizeof line, f); ln++) {
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
@@ -41,11 +43,13 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     double v;
     int n = sscanf(line, "%63s %lf %7s", name, &v, extra);
     if (n <= 0) continue; /* blank */
-    static const char *names[] = {"bandwidth", "latency", "point_time", "threads", "memory_bandwidth", "node_bandwidth", "node_latency"};
+    static const char *names[] = {"bandwidth",      "latency",      "point_time",  "threads", "memory_bandwidth",
+                                  "node_bandwidth", "node_latency", "sparse_entry_time"};
     int k = -1;
-    for (int q = 0; q < 7; q++)
+    for (int q = 0; q < 8; q++)
       if (!strcmp(name, names[q])) k = q;
-    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time, memory_bandwidth, threads, node_bandwidth or node_latency)"
+    const char *why = k < 0 ? "unknown name (bandwidth, latency, point_time, memory_bandwidth, threads, node_bandwidth, node_latency "
+                              "or sparse_entry_time)"
                       : n != 2 ? "expected NAME VALUE"
                       : !(isfinite(v) && v > 0) ? "the value must be a positive number"
                       : k == 3 && (v != floor(v) || v > 4096) ? "threads must be a whole number up to 4096"
@@ -62,6 +66,7 @@ bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errl
     else if (k == 4) m->memory_bandwidth = v;
     else if (k == 5) m->node_bandwidth = v;
     else if (k == 6) m->node_latency = v;
+    else if (k == 7) m->sparse_entry_time = v;
     else m->threads = v;
   }
   /* a read error (a directory opens but does not read) is not an empty model */
@@ -329,7 +334,8 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
     double loops = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
     /* ... and take at least the time of the bytes they touch at the memory's bandwidth */
     double work = fmax(loops, cost.mem_bytes / S->m->memory_bandwidth);
-    double sec = dc_comm_latency(S->m, &cost) + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double sec = dc_comm_latency(S->m, &cost) + comm / steps + fmax(comm * (steps - 1) / steps, work) +
+                 cost.sparse_entries * S->m->sparse_entry_time; /* a sparse box's entries sorted in */
     if (sec > out->seconds) out->seconds = sec, out->cost = cost, out->work = loops;
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
   }
@@ -428,6 +434,12 @@ static const char *not_searched(const dc_unit *u, const ir_stmt *s) {
     if (M->levels[l].ndims > M->levels[l - 1].ndims)
       return "an inner level of the machine has more dims than the level around it (the owner-computes default applies)";
   return NULL;
+}
+
+/* what a candidate of a sparse statement moves, in bytes: those it receives and its sparse
+ * entries' sorting time at the bandwidth */
+static double moved(const search *S, const dc_auto_cand *c) {
+  return (double)c->cost.bytes + c->cost.sparse_entries * S->m->sparse_entry_time * S->m->bandwidth;
 }
 
 static bool reads_sparse_expr(const fe_program *p, const fe_expr *e) {
@@ -714,16 +726,17 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       idx[r] = idx[r - 1], idx[r - 1] = t;
     }
   if (sparse) {
-    /* Precondition: the plan's bytes of a sparse box are a bound, and an exchange's messages
-     * count its steps, not its peers.  Rule: a candidate replaces the default only where it
-     * receives fewer bytes (it moves less than the default's vector or matrix), the fastest of
-     * those; else the default (its broadcasts become halo exchanges). */
+    /* Precondition: the plan's bytes of a sparse box are an estimate (lw_density), the
+     * default's broadcast of a vector becomes a halo exchange that moves less than the plan
+     * counts, and an exchange's messages count its steps, not its peers.  Rule: a candidate
+     * replaces the default only where it moves less (its bytes, and its sparse entries at the
+     * bandwidth's worth of their sorting time), the fastest of those; else the default. */
     int def = -1;
     for (int q = 0; q < S->ncand; q++)
       if (!*S->cand[idx[q]].text) def = q;
     int at = def;
     for (int q = 0; q < def && at == def; q++)
-      if (S->cand[idx[q]].fits && S->cand[idx[q]].cost.bytes < S->cand[idx[def]].cost.bytes) at = q;
+      if (S->cand[idx[q]].fits && moved(S, &S->cand[idx[q]]) < moved(S, &S->cand[idx[def]])) at = q;
     if (at == def && def > 0)
       st->why_not = "it reads or writes a sparse tensor and no faster candidate receives fewer bytes: the default";
     for (int t = idx[at]; at > 0; at--) idx[at] = idx[at - 1], idx[at - 1] = t;
@@ -1178,8 +1191,10 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
       bool def = !*c->text;
       if (shown >= 4 && !def) continue; /* the best four, and the default wherever it ranks */
       shown++;
-      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages, buffers %lld bytes%s, %lld iterations, %.4g bytes from memory): ",
-              q == 0 ? "chosen" : "then  ", c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, (long long)c->cost.buffer,
+      char sp[64] = "";
+      if (c->cost.sparse_entries > 0) snprintf(sp, sizeof sp, ", %.4g sparse entries sorted in", c->cost.sparse_entries);
+      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages%s, buffers %lld bytes%s, %lld iterations, %.4g bytes from memory): ",
+              q == 0 ? "chosen" : "then  ", c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, sp, (long long)c->cost.buffer,
               c->fits ? "" : ", over the limit", (long long)c->cost.points, c->cost.mem_bytes);
       if (def) fputs("the owner-computes default", f);
       for (const char *x = c->text; *x; x++) /* one line */
@@ -1214,6 +1229,8 @@ static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_
     if (written || !t->has_dist || t->dist.nlevels < 1) continue;
     /* its copies: the product of the '*' dims (a fixed coordinate: one copy along its dim) */
     double copies = 1, whole = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
+    const double dens = lw_density(p, q, params); /* a sparse tensor: its entries in the model */
+    if (dens < 1) whole = (whole + 8 * t->order) * dens;
     const fe_dist_level *L = &t->dist.levels[0];
     for (int k = 0; k < L->ny && k < G->ndims; k++)
       if (L->y[k].kind == FE_Y_STAR)
@@ -1393,9 +1410,12 @@ static char *mapping(const fe_tensor *t, const char *machine, int k, int64_t cod
 }
 
 /* bytes of t's block per rank under mapping `code` (grid dims' sizes from params); -1 unknown */
-static int64_t block_bytes(const fe_tensor *t, const fe_machine *M, const int64_t *params, int64_t code) {
+static int64_t block_bytes(const fe_program *p, const fe_tensor *t, const fe_machine *M, const int64_t *params, int64_t code) {
   int r = t->order, k = M->levels[0].ndims;
   int64_t ext[64], v = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
+  /* a sparse block: the model's share of its positions, each a value and its coordinates */
+  const double dens = lw_density(p, (int)(t - p->tensors), params);
+  if (dens < 1) v += 8 * r;
   for (int x = 0; x < r; x++) {
     const fe_size *sz = &t->dims[x];
     ext[x] = sz->is_param ? (params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value;
@@ -1408,11 +1428,9 @@ static int64_t block_bytes(const fe_tensor *t, const fe_machine *M, const int64_
     if (G <= 0) return -1;
     if (d < r) ext[d] = (ext[d] + G - 1) / G;
   }
-  for (int x = 0; x < r; x++) {
-    if (ext[x] > 0 && v > INT64_MAX / ext[x]) return INT64_MAX;
-    v *= ext[x];
-  }
-  return v;
+  double b = (double)v * dens;
+  for (int x = 0; x < r; x++) b *= (double)ext[x];
+  return b >= 9.2e18 ? INT64_MAX : (int64_t)ceil(b);
 }
 
 char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, const dc_machine_model *m, char **report) {
@@ -1482,7 +1500,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
       char *map = code < 0 ? strdup(sl[s].map) : mapping(sl[s].t, M->name, k, code);
       if (!map) continue;
       /* a layout whose block does not fit the memory per rank is not a candidate */
-      int64_t bb = code < 0 ? 0 : block_bytes(sl[s].t, M, params, code);
+      int64_t bb = code < 0 ? 0 : block_bytes(p, sl[s].t, M, params, code);
       if (code >= 0 && (bb < 0 || bb > limit)) {
         free(map);
         continue;

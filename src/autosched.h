@@ -43,6 +43,9 @@ typedef struct {
    * where the whole grid is on one node: bytes per second and seconds per message
    * (0: bandwidth and latency) */
   double node_bandwidth, node_latency;
+  /* seconds per stored entry of a sparse box a rank receives (its coordinates and value sorted
+   * into the rank's piece), on top of its bytes' time */
+  double sparse_entry_time;
   /* how the search places ranks: nodes of this many consecutive ranks (0: one node holds
    * them all); distalc sets it from --ranks-per-node or a hierarchical machine's inner levels */
   int64_t ranks_per_node;
@@ -57,7 +60,7 @@ extern const dc_machine_model dc_gpu_model;     /* a rank with one GPU (the CUDA
 const dc_machine_model *dc_target_model(const dc_unit *u);
 /* Read a machine model file (distalc --calibrate writes one): lines `bandwidth B`,
  * `latency S`, `point_time S`, `memory_bandwidth B`, `threads T`, `node_bandwidth B`,
- * `node_latency S` (positive numbers, T whole;
+ * `node_latency S`, `sparse_entry_time S` (positive numbers, T whole;
  * `#` starts a comment), each at most once,
  * the others keeping *m's values (the caller's defaults).  Returns false with "PATH:LINE: error: ..." in err. */
 bool dc_read_model(const char *path, dc_machine_model *m, char *err, size_t errlen);

@@ -535,6 +535,38 @@ bool lw_sparse(const fe_program *p, int t) {
   return fe_tensor_sparse(&p->tensors[t]);
 }
 
+double lw_density(const fe_program *p, int t, const int64_t *params) {
+  if (!lw_sparse(p, t)) return 1;
+  const fe_tensor *T = &p->tensors[t];
+  int k = T->order - 1; /* its innermost compressed level: the levels inside it are dense */
+  while (k > 0 && T->formats[k] != FE_COMPRESSED) k--;
+  const fe_size *sz = &T->dims[k];
+  int64_t ext = sz->is_param ? (params && params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value;
+  return ext > LW_SPARSE_FIBER ? (double)LW_SPARSE_FIBER / (double)ext : 1;
+}
+
+double lw_expr_density(const fe_program *p, const ir_expr *e, const int64_t *params) {
+  if (!e) return 1;
+  switch (e->kind) {
+  case IR_ACCESS:
+    return lw_density(p, e->tensor, params);
+  case IR_MUL: {
+    double a = lw_expr_density(p, e->a, params), b = lw_expr_density(p, e->b, params);
+    return a < b ? a : b;
+  }
+  case IR_DIV: /* a zero numerator stays zero */
+  case IR_NEG:
+    return lw_expr_density(p, e->a, params);
+  case IR_ADD:
+  case IR_SUB: { /* an operand placed outside a summed loop (its guards) adds no iterations */
+    double a = e->a->nguards ? 0 : lw_expr_density(p, e->a, params), b = e->b->nguards ? 0 : lw_expr_density(p, e->b, params);
+    return a > b ? a : b > 0 ? b : 1;
+  }
+  default: /* a number, a param, a function (f(0) need not be 0) */
+    return 1;
+  }
+}
+
 static bool lower_stmt(lw_program *lp, ir_stmt *s, lw_stmt *ls) {
   fe_source *src = lp->ir->ast->src;
   ls->s = s;
@@ -964,7 +996,9 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       out->kernel_points = (out->kernel_points > 0 ? out->kernel_points : 1) * (double)(ext > 0 ? ext : 0);
     }
   }
-  out->points = pts;
+  /* the loops over a sparse tensor's levels run its stored entries */
+  double dens = lw_expr_density(p, ls->rhs, params);
+  out->points = dens < 1 ? (int64_t)ceil((double)pts * dens) : pts;
   /* the loops' trip counts with this rank's params and coordinates folded in: the steps of a
    * communicate point evaluate them once per iteration of the loops outside */
   const sym **trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *trip);
@@ -973,6 +1007,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     const lw_comm *c = &ls->comm[q];
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
+    const double cd = lw_density(p, c->tensor, params); /* the stored share of a sparse box */
     vol_acc a = {.budget = 200000, .trip = trip};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
     int64_t steps = count_steps(ls, c, 0, vars, &env, a.budget, trip);
@@ -987,12 +1022,16 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       }
       sum_volume(lp, ls, c, 0, vars, &env, &a);
     }
+    if (cd < 1) /* a sparse box's entries (a message per step stays one) */
+      a.total = (int64_t)ceil((double)a.total * cd), a.recv = (int64_t)ceil((double)a.recv * cd),
+      a.max = (int64_t)ceil((double)a.max * cd);
     if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
       if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
       continue;
     }
     if (a.budget < 0 || a.failed) ok = false;
     out->mem_bytes += (double)(a.total * es);
+    if (cd < 1 && !lw_comm_alone(lp, c, params)) out->sparse_entries += (double)a.recv;
     bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
     out->bytes += alone ? 0 : a.recv * es;
     out->msgs += alone ? 0 : a.count;
@@ -1230,7 +1269,9 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       known = sym_eval(o->lo[x], &env, &lo) && sym_eval(o->hi[x], &env, &hi);
       v *= known && hi > lo ? hi - lo : 0;
     }
-    if (known) fprintf(f, " %s %lld", p->tensors[t].name, (long long)v);
+    double d = lw_density(p, t, params);
+    if (known && d < 1) fprintf(f, " %s %lld (the model's %.0f stored)", p->tensors[t].name, (long long)v, ceil((double)v * d));
+    else if (known) fprintf(f, " %s %lld", p->tensors[t].name, (long long)v);
     else fprintf(f, " %s ?", p->tensors[t].name);
   }
   fputc('\n', f);

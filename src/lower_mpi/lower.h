@@ -150,8 +150,9 @@ bool lw_bytes_line(const lw_program *lp, int i, int q, const int64_t *params, ch
 /* The cost of statement i for the rank at grid coordinates 0 (the plan's formulas evaluated
  * at the params, grid params included): bytes and messages it receives summed over its
  * communicate points and their steps, the largest buffer it holds (bytes), and its loop
- * iterations.  A sparse box counts as dense entries of 8 bytes per coordinate plus the value
- * (an upper bound).  False where some formula cannot be evaluated (a param without value, or
+ * iterations.  A sparse box counts as its dense volume times lw_density entries of 8 bytes per
+ * coordinate plus the value, and the loops of a statement that reads sparse tensors as their
+ * dense iterations times lw_expr_density of its right side.  False where some formula cannot be evaluated (a param without value, or
  * more than `budget` steps). */
 typedef struct {
   int64_t bytes, msgs, buffer, points;
@@ -165,6 +166,9 @@ typedef struct {
   /* the bytes its loops touch in the rank's memory: every box it reads or writes, its own
    * blocks' and the received ones, summed over their steps (each element once a step) */
   double mem_bytes;
+  /* the stored entries of the sparse boxes it receives (lw_density's estimate), summed over
+   * their steps: each is sorted into the rank's piece as it arrives */
+  double sparse_entries;
   int64_t kernel_min;  /* the shortest trip count among a substituted kernel's loops (0: none) */
   double kernel_points; /* the iterations of one call of the kernel (the product of its loops') */
 } lw_cost;
@@ -189,6 +193,18 @@ unsigned lw_bcast_mask(const lw_program *lp, const lw_comm *c, const int64_t *pa
  * grid dims it runs along all of size 1, as on a 1 x P grid): it moves nothing, and the plan
  * and the model count no bytes and no messages for it. */
 bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params);
+/* The cost model's estimate of a sparse tensor's stored entries, which are known only when
+ * the program reads its data: LW_SPARSE_FIBER entries in every fiber of its innermost level
+ * (a CSR matrix's row, a CSF tensor's last mode), at most the fiber's extent.  lw_density is
+ * that share of the tensor's dense positions (1 for a dense tensor); a param without a value
+ * counts 1024, as the search's. */
+#define LW_SPARSE_FIBER 10
+double lw_density(const fe_program *p, int t, const int64_t *params);
+/* The share of a statement's dense iterations its loops run where e is its right side: a
+ * sparse access its density, a product the least of its factors' (its loops walk the
+ * sparsest), a sum the most of its terms' (a term placed outside a summed loop adds none), a
+ * function or a dense access 1. */
+double lw_expr_density(const fe_program *p, const ir_expr *e, const int64_t *params);
 bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *out);
 /* The same for the rank at grid coordinates `coords`, where ranks fill nodes in blocks of
  * per_node (<= 0: one node; lw_stmt_cost's) for the node part of the wire's bytes. */

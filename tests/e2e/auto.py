@@ -106,7 +106,8 @@ def sparse_checks():
     """statements that read sparse tensors are searched over their distributions: a CSR matrix
     held by columns computes where it lies (over j, its partial sums reduced); one held by rows
     keeps the owner-computes default (whose vector broadcast becomes a halo exchange), also
-    where a candidate that moves the matrix is predicted faster by latency; no panels"""
+    where a candidate that moves the matrix is predicted faster by latency (64 ranks, a row or
+    two each); no panels"""
     path = os.path.join(TOP, "tests", "e2e", "programs", "auto_sparse.dtl")
     for ranks in (2, 8, 64):
         rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks))
@@ -118,14 +119,16 @@ def sparse_checks():
             bad("auto_sparse.dtl at %d ranks: expected %s, no panels; got %s" % (ranks, want, got), out + err)
         else:
             ok("auto_sparse.dtl at %d ranks: B by columns computed over j, A by rows by its owners, no panels" % ranks)
-        if ranks == 8 and "it reads or writes a sparse tensor and no faster candidate receives fewer bytes: the default" not in out:
-            bad("auto_sparse.dtl at 8 ranks: the listing does not say why statement 1 keeps its default", out)
+        if ranks == 64 and "it reads or writes a sparse tensor and no faster candidate receives fewer bytes: the default" not in out:
+            bad("auto_sparse.dtl at 64 ranks: the listing does not say why statement 1 keeps its default", out)
 
 
 def sparse_out_checks():
     """statements that write sparse tensors are searched too: B (CSR by columns) times a dense
-    matrix into a sparse result by rows computes where B lies, over j, its partial sums' entries
-    sent to the holders of the result's rows (the plan's exchange of produced entries); no panels,
+    matrix of 4 columns into a sparse result by rows computes where B lies at 2 and 8 ranks,
+    over j, its partial sums' entries sent to the holders of the result's rows (the plan's
+    exchange of produced entries); at 64 ranks, where a rank's rows of B (10 entries a row in
+    the model) are fewer than the n x 4 partial sums, by the owners of the rows; no panels,
     no kernels, no threads (a sparse result is produced by one thread)"""
     path = os.path.join(TOP, "tests", "e2e", "programs", "auto_sparse_out.dtl")
     for ranks in (2, 8, 64):  # sizes that give every rank columns of B
@@ -134,15 +137,52 @@ def sparse_out_checks():
         got = dict((int(k), v) for k, v in chosen)
         rest = [l for l in out.splitlines() if l.startswith("    ") and (".split(" in l or ".rotate(" in l or
                                                                          ".substitute(" in l or ".parallelize(" in l)]
-        if rc or got.get(2) != ".distribute({j}, {jo}, {ji}, M)" or rest or len(got) != 4:
-            bad("auto_sparse_out.dtl at %d ranks: expected G over j, no panels or kernels; got %s" % (ranks, got), out + err)
+        want = ".distribute({j}, {jo}, {ji}, M)" if ranks < 64 else "the owner-computes default"
+        if rc or got.get(2) != want or rest or len(got) != 4:
+            bad("auto_sparse_out.dtl at %d ranks: expected G by %s, no panels or kernels; got %s" % (ranks, want, got), out + err)
         else:
-            ok("auto_sparse_out.dtl at %d ranks: G computed where B lies, over j" % ranks)
+            ok("auto_sparse_out.dtl at %d ranks: G computed %s" % (ranks, "where B lies, over j" if ranks < 64 else "by its rows' owners"))
     rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", "4", "--set", "n=400", "--set", "m=300")
     if rc or "sparse: the produced entries, point to point to the holders, summed there" not in out:
         bad("auto_sparse_out.dtl: the plan of G does not send the produced entries to their holders", out + err)
     else:
         ok("auto_sparse_out.dtl: G's produced entries go point to point to the holders")
+
+
+def sparse_model_checks(d):
+    """the cost model's estimate of a sparse tensor's entries (10 a row): an SpMV's plan shows it
+    beside the dense positions and runs that many iterations; a sparse matrix's layouts are
+    searched (its block counted by its entries against the memory per rank); sparse_entry_time
+    in a model file weighs the entries a rank receives: where sorting them in costs nothing, G
+    (auto_sparse_out.dtl) moves B's rows to G's owners at 8 ranks instead of its partial sums"""
+    spmv = os.path.join(d, "spmv_model.dtl")
+    with open(spmv, "w") as f:
+        f.write("param n = 100000;\nmachine M = grid(g);\ntensor y(n) @ M;\ntensor A(n, n) csr @ M;\ntensor x(n) @ M;\n"
+                "y(i) = A(i, j) * x(j);\n")
+    rc, out, err = distalc(spmv, "--auto", "--emit", "plan", "--ranks", "4")
+    held = re.search(r"^held by rank 0 .* A (\d+) \(the model's (\d+) stored\)", out, re.M)
+    iters = re.search(r"^    chosen .*?, (\d+) iterations", out, re.M)
+    lay = re.search(r"^  tensor A: M\(\w+ -> \S+\) \(of (\d+) layouts", out, re.M)
+    rows = (100000 + 3) // 4
+    if rc or not held or int(held.group(1)) != rows * 100000 or int(held.group(2)) != rows * 10 or not iters or \
+            int(iters.group(1)) != rows * 10 or not lay or int(lay.group(1)) < 2:
+        bad("SpMV n = 10^5 at 4 ranks: expected A's %d entries a rank (10 a row) held and iterated, and its layouts "
+            "searched" % (rows * 10), out + err)
+    else:
+        ok("SpMV n = 10^5 at 4 ranks: %d entries a rank in the model, %s of A's layouts costed" % (rows * 10, lay.group(1)))
+    path = os.path.join(TOP, "tests", "e2e", "programs", "auto_sparse_out.dtl")
+    free = os.path.join(d, "free_sort.model")
+    with open(free, "w") as f:
+        f.write("sparse_entry_time 1e-15\n")
+    for model, want in ((None, ".distribute({j}, {jo}, {ji}, M)"), (free, "the owner-computes default")):
+        args = ["--model", model] if model else []
+        rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", "8", "--set", "n=4000", "--set", "m=3000", *args)
+        chosen = dict((int(k), v) for k, v in re.findall(r"^  statement (\d+): .*\n    chosen .*?\): (.*)$", out, re.M))
+        if rc or chosen.get(2) != want:
+            bad("auto_sparse_out.dtl at 8 ranks, sparse_entry_time %s: expected G by %s, got %s"
+                % ("1e-15" if model else "by default", want, chosen.get(2)), out + err)
+        else:
+            ok("auto_sparse_out.dtl at 8 ranks, sparse_entry_time %s: G by %s" % ("1e-15" if model else "by default", want))
 
 
 def node_checks(d):
@@ -385,6 +425,7 @@ def main():
         node_checks(d)
         sparse_checks()
         sparse_out_checks()
+        sparse_model_checks(d)
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")
@@ -411,7 +452,8 @@ def main():
                                          ("latency 1e-6\nlatency 2e-6\n", ":2: error: given twice: latency"),
                                          ("point_time 1e-9 2\n", ":1: error: expected NAME VALUE"),
                                          ("threads 2.5\n", ":1: error: threads must be a whole number up to 4096: threads"),
-                                         ("node_latency -1\n", ":1: error: the value must be a positive number: node_latency"))):
+                                         ("node_latency -1\n", ":1: error: the value must be a positive number: node_latency"),
+                                         ("sparse_entry_time 0\n", ":1: error: the value must be a positive number: sparse_entry_time"))):
             path = os.path.join(d, "bad%d.model" % k)
             with open(path, "w") as f:
                 f.write(text)
