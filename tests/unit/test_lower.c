@@ -3,6 +3,7 @@
  * written in .dtl, the pattern chosen per tensor and communicate point (lw_stmt.comm[]),
  * a few layouts whose answer is known (transposes, replicated outputs, replicated grid
  * dims), the constructs the lowering rejects, and the printed plan. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -995,6 +996,55 @@ static void test_plan_summa(void **state) {
 }
 
 /* float elements are 4 bytes */
+/* The cost model's estimate of a sparse tensor's entries: 10 in every fiber of its innermost
+ * compressed level, at most the fiber's extent; a statement's loops run the share of their
+ * dense iterations its right side's sparsest factor gives, a sum its densest term's (a term
+ * placed outside a summed loop adds none); lw_stmt_cost counts a sparse box and the loops so. */
+static void test_sparse_density(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 1000;\nparam m = 400;\nmachine M = grid(g);\n"
+               "tensor A(n, m) csr @ M(ij -> i);\ntensor B(n, m) {compressed, dense} @ M(ij -> i);\n"
+               "tensor T(n, m, 5) csf @ M(ijk -> i);\ntensor x(m) @ M(j -> j);\ntensor y(n) @ M(i -> i);\n"
+               "tensor u(n) @ M(i -> i);\n"
+               "y(i) = A(i, j) * x(j);\n"
+               "u(i) = A(i, j) * x(j) + y(i);\n"
+               "y(i) = (A(i, j) + B(i, j)) * x(j);\n"
+               "y(i) = exp(A(i, j)) * x(j);\n");
+  int64_t params[8] = {0};
+  params[param(&r, "n")] = 1000, params[param(&r, "m")] = 400, params[param(&r, "g")] = 4;
+  const fe_program *p = r.prog;
+  assert_true(fabs(lw_density(p, fe_find_tensor(p, "A"), params) - 10.0 / 400) < 1e-12);
+  assert_true(fabs(lw_density(p, fe_find_tensor(p, "B"), params) - 10.0 / 1000) < 1e-12); /* its compressed rows */
+  assert_true(lw_density(p, fe_find_tensor(p, "T"), params) == 1);                      /* fibers of 5 */
+  assert_true(lw_density(p, fe_find_tensor(p, "x"), params) == 1);
+  params[param(&r, "m")] = 0; /* a param without a value counts 1024 */
+  assert_true(fabs(lw_density(p, fe_find_tensor(p, "A"), params) - 10.0 / 1024) < 1e-12);
+  params[param(&r, "m")] = 400;
+  const double want[4] = {10.0 / 400, 10.0 / 400, 10.0 / 400, 1};
+  for (int i = 0; i < 4; i++) {
+    double d = lw_expr_density(p, r.lp->stmts[i].rhs, params);
+    if (fabs(d - want[i]) > 1e-12) fprintf(stderr, "statement %d: density %g, want %g\n", i + 1, d, want[i]);
+    assert_true(fabs(d - want[i]) < 1e-12);
+  }
+  /* rank 0 of 4: 250 rows of 10 entries, A's box its own (no bytes), x's whole extent */
+  lw_cost c;
+  assert_true(lw_stmt_cost(r.lp, 0, params, &c));
+  assert_int_equal(c.points, 2500);
+  assert_true(c.sparse_entries == 0);
+  finish(&r);
+  /* A held by columns, read by rows: rank 0 receives the entries of its rows in the other
+   * ranks' columns, 10 a row in the model, each 8 bytes a coordinate and the value */
+  lower_ok(&r, "param n = 1000;\nmachine M = grid(g);\ntensor A(n, n) csr @ M(ij -> j);\n"
+               "tensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);\ny(i) = A(i, j) * x(j);\n");
+  int64_t q[4] = {0};
+  q[param(&r, "n")] = 1000, q[param(&r, "g")] = 4;
+  assert_true(lw_stmt_cost(r.lp, 0, q, &c));
+  assert_true(fabs(c.sparse_entries - 250 * 750 * 10.0 / 1000) < 1);
+  assert_int_equal(c.points, 2500);
+  finish(&r);
+}
+
 static void test_plan_element_size(void **state) {
   (void)state;
   run r;
@@ -1643,6 +1693,7 @@ int main(void) {
       cmocka_unit_test(test_cuda_kernels),
       cmocka_unit_test(test_plan_summa),
       cmocka_unit_test(test_plan_element_size),
+      cmocka_unit_test(test_sparse_density),
       cmocka_unit_test(test_pattern_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
