@@ -49,6 +49,9 @@ statement allows it (no threads: the output is never read); its saved dense resu
 compared with the oracle's, and `+=` starts from a random sparse file.  With --target
 cuda, which compiles neither, programs have no sparse tensors and no precompute (these
 choices come from other random streams of the seed, so the rest is drawn alike).
+The third of the programs compiled with --auto declare about half of the tensors that no
+schedule command names `@ M` with no mapping (the layout the compiler's to choose; the
+--no-fuse leg, without --auto, takes the documented default).
 Each program is run at a random rank count that fits its machine and compared with the
 oracle.  Every failure prints its seed; `gen_random.py --seed S --count 1` reruns it
 (--print shows the program).
@@ -958,6 +961,25 @@ def gen_multi(seed, max_ranks=6, target="cpu"):
     return "\n".join(lines) + "\n", overrides, nranks
 
 
+def drop_mappings(text, seed):
+    """text with about half of the tensors and temporaries that no schedule command names
+    declared `@ M` with no mapping (LANGUAGE.md section 3: the compiler chooses the layout,
+    by the cost model under --auto, else by the documented default), drawn from a stream of
+    their own so that the rest of the program is as without it"""
+    rnd = random.Random("no mapping %d" % seed)
+    named = set()
+    for line in text.splitlines():
+        if line.lstrip().startswith("."):
+            named.update(re.findall(r"[A-Za-z_]\w*", line))
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"\s*(tensor|temp)\s+([A-Za-z_]\w*)", line)
+        if m and m.group(2) not in named and re.search(r"@ M\([^)]*\)", line) and rnd.random() < 0.5:
+            line = re.sub(r"@ M\([^)]*\)", "@ M", line)
+        out.append(line)
+    return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
 def distalc_has(option):
     """Whether distalc --help lists the option."""
     import subprocess
@@ -990,6 +1012,8 @@ def main(argv=None):
     for s in range(seed0, seed0 + count):
         gen = gen_multi if s % 2 else gen_program  # odd seeds: programs of several statements
         text, overrides, nranks = gen(s, max_ranks, args.target or "cpu")
+        if s % 3 == 1:  # the --auto third: some tensors `@ M` with no mapping
+            text = drop_mappings(text, s)
         programs.append((s, text, overrides, nranks))
     if args.print:
         for s, text, overrides, nranks in programs:
