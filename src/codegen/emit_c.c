@@ -1213,6 +1213,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     if (n->sums > 1 && !g->in_kernel) { /* the rewrite sums: the loop unrolled into its registers */
       emit_sums(g, n, tn, p, bb, e, chk, start);
       snprintf(chk, sizeof chk, "dtl_sp%d_q%d", a, x);
+      if (n->unroll == 4) line(g, "DTL_UNROLL4 /* the rewrite sums: the one register's loop unrolled */");
       line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, chk, p, e, p);
     } else {
       line(g, "for (int64_t %s = %s(%s <= 0 ? %s : %s); %s < %s; %s++) {", p, chk, bb, start, sp_search(g, "lower", tn, x, start, e, bb),

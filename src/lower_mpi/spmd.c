@@ -2030,7 +2030,7 @@ static int su_walk(sp_program *sp, sp_node *n) {
       }
       free(inside);
       if (ok) {
-        n->sums = L->sums = 4, L->nsums_read = k;
+        n->sums = L->sums = 4, L->unroll = 4, L->nsums_read = k;
         L->sums_read = ir_alloc((size_t)(k + 1) * sizeof *L->sums_read);
         if (k) memcpy(L->sums_read, out, (size_t)k * sizeof *out);
         return 1;
@@ -2525,6 +2525,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->prefetch) fputs(" (prefetch where banded)", f);
     if (n->ngather) fprintf(f, " (%d row%s gathered ahead where scattered)", n->ngather, n->ngather == 1 ? "" : "s");
     if (n->sums) fprintf(f, " (%d partial sums where its gathers fit the cache)", n->sums);
+    if (n->unroll) fprintf(f, " (one sum unrolled by %d)", n->unroll);
     if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
     if (n->jam) fprintf(f, " (rows jammed by %d)", n->jam);
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);

@@ -218,6 +218,10 @@ struct sp_node {
    * unrolled by as many, where the dense elements it gathers fit the first-level cache
    * (spmd_sums; 0: one) */
   int sums;
+  /* ... and its one-register loop (all of it where the gathered elements do not fit, the rest
+   * after the four-register one where they do) unrolled by as many, its sum in the same order
+   * (spmd_sums; 0: as written) */
+  int unroll;
   int nsums_read;
   const sp_expr **sums_read; /* ... those elements (their last index is the loop's variable) */
   int ngather;
@@ -639,8 +643,14 @@ void spmd_gather(sp_program *sp);
  * does not.  Where the gathered operand is larger than the first-level cache the loads wait on
  * the memory instead and the one register was measured faster (a random SpMV, x of 10^6
  * doubles: 0.018 s with one, 0.025 with four), so the test keeps the loop as it was there.
- * The CSF TTV (256^3, density 0.1, one rank) went from 1.13 to 0.93 ms.  --emit spmd marks
- * the loop "(4 partial sums where its gathers fit the cache)". */
+ * The CSF TTV (256^3, density 0.1, one rank) went from 1.13 to 0.93 ms.  The one-register
+ * loop (L where the gathers do not fit, the iterations left over where they do) is marked
+ * unroll = 4 and printed after DTL_UNROLL4, which asks the C compiler to unroll it by 4 (its
+ * sum in one register, in the same order: the same result): the random SpMV of x of 10^6
+ * doubles went from 0.045 to 0.0385-0.039 s on one core (the textbook loop 0.036), where the
+ * loop's control then takes fewer of the processor's slots and more gathers are in flight;
+ * the 2-D Poisson one (n = 10^6) stayed at 4.5 ms.  --emit spmd marks the loop "(4 partial sums where its
+ * gathers fit the cache)" and "(one sum unrolled by 4)". */
 void spmd_sums(sp_program *sp);
 
 /* Operands read once before the innermost loop (spmd_build does, after the gather).  In

@@ -5,7 +5,8 @@
   coordinate fetches the row the loop will reach DTL_GATHER_AHEAD entries on, where the rank's
   piece scatters at that level and a row is at least a cache line;
 - "sums" (spmd_sums): a loop whose body adds to a register keeps its sum in four registers,
-  four entries at a time, where the dense operands it gathers span at most DTL_SUMS_BYTES.
+  four entries at a time, where the dense operands it gathers span at most DTL_SUMS_BYTES; its
+  one-register loop (the rest, or all of it where they do not fit) follows DTL_UNROLL4.
 
 For each program below: `distalc --emit spmd` marks exactly the loops expected (and says why
 the gather is not applied to the others: single elements, a row whose index is the coordinate
@@ -16,7 +17,8 @@ rewrite's branch, gives what the serial recomputation gives (--validate) at 1, 2
 and never where it is shorter or where the rows are banded (density 0.3: consecutive rows'
 coordinates lie close; a loop over a first level, which has one parent, is never banded).  The
 sums' branch runs where the gathered operand fits DTL_SUMS_BYTES and never where it does not
-(the limit set to 8 bytes), and always where it gathers nothing (a matrix's row sums).  The distances are varied (1 entry, the default, past every piece's
+(the limit set to 8 bytes, built with DTL_UNROLL4 off), and always where it gathers nothing
+(a matrix's row sums).  The distances are varied (1 entry, the default, past every piece's
 end) at 1 and 3 ranks, and the rank's threads share the loops at 2 threads.
 Environment: DISTALC, MPICC, MPIRUN, DISTAL_CFLAGS, DISTAL_LIBS (make check sets them)."""
 import os
@@ -116,6 +118,9 @@ def check(name, prog, work):
     nsums = r.stdout.count("(4 partial sums where its gathers fit the cache)")
     if nsums != sums:
         errors.append("%s: --emit spmd marks %d loops for partial sums, expected %d" % (name, nsums, sums))
+    nunroll = r.stdout.count("(one sum unrolled by 4)")
+    if nunroll != sums:
+        errors.append("%s: --emit spmd marks %d one-register loops unrolled, expected %d" % (name, nunroll, sums))
     base = os.path.join(work, name)
     r = run([DISTALC, src, "--main", "-o", base + ".c"])
     if r.returncode:
@@ -123,13 +128,19 @@ def check(name, prog, work):
     c_text, branches = instrument(open(base + ".c").read())
     if bool(branches["gather"]) != bool(rows) or bool(branches["sums"]) != bool(sums):
         errors.append("%s: %s branches of the rewrites in the generated C" % (name, branches))
+    # the one-register loop of each summed loop follows DTL_UNROLL4 (printed in every version of
+    # the loop nest: 32- and 64-bit, threads or not); the sums limit of 8 bytes is also built
+    # with the hint off (-DDTL_UNROLL4=), the loop as written
+    unrolled = len(re.findall(r"DTL_UNROLL4 /\*[^\n]*\*/\n\s*for \(int64_t dtl_sp\d+_p\d+ = dtl_sp\d+_q\d+;", c_text))
+    if bool(unrolled) != bool(sums):
+        errors.append("%s: %d loops after DTL_UNROLL4 in the generated C, expected %s" % (name, unrolled, "some" if sums else "none"))
     with open(base + "_t.c", "w") as f:
         f.write(c_text)
     exes = {}
     for flags in (("16", "32768"), ("1", "32768"), ("100000000", "32768"), ("16", "8")):
         exe = "%s_%s_%s" % (base, flags[0], flags[1])
-        r = run([MPICC, "-std=c11", "-O3", "-fwrapv", "-fopenmp", "-DDTL_GATHER_AHEAD=" + flags[0], "-DDTL_SUMS_BYTES=" + flags[1],
-                 base + "_t.c", "-o", exe] + CFLAGS + LIBS)
+        r = run([MPICC, "-std=c11", "-O3", "-fwrapv", "-fopenmp", "-DDTL_GATHER_AHEAD=" + flags[0], "-DDTL_SUMS_BYTES=" + flags[1]] +
+                (["-DDTL_UNROLL4="] if flags[1] == "8" else []) + [base + "_t.c", "-o", exe] + CFLAGS + LIBS)
         if r.returncode:
             return errors + ["%s: the C compiler failed: %s" % (name, r.stderr.strip()[-2000:])]
         exes[flags] = exe
