@@ -535,14 +535,27 @@ bool lw_sparse(const fe_program *p, int t) {
   return fe_tensor_sparse(&p->tensors[t]);
 }
 
-double lw_density(const fe_program *p, int t, const int64_t *params) {
-  if (!lw_sparse(p, t)) return 1;
+/* the extent of the fibers lw_density counts LW_SPARSE_FIBER entries in (0: the tensor is
+ * counted dense) */
+static int64_t fiber_extent(const fe_program *p, int t, const int64_t *params) {
+  if (!lw_sparse(p, t)) return 0;
   const fe_tensor *T = &p->tensors[t];
   int k = T->order - 1; /* its innermost compressed level: the levels inside it are dense */
   while (k > 0 && T->formats[k] != FE_COMPRESSED) k--;
   const fe_size *sz = &T->dims[k];
   int64_t ext = sz->is_param ? (params && params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value;
-  return ext > LW_SPARSE_FIBER ? (double)LW_SPARSE_FIBER / (double)ext : 1;
+  return ext > LW_SPARSE_FIBER ? ext : 0;
+}
+
+double lw_density(const fe_program *p, int t, const int64_t *params) {
+  int64_t ext = fiber_extent(p, t, params);
+  return ext ? (double)LW_SPARSE_FIBER / (double)ext : 1;
+}
+
+int64_t lw_entries(const fe_program *p, int t, const int64_t *params, int64_t dense) {
+  int64_t ext = fiber_extent(p, t, params);
+  /* the product first: exact where the result is a whole number */
+  return ext ? (int64_t)ceil((double)dense * LW_SPARSE_FIBER / (double)ext) : dense;
 }
 
 double lw_expr_density(const fe_program *p, const ir_expr *e, const int64_t *params) {
@@ -1007,7 +1020,7 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
     const lw_comm *c = &ls->comm[q];
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
-    const double cd = lw_density(p, c->tensor, params); /* the stored share of a sparse box */
+    const bool scaled = lw_density(p, c->tensor, params) < 1; /* a sparse box: its entries */
     vol_acc a = {.budget = 200000, .trip = trip};
     memset(vars, 0, (size_t)(nv + 1) * sizeof *vars);
     int64_t steps = count_steps(ls, c, 0, vars, &env, a.budget, trip);
@@ -1022,16 +1035,16 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       }
       sum_volume(lp, ls, c, 0, vars, &env, &a);
     }
-    if (cd < 1) /* a sparse box's entries (a message per step stays one) */
-      a.total = (int64_t)ceil((double)a.total * cd), a.recv = (int64_t)ceil((double)a.recv * cd),
-      a.max = (int64_t)ceil((double)a.max * cd);
+    if (scaled) /* a sparse box's entries (a message per step stays one) */
+      a.total = lw_entries(p, c->tensor, params, a.total), a.recv = lw_entries(p, c->tensor, params, a.recv),
+      a.max = lw_entries(p, c->tensor, params, a.max);
     if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
       if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
       continue;
     }
     if (a.budget < 0 || a.failed) ok = false;
     out->mem_bytes += (double)(a.total * es);
-    if (cd < 1 && !lw_comm_alone(lp, c, params)) out->sparse_entries += (double)a.recv;
+    if (scaled && !lw_comm_alone(lp, c, params)) out->sparse_entries += (double)a.recv;
     bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
     out->bytes += alone ? 0 : a.recv * es;
     out->msgs += alone ? 0 : a.count;
@@ -1269,8 +1282,8 @@ void lw_print_plan(FILE *f, const lw_program *lp, const int64_t *params, int64_t
       known = sym_eval(o->lo[x], &env, &lo) && sym_eval(o->hi[x], &env, &hi);
       v *= known && hi > lo ? hi - lo : 0;
     }
-    double d = lw_density(p, t, params);
-    if (known && d < 1) fprintf(f, " %s %lld (the model's %.0f stored)", p->tensors[t].name, (long long)v, ceil((double)v * d));
+    if (known && lw_density(p, t, params) < 1)
+      fprintf(f, " %s %lld (the model's %lld stored)", p->tensors[t].name, (long long)v, (long long)lw_entries(p, t, params, v));
     else if (known) fprintf(f, " %s %lld", p->tensors[t].name, (long long)v);
     else fprintf(f, " %s ?", p->tensors[t].name);
   }

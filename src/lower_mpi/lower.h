@@ -200,6 +200,9 @@ bool lw_comm_alone(const lw_program *lp, const lw_comm *c, const int64_t *params
  * counts 1024, as the search's. */
 #define LW_SPARSE_FIBER 10
 double lw_density(const fe_program *p, int t, const int64_t *params);
+/* ... and the entries of a box of `dense` positions of tensor t, rounded up (exact where they
+ * are a whole number: the product taken before the division) */
+int64_t lw_entries(const fe_program *p, int t, const int64_t *params, int64_t dense);
 /* The share of a statement's dense iterations its loops run where e is its right side: a
  * sparse access its density, a product the least of its factors' (its loops walk the
  * sparsest), a sum the most of its terms' (a term placed outside a summed loop adds none), a

@@ -1018,6 +1018,13 @@ static void test_sparse_density(void **state) {
   assert_true(fabs(lw_density(p, fe_find_tensor(p, "B"), params) - 10.0 / 1000) < 1e-12); /* its compressed rows */
   assert_true(lw_density(p, fe_find_tensor(p, "T"), params) == 1);                      /* fibers of 5 */
   assert_true(lw_density(p, fe_find_tensor(p, "x"), params) == 1);
+  /* whole numbers of entries exactly (the product before the division), the rest rounded up */
+  for (int64_t k = 1; k <= 4000; k++) {
+    int64_t want = (k * 10 + 399) / 400;
+    if (lw_entries(p, fe_find_tensor(p, "A"), params, k) != want) fprintf(stderr, "%lld positions of A\n", (long long)k);
+    assert_int_equal(lw_entries(p, fe_find_tensor(p, "A"), params, k), want);
+  }
+  assert_int_equal(lw_entries(p, fe_find_tensor(p, "x"), params, 1234), 1234);
   params[param(&r, "m")] = 0; /* a param without a value counts 1024 */
   assert_true(fabs(lw_density(p, fe_find_tensor(p, "A"), params) - 10.0 / 1024) < 1e-12);
   params[param(&r, "m")] = 400;
