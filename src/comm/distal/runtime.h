@@ -639,9 +639,6 @@ static inline void dtl_prefetch_row(const void *base, int64_t index, size_t size
   (void)base, (void)index, (void)size, (void)bytes;
 #endif
 }
-/* The loops of the SPMD rewrite "sums" keep a sum in four registers where the dense operands
- * they gather span at most this many bytes (they stay in the first-level cache, and the loop
- * waits on its additions rather than on the memory). */
 /* Before a loop: asks the C compiler to unroll it by 4 (the rewrite "sums" marks its loop of
  * one register so; -DDTL_UNROLL4= when compiling the generated C leaves it as written). */
 #ifndef DTL_UNROLL4
@@ -653,6 +650,9 @@ static inline void dtl_prefetch_row(const void *base, int64_t index, size_t size
 #define DTL_UNROLL4
 #endif
 #endif
+/* The loops of the SPMD rewrite "sums" keep a sum in four registers where the dense operands
+ * they gather span at most this many bytes (they stay in the first-level cache, and the loop
+ * waits on its additions rather than on the memory). */
 #ifndef DTL_SUMS_BYTES /* -DDTL_SUMS_BYTES=N when compiling the generated C */
 #define DTL_SUMS_BYTES 32768
 #endif
