@@ -520,9 +520,10 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
     return;
   }
   /* a statement that reads a sparse tensor: its distributions only, no panels.  The plan counts
-   * a sparse box as dense entries and its loops as dense iterations (upper bounds); the panels'
-   * overlap needs a step's real time, and the default's broadcast of a vector becomes a halo
-   * exchange (an SPMD rewrite) only where the loops are not split: among equals the default */
+   * a sparse box's entries and its loops' iterations by the model's estimate (lw_density), not
+   * the real ones; the panels' overlap needs a step's real time, and the default's broadcast of
+   * a vector becomes a halo exchange (an SPMD rewrite) only where the loops are not split: among
+   * equals the default */
   const int lhs_t = s->ast->lhs.tname ? fe_find_tensor(p, s->ast->lhs.tname) : -1;
   const bool sparse = reads_sparse_expr(p, s->ast->rhs) || (lhs_t >= 0 && lw_sparse(p, lhs_t));
   /* Precondition: the caller needs this statement's time only where the program's is below
@@ -1209,6 +1210,14 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
 }
 
 /* ---- layouts -------------------------------------------------------------------------------- */
+/* the bytes the model gives one position of tensor q: its element, or for a sparse tensor its
+ * share of a stored entry (lw_density), the value and 8 bytes per coordinate */
+static double position_bytes(const fe_program *p, int q, const int64_t *params) {
+  const fe_tensor *t = &p->tensors[q];
+  double es = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8, dens = lw_density(p, q, params);
+  return dens < 1 ? (es + 8 * t->order) * dens : es;
+}
+
 /* dc_program_seconds' charge for the replicas of the program's data (0 on a machine of several
  * levels or where a grid dim is not known) */
 static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_machine_model *m) {
@@ -1228,9 +1237,7 @@ static double replica_seconds(const dc_unit *u, const int64_t *params, const dc_
     for (int i = 0; i < p->nstmts && !written; i++) written = p->stmts[i].lhs.tensor == q;
     if (written || !t->has_dist || t->dist.nlevels < 1) continue;
     /* its copies: the product of the '*' dims (a fixed coordinate: one copy along its dim) */
-    double copies = 1, whole = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
-    const double dens = lw_density(p, q, params); /* a sparse tensor: its entries in the model */
-    if (dens < 1) whole = (whole + 8 * t->order) * dens;
+    double copies = 1, whole = position_bytes(p, q, params);
     const fe_dist_level *L = &t->dist.levels[0];
     for (int k = 0; k < L->ny && k < G->ndims; k++)
       if (L->y[k].kind == FE_Y_STAR)
@@ -1412,10 +1419,7 @@ static char *mapping(const fe_tensor *t, const char *machine, int k, int64_t cod
 /* bytes of t's block per rank under mapping `code` (grid dims' sizes from params); -1 unknown */
 static int64_t block_bytes(const fe_program *p, const fe_tensor *t, const fe_machine *M, const int64_t *params, int64_t code) {
   int r = t->order, k = M->levels[0].ndims;
-  int64_t ext[64], v = t->type == FE_FLOAT || t->type == FE_INT32 ? 4 : 8;
-  /* a sparse block: the model's share of its positions, each a value and its coordinates */
-  const double dens = lw_density(p, (int)(t - p->tensors), params);
-  if (dens < 1) v += 8 * r;
+  int64_t ext[64];
   for (int x = 0; x < r; x++) {
     const fe_size *sz = &t->dims[x];
     ext[x] = sz->is_param ? (params[sz->param] > 0 ? params[sz->param] : 1024) : sz->value;
@@ -1428,7 +1432,7 @@ static int64_t block_bytes(const fe_program *p, const fe_tensor *t, const fe_mac
     if (G <= 0) return -1;
     if (d < r) ext[d] = (ext[d] + G - 1) / G;
   }
-  double b = (double)v * dens;
+  double b = position_bytes(p, (int)(t - p->tensors), params);
   for (int x = 0; x < r; x++) b *= (double)ext[x];
   return b >= 9.2e18 ? INT64_MAX : (int64_t)ceil(b);
 }

@@ -150,9 +150,10 @@ bool lw_bytes_line(const lw_program *lp, int i, int q, const int64_t *params, ch
 /* The cost of statement i for the rank at grid coordinates 0 (the plan's formulas evaluated
  * at the params, grid params included): bytes and messages it receives summed over its
  * communicate points and their steps, the largest buffer it holds (bytes), and its loop
- * iterations.  A sparse box counts as its dense volume times lw_density entries of 8 bytes per
+ * iterations.  A sparse box counts as lw_entries of its dense volume, each 8 bytes per
  * coordinate plus the value, and the loops of a statement that reads sparse tensors as their
- * dense iterations times lw_expr_density of its right side.  False where some formula cannot be evaluated (a param without value, or
+ * dense iterations times lw_expr_density of its right side.  False where some formula cannot
+ * be evaluated (a param without value, or
  * more than `budget` steps). */
 typedef struct {
   int64_t bytes, msgs, buffer, points;

@@ -649,8 +649,8 @@ void spmd_gather(sp_program *sp);
  * sum in one register, in the same order: the same result): the random SpMV of x of 10^6
  * doubles went from 0.045 to 0.0385-0.039 s on one core (the textbook loop 0.036), where the
  * loop's control then takes fewer of the processor's slots and more gathers are in flight;
- * the 2-D Poisson one (n = 10^6) stayed at 4.5 ms.  --emit spmd marks the loop "(4 partial sums where its
- * gathers fit the cache)" and "(one sum unrolled by 4)". */
+ * the 2-D Poisson one (n = 10^6) stayed at 4.5 ms.  --emit spmd marks the loop "(4 partial
+ * sums where its gathers fit the cache)" and "(one sum unrolled by 4)". */
 void spmd_sums(sp_program *sp);
 
 /* Operands read once before the innermost loop (spmd_build does, after the gather).  In
