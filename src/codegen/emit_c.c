@@ -526,6 +526,7 @@ static void sp_bind(cg_st *g, int t, const char *src) {
        n, n, n);
   line(g, "  dtl_%s_pos[dtl_x] = dtl_%s->pos[dtl_x], dtl_%s_crd[dtl_x] = dtl_%s->crd[dtl_x];", n, n, n, n);
   line(g, "  dtl_%s_pos32[dtl_x] = dtl_%s->pos32[dtl_x], dtl_%s_crd32[dtl_x] = dtl_%s->crd32[dtl_x];", n, n, n, n);
+  line(g, "  dtl_%s_bd[dtl_x] = dtl_%s->banded[dtl_x];", n, n);
   line(g, "}");
   line(g, "dtl_%s_n32 = dtl_%s->narrow;", n, n);
   line(g, "dtl_%s_vals = (const %s *)dtl_%s->vals;", n, cg_ctype(T(g, t)->type), n);
@@ -558,9 +559,12 @@ static void declare_buf(cg_st *g, int buf) {
     line(g, "const int64_t *dtl_%s_pos[%d] = {0}, *dtl_%s_crd[%d] = {0};", n, ord, n, ord);
     line(g, "const int32_t *dtl_%s_pos32[%d] = {0}, *dtl_%s_crd32[%d] = {0}; /* a narrow piece's */", n, ord, n, ord);
     line(g, "bool dtl_%s_n32 = false;", n);
+    /* the piece's banded levels copied out of it: a local the loops test, which no store
+     * or call in them can change, so that the C compiler keeps it out of the row loop */
+    line(g, "bool dtl_%s_bd[%d] = {0};", n, ord);
     line(g, "const %s *dtl_%s_vals = NULL;", ct, n);
     line(g, "(void)dtl_%s, (void)dtl_%s_lo, (void)dtl_%s_ext, (void)dtl_%s_pos, (void)dtl_%s_crd, (void)dtl_%s_vals;", n, n, n, n, n, n);
-    line(g, "(void)dtl_%s_pos32, (void)dtl_%s_crd32, (void)dtl_%s_n32;", n, n, n);
+    line(g, "(void)dtl_%s_pos32, (void)dtl_%s_crd32, (void)dtl_%s_n32, (void)dtl_%s_bd;", n, n, n, n);
     return;
   }
   line(g, "%s *dtl_%s = NULL;", ct, nm);
@@ -987,7 +991,7 @@ static void emit_hoist(cg_st *g, const sp_node *n) {
  * where the piece is banded there. */
 static void emit_prefetch(cg_st *g, const sp_node *n, const char *tn, const char *e) {
   int x = n->level;
-  line(g, "if (dtl_%s->banded[%d]) { /* the rewrite prefetch: the entries a few segments on */", tn, x);
+  line(g, "if (dtl_%s_bd[%d]) { /* the rewrite prefetch: the entries a few segments on */", tn, x);
   switch (wmode_of(g)) {
   case W_32: line(g, "  dtl_prefetch(dtl_%s_crd32[%d], %s, sizeof (int32_t));", tn, x, e); break;
   case W_64: line(g, "  dtl_prefetch(dtl_%s_crd[%d], %s, sizeof (int64_t));", tn, x, e); break;
@@ -1189,7 +1193,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       for (int u = 0; u < n->ngather; u++)
         fprintf(m, "%s%s >= 64", u ? " || " : "", row_bytes(g, n->gather_len[u], n->gather[u]->buf));
       fclose(m);
-      line(g, "const bool dtl_sp%d_g%d = !dtl_%s->banded[%d] && (%s); /* the rewrite gather */", a, x, tn, x, rows);
+      line(g, "const bool dtl_sp%d_g%d = !dtl_%s_bd[%d] && (%s); /* the rewrite gather */", a, x, tn, x, rows);
     }
     /* the segment's first coordinate at or after the loop's start (the whole segment when the
      * loop starts at the block's first coordinate) */
