@@ -1106,9 +1106,10 @@ int main(int argc, char **argv) {
     goto done;
   }
   if (want_main || exe) {
-    /* generated executables read params as -NAME: options of the driver are taken */
+    /* generated executables read params as -NAME: options of the driver are taken (a param
+     * h takes -h, help is then --help only) */
     static const char *taken[] = {"fill", "seed", "iters", "warmup", "load", "save", "validate",
-                                  "json", "stats", "verbose", "monitor", "help", "h", NULL};
+                                  "json", "stats", "verbose", "monitor", "help", NULL};
     int bad = 0;
     for (int i = 0; i < prog->nparams; i++)
       for (int k = 0; taken[k]; k++)

@@ -93,7 +93,9 @@ int dtl_parse_args(int argc, char **argv, int nparams, const char *const *param_
               : IS("stats")           ? &opt->stats
               : IS("verbose")         ? &opt->verbose
               : IS("monitor")         ? &opt->monitor
-              : IS("help") || IS("h") ? &opt->help
+              : IS("help")            ? &opt->help
+              /* -h is help unless the program has a param h (a step size, a grid dim) */
+              : IS("h") && find_name(name, len, nparams, param_names) < 0 ? &opt->help
                                       : NULL;
     if (b) {
       if (eq)
@@ -291,9 +293,10 @@ void dtl_print_usage(FILE *out, const char *prog, int nparams, const char *const
                "  --verbose                  say what happens\n"
                "  --monitor                  rank 0 prints each loop iteration and the scalars\n"
                "                             its condition reads\n"
-               "  --help, -h                 this text\n",
+               "  %s this text\n",
           sparse ? "  --density F                fraction of entries a sparse tensor's --fill stores\n"
-                   "                             (default 0.1)\n" : "");
+                   "                             (default 0.1)\n" : "",
+          find_name("h", 1, nparams, param_names) < 0 ? "--help, -h                " : "--help                    ");
   if (ntensors) {
     fprintf(out, "tensors:");
     for (int i = 0; i < ntensors; i++)

@@ -54,7 +54,7 @@ __shared__ atomicAdd dim3 cudaStream_t cudaError_t""".split()
 DTL_KEYWORDS = set("""param machine tensor temp grid Grid repeat until double float int32 int64
 dense compressed csr csf cpu gpu""".split())
 # options of generated executables (a param may not take their names: LANGUAGE.md section 8)
-OPTIONS = set("fill seed iters warmup load save validate json stats verbose monitor help h".split())
+OPTIONS = set("fill seed iters warmup load save validate json stats verbose monitor help".split())
 HEADERS = ["stdbool.h", "stdio.h", "stdlib.h", "string.h", "math.h", "stdint.h", "inttypes.h",
            "stddef.h", "errno.h", "limits.h", "float.h", "assert.h", "time.h", "unistd.h",
            "mpi.h", "cblas.h", "omp.h", "distal/runtime.h"]
@@ -314,6 +314,28 @@ def check_params(tmp, tag, names, ranks_list):
                     "%s: %d names as params, %d ranks" % (tag, len(names), ranks))
 
 
+def check_param_h(tmp):
+    """A param h (a step size, a grid dim): -h sets it, --help is the help (and says only --help);
+    without a param h, -h is the help."""
+    text = ("param zqN = 6;\nparam h = 2;\nmachine zqM = grid(zqG);\ntensor zqA(zqN) int64 @ zqM(x -> x);\n"
+            "tensor zqB(zqN) int64 @ zqM(x -> x);\nzqA(zqi) = zqB(zqi) * h;\n")
+    exe = compile_forms(tmp, "param_h", text)
+    if not exe:
+        return
+    for ranks in (1, 3):
+        run_compare(tmp, exe, ranks, ["-h", "5", "-zqN", "7"], np.arange(7, dtype=np.int64) * 5,
+                    "param h set by -h 5, %d ranks" % ranks)
+    rc, log = mpirun(exe, 2, ["--help"])
+    report(rc == 0 and "-h V" in log and "--help " in log and "--help, -h" not in log,
+           "param h: --help lists -h V and the help as --help only", log)
+    rc, log = mpirun(exe, 2, ["-h"])
+    report(rc != 0 and "'-h' needs a value" in log, "param h: -h without a value is an error", log)
+    other = compile_forms(tmp, "no_h", text.replace("param h = 2;", "param zqH = 2;").replace("* h", "* zqH"))
+    if other:
+        rc, log = mpirun(other, 1, ["-h"])
+        report(rc == 0 and "--help, -h" in log, "no param h: -h is the help", log)
+
+
 def check_param_rejections(tmp, names):
     """Each name a param cannot take: one located error at its declaration, no output file."""
     d = os.path.join(tmp, "rejected")
@@ -439,6 +461,7 @@ def main():
             rejected = [n for n in rejected if n not in reserved] + random.Random(3).sample(reserved, min(len(reserved), 12))
         rejected = sorted(set(rejected) | OPTIONS | {"defined", "__LINE__", "_X"})
         check_param_rejections(tmp, [n for n in rejected if usable(n)])
+        check_param_h(tmp)
         stems = ["stdio", "stdlib", "string", "math", "mpi", "time", "stdint", "cblas", "omp", "runtime", "assert", "errno"]
         check_stems(tmp, stems)
     finally:
