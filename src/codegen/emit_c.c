@@ -507,6 +507,21 @@ static void emit_box(cg_st *g, int order, const sym *const *lo, const sym *const
   }
 }
 
+/* The rewrite "invariant" (rewrite.c): the operation runs at its loop's first iteration only;
+ * the later ones read what it left in the buffer's slot (the compute function keeps each loop's
+ * iteration in dtl_plan->loop_it). */
+static void once_open(cg_st *g, const sp_node *c) {
+  if (!c->once_loop) return;
+  line(g, "if (dtl_plan->loop_it[%d] == 0) { /* the rewrite invariant: the loop writes no part of %s, later iterations read the slot */",
+       c->once_loop, T(g, B(g, c->buf)->tensor)->name);
+  g->ind += 2;
+}
+static void once_close(cg_st *g, const sp_node *c) {
+  if (!c->once_loop) return;
+  g->ind -= 2;
+  line(g, "}");
+}
+
 static void args_fill(cg_st *g, const sp_node *n) {
   for (int q = 0; q < n->nargs; q++) line(g, "dtl_args.v[%d] = %s;", g->sp->vars[n->arg_vars[q]].arg, vname(g, n->arg_vars[q]));
 }
@@ -663,6 +678,7 @@ static void emit_comm(cg_st *g, const sp_node *c) {
   case SC_VIEW: emit_view(g, c); return;
   case SC_SPARSE_RESET: line(g, "dtl_%s_coo->n = 0;", n); return;
   case SC_SPARSE_BCAST: {
+    once_open(g, c);
     line(g, "{ dtl_box dtl__need;");
     g->ind += 2;
     emit_box(g, b->order, b->lo, b->hi, "dtl__need", false);
@@ -671,16 +687,19 @@ static void emit_comm(cg_st *g, const sp_node *c) {
          b->slot);
     g->ind -= 2;
     line(g, "}");
+    once_close(g, c);
     char src[64];
     snprintf(src, sizeof src, "&dtl_plan->sp[%d]", b->slot);
     sp_bind(g, t, src);
     return;
   }
   case SC_SPARSE_FETCH: {
+    once_open(g, c);
     args_fill(g, c);
     line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", b->slot);
     line(g, "if (dtl_sparse_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_args, &dtl_plan->sp[%d])) return 1;", t, n, boxfn(g, c->buf),
          b->slot);
+    once_close(g, c);
     char src[64];
     snprintf(src, sizeof src, "&dtl_plan->sp[%d]", b->slot);
     sp_bind(g, t, src);
@@ -705,12 +724,16 @@ static void emit_comm(cg_st *g, const sp_node *c) {
       if (g->sp->cuda) line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl_%s, dtl_%s_vol)) return 1;", dt, nm, nm);
       else line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", dt, nm, nm);
     } else if (c->op == SC_BCAST) {
+      once_open(g, c);
       line(g, "if (%s(dtl_ctx, 0x%xu, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], &%s, dtl_%s)) return 1;", rt(g, "bcast_fetch"),
            c->mask, t, dt, localptr, t, box, nm);
+      once_close(g, c);
     } else {
+      once_open(g, c);
       args_fill(g, c);
       line(g, "if (%s(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_plan->own[%d], %s, &dtl_args, dtl_%s)) return 1;", rt(g, "fetch"), t, dt,
            localptr, t, boxfn(g, c->buf), nm);
+      once_close(g, c);
     }
     return;
   case SC_BCAST_BEGIN:
@@ -2326,6 +2349,7 @@ static void emit_plan(FILE *c, const sp_program *sp, const cg_options *o) {
   if (halo)
     fprintf(c, "  dtl_halo *halo[%d]; /* halo exchanges: what the inspector found, by buffer slot */\n"
                "  int64_t epoch; /* compute calls so far: the members of a halo exchange agree once per call */\n", nslots);
+  if (sp->nloops) fprintf(c, "  int64_t loop_it[%d]; /* by loop number: the iteration the loop runs (counted from 0 at each entry) */\n", sp->nloops + 1);
   fputs("  int64_t iters; /* iterations of the top-level loops in the last compute */\n"
         "  bool monitor; /* rank 0 prints each iteration (the executable's --monitor) */\n", c);
   if (sp->nvariants > 0)
@@ -2617,6 +2641,7 @@ static void emit_items(FILE *c, const sp_program *sp, const cg_options *o, const
     cg_sym(c, sp, it->bound, false);
     fprintf(c, "; dtl_it%d < dtl_n%d; dtl_it%d++) {\n", L, L, L);
     if (top) fprintf(c, "%*sdtl_plan->iters++;\n", ind + 2, "");
+    fprintf(c, "%*sdtl_plan->loop_it[%d] = dtl_it%d;\n", ind + 2, "", L, L);
     for (int q = 0; q < it->peel; q++)
       fprintf(c, "%*s/* statement %d runs inside statement %d, for the next iteration (fused across the back edge) */\n", ind + 2, "",
               it->items[q].func + 1, it->peel_into + 1);

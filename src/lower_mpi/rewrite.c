@@ -1675,12 +1675,73 @@ static void merge_fetches(sp_program *sp, sp_item *list, int nitems) {
   }
 }
 
+/* ---- invariant fetches (the rewrite "invariant") -------------------------------------------
+ * Inside a loop, a fetch of a tensor that no statement of the loop writes brings the same data at
+ * every iteration: the loop's first iteration fetches it, the later ones read what it left in
+ * its buffer (an iterative method's matrix held in another layout than its product needs moves
+ * once per loop, not once per iteration):
+ *   repeat { ... S: bcast|fetch T box X into b ... }
+ *     =>  repeat { ... S: [first iteration] bcast|fetch T box X into b ... }
+ * Precondition: the operation is a whole broadcast or point-to-point fetch (of a dense box, or
+ * of the stored entries of a sparse one) at the top of its statement's body, before every loop
+ * but collective loops of one iteration per rank, and it communicates (it reuses no earlier
+ * statement's buffer, the rewrite "fetch"); its buffer is neither double-buffered nor a snapshot
+ * or an output; its box, with those loops' variables written as grid coordinates, uses no other
+ * variable (a function of params and coordinates, the same at every iteration); its statement
+ * (or fused group) is a call of the loop's own list that runs once per iteration (not one that
+ * fusion across the back edge runs before the loop or inside another statement); no statement
+ * of the loop, in its nested loops too, writes T.  The buffer's slot is its own (or shared with
+ * later fetches of the same box that reuse it), so the data stays there until the statement
+ * runs again; every rank runs every iteration, so the members of a collective skip it together.
+ * A loop entered again (nested in another) fetches at its first iteration again. */
+static bool list_writes(const sp_program *sp, const sp_item *list, int n, int t) {
+  for (int k = 0; k < n; k++) {
+    if (list[k].kind == SP_REPEAT) {
+      if (list_writes(sp, list[k].items, list[k].nitems, t)) return true;
+      continue;
+    }
+    const sp_func *F = &sp->funcs[list[k].func];
+    if (F->lhs_tensor == t || group_writes(sp, F->fused_into >= 0 ? F->fused_into : F->index, t)) return true;
+  }
+  return false;
+}
+static void invariant_items(sp_program *sp, sp_item *list, int nitems) {
+  for (int k = 0; k < nitems; k++) {
+    sp_item *L = &list[k];
+    if (L->kind != SP_REPEAT) continue;
+    invariant_items(sp, L->items, L->nitems);
+    for (int q = L->peel; q < L->nitems; q++) {
+      if (L->items[q].kind != SP_CALL) continue;
+      sp_func *F = &sp->funcs[L->items[q].func];
+      if (F->fused_into >= 0 || F->removed || (L->peel && F->index == L->peel_into)) continue;
+      topcomms top = tops(sp, F);
+      for (int r = 0; r < top.n; r++) {
+        sp_node *n = top.f[r].n;
+        if (n->op != SC_BCAST && n->op != SC_FETCH && n->op != SC_SPARSE_FETCH && n->op != SC_SPARSE_BCAST) continue;
+        const sp_buf *b = &sp->bufs[n->buf];
+        if (b->output || b->snapshot || b->doubled || n->reuses || n->once_loop) continue;
+        char w[200];
+        snprintf(w, sizeof w, "loop %d, statement %d, %s %s", L->number, F->index + 1, sp_comm_name(n->op), sp->tensors[b->tensor].name);
+        const char *why = NULL;
+        for (int d = 0; d < b->order && !why; d++)
+          for (int v = 0; v < sp->nvars && !why; v++)
+            if (sym_uses(top.f[r].lo[d], SYM_VAR, v) || sym_uses(top.f[r].hi[d], SYM_VAR, v))
+              why = "its box depends on the statement's loops";
+        if (!why && list_writes(sp, L->items, L->nitems, b->tensor)) why = "a statement of the loop writes the tensor";
+        if (!why) n->once_loop = L->number;
+        sp_logf(sp, "invariant", why, "%s", w);
+      }
+    }
+  }
+}
+
 void spmd_fuse(sp_program *sp) {
   if (!sp->fuse) return;
   redistribute_items(sp, sp->items, sp->nitems);
   fuse_items(sp, sp->items, sp->nitems);
   contract(sp);
   merge_fetches(sp, sp->items, sp->nitems);
+  invariant_items(sp, sp->items, sp->nitems);
 }
 
 /* ---- overlap -------------------------------------------------------------------------------

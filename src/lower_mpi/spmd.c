@@ -2586,6 +2586,7 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
       fputs(" fetched it, in its slot)", f);
     } else if (n->op == SC_FETCH || n->op == SC_ACCUMULATE || n->op == SC_SPARSE_FETCH || n->op == SC_SPARSE_ACC)
       fputs(" (point to point: every rank evaluates the others' boxes)", f);
+    if (n->once_loop) fprintf(f, " (at loop %d's first iteration only: the loop writes no part of the tensor)", n->once_loop);
     if (n->op == SC_HALO)
       fprintf(f, " (inspector: the stored coordinates of %s at level %d%s)", c->sp->tensors[n->halo_tensor].name, n->halo_level,
               n->halo_split ? "; posted, completed by halo.end" : "");
@@ -2794,6 +2795,17 @@ static void reuse_walk(FILE *f, const sp_program *sp, const sp_func *fn, const s
   }
   for (int q = 0; q < n->nkids; q++) reuse_walk(f, sp, fn, n->kids[q], head);
 }
+static void once_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
+  if (!n) return;
+  if (n->kind == SN_COMM && n->once_loop) {
+    const sp_buf *b = &sp->bufs[n->buf];
+    if (!*head) fputs("fetches once per loop (the SPMD rewrite invariant; the bytes above at the loop's first iteration, 0 at the others):\n", f);
+    *head = true;
+    fprintf(f, "  statement %d, read %s: loop %d writes no part of %s\n", fn->index + 1, sp->tensors[b->tensor].name, n->once_loop,
+            sp->tensors[b->tensor].name);
+  }
+  for (int q = 0; q < n->nkids; q++) once_walk(f, sp, fn, n->kids[q], head);
+}
 static void copy_walk(FILE *f, const sp_program *sp, const sp_func *fn, const sp_node *n, bool *head) {
   if (!n) return;
   if (n->kind == SN_COMM && n->from_copy) {
@@ -2809,6 +2821,8 @@ void spmd_print_plan_notes(FILE *f, const sp_program *sp) {
   for (int i = 0; i < sp->nfuncs; i++) halo_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
   head = false;
   for (int i = 0; i < sp->nfuncs; i++) reuse_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
+  head = false;
+  for (int i = 0; i < sp->nfuncs; i++) once_walk(f, sp, &sp->funcs[i], sp->funcs[i].body, &head);
   head = false;
   for (int i = 0; i < sp->nfuncs; i++) {
     if (!sp->funcs[i].removed) continue;

@@ -264,6 +264,10 @@ struct sp_node {
   int reuses;           /* SC_BCAST, SC_FETCH: 1 + the buffer of an earlier statement that holds
                          * the same box of the same tensor (the rewrite "fetch"): no
                          * communication, the buffer is that one's slot; 0: communicates */
+  int once_loop;        /* SC_BCAST, SC_FETCH, SC_SPARSE_FETCH, SC_SPARSE_BCAST inside a loop that
+                         * writes no part of its tensor: the loop's number, and the operation
+                         * runs at that loop's first iteration only, the later ones reading
+                         * what it left in its buffer (the rewrite "invariant"); 0: every time */
   int nmerged;          /* SC_ALLREDUCE of a scalar: more scalars' sums, of the same type and mask, in the same call */
   const int *merged;    /* ... their buffers */
   int halo_tensor;      /* SC_HALO: the sparse tensor (read as the rank's own piece) whose stored coordinates */

@@ -14,7 +14,9 @@ produced boxes to every other holder): in a program with one, that is checked ag
 0's bytes sent by exchange, and the rest against what it receives by the other operations.
 The plan's last line, the most bytes any rank receives (the same points, reductions to a root
 and accumulates by exchange left out), must equal the most any rank receives by --stats, in
-every program without an accumulate by exchange.  Needs DISTALC, MPIRUN (default mpirun), top_srcdir and
+every program without an accumulate by exchange.  And the SPMD rewrite invariant: a loop's
+fetches of a tensor it does not write move their bytes once per entry of the loop
+(check_invariant).  Needs DISTALC, MPIRUN (default mpirun), top_srcdir and
 the DISTAL_* flags of --exe."""
 
 import os
@@ -110,9 +112,60 @@ def stats_most(text):
     return max(per.values()) if per else 0
 
 
+def stats_total(text):
+    """bytes received in all, by operation (the --stats "total" lines)"""
+    return {w[1]: int(w[4]) for w in (line.split() for line in text.splitlines()) if len(w) == 6 and w[0] == "total"}
+
+
+def check_invariant(d):
+    """The SPMD rewrite invariant (tests/e2e/programs/invariant.dtl, sparse_invariant.dtl): the
+    fetches of A (and S) (point to point, "exchange") in the inner loop, which writes neither, move the same bytes at 4
+    iterations as at 1 (once per entry of the loop), where --no-fuse moves them at every
+    iteration (4 times the bytes); b's broadcast too moves once per entry, so the broadcasts move
+    less than with --no-fuse.  Returns (failures, checks)."""
+    fails = checks = 0
+    for prog in ("invariant", "sparse_invariant"):
+        f, c = check_invariant_of(d, prog)
+        fails, checks = fails + f, checks + c
+    return fails, checks
+
+
+def check_invariant_of(d, prog):
+    src = os.path.join(TOP, "tests", "e2e", "programs", prog + ".dtl")
+    exes = {}
+    for tag, extra in (("fused", []), ("nofuse", ["--no-fuse"])):
+        exes[tag] = os.path.join(d, prog + "_" + tag)
+        p = run([DISTALC, src, "--exe", "-o", exes[tag]] + extra)
+        if p.returncode:
+            print("FAIL %s.dtl %s: does not compile:\n%s" % (prog, " ".join(extra), p.stdout))
+            return 1, 1
+    fails = checks = 0
+    for P in (2, 3, 4):
+        got = {}
+        for tag, exe in exes.items():
+            for it in (1, 4):
+                r = run([MPIRUN, "-np", str(P), "--oversubscribe", exe, "-n", "23", "-it", str(it), "--stats"])
+                if r.returncode:
+                    print("FAIL %s.dtl at %d ranks (%s, it=%d):\n%s" % (prog, P, tag, it, r.stdout[-1500:]))
+                    return fails + 1, checks + 1
+                got[tag, it] = stats_total(r.stdout)
+        ex = lambda tag, it: got[tag, it].get("exchange", 0)  # noqa: E731
+        bc = lambda tag, it: got[tag, it].get("bcast", 0)  # noqa: E731
+        checks += 1
+        ok = ex("fused", 1) > 0 and ex("fused", 4) == ex("fused", 1) and ex("nofuse", 4) == 4 * ex("nofuse", 1) \
+            and ex("nofuse", 1) == ex("fused", 1) and bc("fused", 4) < bc("nofuse", 4)
+        print("%s %s.dtl at %d ranks: exchange %d -> %d bytes from 1 to 4 iterations (--no-fuse %d -> %d), "
+              "bcast %d (--no-fuse %d) at 4" % ("PASS" if ok else "FAIL", prog, P, ex("fused", 1), ex("fused", 4), ex("nofuse", 1),
+                                               ex("nofuse", 4), bc("fused", 4), bc("nofuse", 4)))
+        fails += not ok
+    return fails, checks
+
+
 def main():
     fails = checks = 0
     with tempfile.TemporaryDirectory() as d:
+        f, c = check_invariant(d)
+        fails, checks = fails + f, checks + c
         for case in CASES:
             where, name, params = case[:3]
             runs = case[3] if len(case) > 3 else [(P, {}) for P in RANKS]
