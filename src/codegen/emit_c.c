@@ -547,6 +547,17 @@ static void sp_bind(cg_st *g, int t, const char *src) {
   line(g, "dtl_%s_vals = (const %s *)dtl_%s->vals;", n, cg_ctype(T(g, t)->type), n);
 }
 
+/* The rewrite "fetch": an earlier statement's buffer holds the box (its slot is this one's). */
+static void reused(cg_st *g, const sp_node *c) {
+  line(g, "/* no communication: the slot holds this box of %s, fetched by statement %d and not written since */",
+       T(g, B(g, c->buf)->tensor)->name, g->sp->funcs[B(g, c->reuses - 1)->func].index + 1);
+}
+static void sp_bind_slot(cg_st *g, int t, int slot) {
+  char src[64];
+  snprintf(src, sizeof src, "&dtl_plan->sp[%d]", slot);
+  sp_bind(g, t, src);
+}
+
 /* The box function of an exchange: PREFIX_sS_boxQ. */
 static const char *boxfn(const cg_st *g, int buf) {
   static char b[2][300];
@@ -678,6 +689,11 @@ static void emit_comm(cg_st *g, const sp_node *c) {
   case SC_VIEW: emit_view(g, c); return;
   case SC_SPARSE_RESET: line(g, "dtl_%s_coo->n = 0;", n); return;
   case SC_SPARSE_BCAST: {
+    if (c->reuses) {
+      reused(g, c);
+      sp_bind_slot(g, t, b->slot);
+      return;
+    }
     once_open(g, c);
     line(g, "{ dtl_box dtl__need;");
     g->ind += 2;
@@ -688,21 +704,22 @@ static void emit_comm(cg_st *g, const sp_node *c) {
     g->ind -= 2;
     line(g, "}");
     once_close(g, c);
-    char src[64];
-    snprintf(src, sizeof src, "&dtl_plan->sp[%d]", b->slot);
-    sp_bind(g, t, src);
+    sp_bind_slot(g, t, b->slot);
     return;
   }
   case SC_SPARSE_FETCH: {
+    if (c->reuses) {
+      reused(g, c);
+      sp_bind_slot(g, t, b->slot);
+      return;
+    }
     once_open(g, c);
     args_fill(g, c);
     line(g, "dtl_sparse_free(&dtl_plan->sp[%d]);", b->slot);
     line(g, "if (dtl_sparse_fetch(dtl_ctx, &dtl_plan->dist[%d], %s, %s, &dtl_args, &dtl_plan->sp[%d])) return 1;", t, n, boxfn(g, c->buf),
          b->slot);
     once_close(g, c);
-    char src[64];
-    snprintf(src, sizeof src, "&dtl_plan->sp[%d]", b->slot);
-    sp_bind(g, t, src);
+    sp_bind_slot(g, t, b->slot);
     return;
   }
   case SC_PRODUCE:
@@ -718,8 +735,7 @@ static void emit_comm(cg_st *g, const sp_node *c) {
     }
     set_layout(g, nm, box);
     if (c->reuses) {
-      line(g, "/* no communication: the slot holds this box of %s, fetched by statement %d and not written since */", T(g, t)->name,
-           g->sp->funcs[B(g, c->reuses - 1)->func].index + 1);
+      reused(g, c);
     } else if (c->op == SC_PRODUCE) {
       if (g->sp->cuda) line(g, "if (dtl_cu_zero(dtl_ctx, %s, dtl_%s, dtl_%s_vol)) return 1;", dt, nm, nm);
       else line(g, "dtl_zero(%s, dtl_%s, dtl_%s_vol);", dt, nm, nm);

@@ -1735,6 +1735,71 @@ static void invariant_items(sp_program *sp, sp_item *list, int nitems) {
   }
 }
 
+/* ... and a loop's invariant fetch of the box a statement before the loop fetched, with no write
+ * of the tensor between that statement and the loop, reads that statement's buffer (the rewrite
+ * "fetch" across the loop's entry; no communication at all):
+ *   S1: bcast|fetch T box X into a (slot s); ...; repeat { ... S2: [first iteration] bcast|fetch T box X into b ... }
+ *     =>  repeat { ... S2: b is slot s over box X, no communication ... }
+ * Precondition: S2's operation is invariant in its loop L (above: L writes no part of T); S1 is
+ * a call of the list that holds L, before L, whose top operation (as for "fetch": a whole
+ * broadcast or fetch, here also of the stored entries of a sparse tensor, neither
+ * double-buffered nor of a snapshot or output) brings the same box, as symbolic expressions of params and grid coordinates; S1's group does
+ * not write T, and neither does any statement or loop between S1 and L.  S1's slot is its
+ * buffer's, so its data stays there until S1 runs again, which is after L. */
+static bool invariant_kind(const sp_program *sp, const sp_node *n) {
+  if (fetch_kind(sp, n)) return true;
+  if (n->kind != SN_COMM || (n->op != SC_SPARSE_FETCH && n->op != SC_SPARSE_BCAST)) return false;
+  const sp_buf *b = &sp->bufs[n->buf];
+  return !b->doubled && !b->snapshot && !b->output;
+}
+static void invariant_merge(sp_program *sp, sp_item *list, int nitems) {
+  for (int k = 0; k < nitems; k++) {
+    sp_item *L = &list[k];
+    if (L->kind != SP_REPEAT) continue;
+    invariant_merge(sp, L->items, L->nitems);
+    for (int q = L->peel; q < L->nitems; q++) {
+      if (L->items[q].kind != SP_CALL) continue;
+      sp_func *F2 = &sp->funcs[L->items[q].func];
+      if (F2->fused_into >= 0 || F2->removed) continue;
+      topcomms t2 = tops(sp, F2);
+      for (int r = 0; r < t2.n; r++) {
+        sp_node *n2 = t2.f[r].n;
+        if (n2->once_loop != L->number || !invariant_kind(sp, n2)) continue;
+        sp_buf *b2 = &sp->bufs[n2->buf];
+        const char *why = NULL;
+        bool found = false;
+        char w[200];
+        for (int m = k - 1; m >= 0 && !found && !why; m--) {
+          if (list[m].kind == SP_REPEAT) {
+            if (list_writes(sp, list[m].items, list[m].nitems, b2->tensor)) why = "a loop between the two fetches writes the tensor";
+            continue;
+          }
+          const sp_func *F1 = &sp->funcs[list[m].func];
+          if (F1->fused_into >= 0 || F1->removed) continue;
+          topcomms t1 = tops(sp, F1);
+          const sp_node *n1 = NULL;
+          for (int u = 0; u < t1.n && !n1; u++)
+            if (invariant_kind(sp, t1.f[u].n) && sp->bufs[t1.f[u].n->buf].tensor == b2->tensor && same_box(sp, &t1.f[u], &t2.f[r]))
+              n1 = t1.f[u].n;
+          if (group_writes(sp, F1->index, b2->tensor)) {
+            why = "a statement between the two fetches writes the tensor";
+          } else if (n1) {
+            found = true;
+            snprintf(w, sizeof w, "loop %d, statement %d, %s %s (statement %d fetched it before the loop)", L->number, F2->index + 1,
+                     sp_comm_name(n2->op), sp->tensors[b2->tensor].name, F1->index + 1);
+            b2->slot = sp->bufs[n1->buf].slot;
+            b2->boxfn = -1;
+            n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
+            n2->once_loop = 0;
+            n2->comment = "the box a statement before the loop fetched: neither the loop nor a statement since writes the tensor";
+          }
+        }
+        if (found) sp_logf(sp, "fetch", NULL, "%s", w);
+      }
+    }
+  }
+}
+
 void spmd_fuse(sp_program *sp) {
   if (!sp->fuse) return;
   redistribute_items(sp, sp->items, sp->nitems);
@@ -1742,6 +1807,7 @@ void spmd_fuse(sp_program *sp) {
   contract(sp);
   merge_fetches(sp, sp->items, sp->nitems);
   invariant_items(sp, sp->items, sp->nitems);
+  invariant_merge(sp, sp->items, sp->nitems);
 }
 
 /* ---- overlap -------------------------------------------------------------------------------

@@ -119,10 +119,12 @@ def stats_total(text):
 
 def check_invariant(d):
     """The SPMD rewrite invariant (tests/e2e/programs/invariant.dtl, sparse_invariant.dtl): the
-    fetches of A (and S) (point to point, "exchange") in the inner loop, which writes neither, move the same bytes at 4
-    iterations as at 1 (once per entry of the loop), where --no-fuse moves them at every
-    iteration (4 times the bytes); b's broadcast too moves once per entry, so the broadcasts move
-    less than with --no-fuse.  Returns (failures, checks)."""
+    point-to-point fetches ("exchange") in the inner loop, of matrices it does not write, move
+    the same bytes at 4 iterations as at 1 (once per entry of the loop, and one of them not at
+    all: it reads the buffer of a statement before the loop, so even at 1 iteration fewer bytes
+    move than with --no-fuse), where --no-fuse moves them at every iteration; b's broadcast too
+    moves once per entry, so the broadcasts move less than with --no-fuse.  Returns (failures,
+    checks)."""
     fails = checks = 0
     for prog in ("invariant", "sparse_invariant"):
         f, c = check_invariant_of(d, prog)
@@ -152,8 +154,8 @@ def check_invariant_of(d, prog):
         ex = lambda tag, it: got[tag, it].get("exchange", 0)  # noqa: E731
         bc = lambda tag, it: got[tag, it].get("bcast", 0)  # noqa: E731
         checks += 1
-        ok = ex("fused", 1) > 0 and ex("fused", 4) == ex("fused", 1) and ex("nofuse", 4) == 4 * ex("nofuse", 1) \
-            and ex("nofuse", 1) == ex("fused", 1) and bc("fused", 4) < bc("nofuse", 4)
+        ok = ex("fused", 1) > 0 and ex("fused", 4) == ex("fused", 1) and ex("nofuse", 4) > ex("nofuse", 1) \
+            and ex("fused", 1) < ex("nofuse", 1) and bc("fused", 4) < bc("nofuse", 4)
         print("%s %s.dtl at %d ranks: exchange %d -> %d bytes from 1 to 4 iterations (--no-fuse %d -> %d), "
               "bcast %d (--no-fuse %d) at 4" % ("PASS" if ok else "FAIL", prog, P, ex("fused", 1), ex("fused", 4), ex("nofuse", 1),
                                                ex("nofuse", 4), bc("fused", 4), bc("nofuse", 4)))
