@@ -1705,34 +1705,41 @@ static bool list_writes(const sp_program *sp, const sp_item *list, int n, int t)
   }
   return false;
 }
-static void invariant_items(sp_program *sp, sp_item *list, int nitems) {
+static bool invariant_kind(const sp_program *sp, const sp_node *n) {
+  if (fetch_kind(sp, n)) return true;
+  if (n->kind != SN_COMM || (n->op != SC_SPARSE_FETCH && n->op != SC_SPARSE_BCAST)) return false;
+  const sp_buf *b = &sp->bufs[n->buf];
+  return !b->doubled && !b->snapshot && !b->output;
+}
+/* fn on each broadcast or fetch (invariant_kind) at the top of a statement (group) that a loop's
+ * list calls once per iteration, the loop list[k] */
+typedef void (*loop_fetch_fn)(sp_program *sp, sp_item *list, int k, const sp_func *F, topcomm *c);
+static void each_loop_fetch(sp_program *sp, sp_item *list, int nitems, loop_fetch_fn fn) {
   for (int k = 0; k < nitems; k++) {
     sp_item *L = &list[k];
     if (L->kind != SP_REPEAT) continue;
-    invariant_items(sp, L->items, L->nitems);
+    each_loop_fetch(sp, L->items, L->nitems, fn);
     for (int q = L->peel; q < L->nitems; q++) {
       if (L->items[q].kind != SP_CALL) continue;
-      sp_func *F = &sp->funcs[L->items[q].func];
+      const sp_func *F = &sp->funcs[L->items[q].func];
       if (F->fused_into >= 0 || F->removed || (L->peel && F->index == L->peel_into)) continue;
       topcomms top = tops(sp, F);
-      for (int r = 0; r < top.n; r++) {
-        sp_node *n = top.f[r].n;
-        if (n->op != SC_BCAST && n->op != SC_FETCH && n->op != SC_SPARSE_FETCH && n->op != SC_SPARSE_BCAST) continue;
-        const sp_buf *b = &sp->bufs[n->buf];
-        if (b->output || b->snapshot || b->doubled || n->reuses || n->once_loop) continue;
-        char w[200];
-        snprintf(w, sizeof w, "loop %d, statement %d, %s %s", L->number, F->index + 1, sp_comm_name(n->op), sp->tensors[b->tensor].name);
-        const char *why = NULL;
-        for (int d = 0; d < b->order && !why; d++)
-          for (int v = 0; v < sp->nvars && !why; v++)
-            if (sym_uses(top.f[r].lo[d], SYM_VAR, v) || sym_uses(top.f[r].hi[d], SYM_VAR, v))
-              why = "its box depends on the statement's loops";
-        if (!why && list_writes(sp, L->items, L->nitems, b->tensor)) why = "a statement of the loop writes the tensor";
-        if (!why) n->once_loop = L->number;
-        sp_logf(sp, "invariant", why, "%s", w);
-      }
+      for (int r = 0; r < top.n; r++)
+        if (invariant_kind(sp, top.f[r].n) && !top.f[r].n->reuses) fn(sp, list, k, F, &top.f[r]);
     }
   }
+}
+static void invariant_one(sp_program *sp, sp_item *list, int k, const sp_func *F, topcomm *c) {
+  const sp_item *L = &list[k];
+  sp_node *n = c->n;
+  const sp_buf *b = &sp->bufs[n->buf];
+  const char *why = NULL;
+  for (int d = 0; d < b->order && !why; d++)
+    for (int v = 0; v < sp->nvars && !why; v++)
+      if (sym_uses(c->lo[d], SYM_VAR, v) || sym_uses(c->hi[d], SYM_VAR, v)) why = "its box depends on the statement's loops";
+  if (!why && list_writes(sp, L->items, L->nitems, b->tensor)) why = "a statement of the loop writes the tensor";
+  if (!why) n->once_loop = L->number;
+  sp_logf(sp, "invariant", why, "loop %d, statement %d, %s %s", L->number, F->index + 1, sp_comm_name(n->op), sp->tensors[b->tensor].name);
 }
 
 /* ... and a loop's invariant fetch of the box a statement before the loop fetched, with no write
@@ -1746,56 +1753,30 @@ static void invariant_items(sp_program *sp, sp_item *list, int nitems) {
  * double-buffered nor of a snapshot or output) brings the same box, as symbolic expressions of params and grid coordinates; S1's group does
  * not write T, and neither does any statement or loop between S1 and L.  S1's slot is its
  * buffer's, so its data stays there until S1 runs again, which is after L. */
-static bool invariant_kind(const sp_program *sp, const sp_node *n) {
-  if (fetch_kind(sp, n)) return true;
-  if (n->kind != SN_COMM || (n->op != SC_SPARSE_FETCH && n->op != SC_SPARSE_BCAST)) return false;
-  const sp_buf *b = &sp->bufs[n->buf];
-  return !b->doubled && !b->snapshot && !b->output;
-}
-static void invariant_merge(sp_program *sp, sp_item *list, int nitems) {
-  for (int k = 0; k < nitems; k++) {
-    sp_item *L = &list[k];
-    if (L->kind != SP_REPEAT) continue;
-    invariant_merge(sp, L->items, L->nitems);
-    for (int q = L->peel; q < L->nitems; q++) {
-      if (L->items[q].kind != SP_CALL) continue;
-      sp_func *F2 = &sp->funcs[L->items[q].func];
-      if (F2->fused_into >= 0 || F2->removed) continue;
-      topcomms t2 = tops(sp, F2);
-      for (int r = 0; r < t2.n; r++) {
-        sp_node *n2 = t2.f[r].n;
-        if (n2->once_loop != L->number || !invariant_kind(sp, n2)) continue;
-        sp_buf *b2 = &sp->bufs[n2->buf];
-        const char *why = NULL;
-        bool found = false;
-        char w[200];
-        for (int m = k - 1; m >= 0 && !found && !why; m--) {
-          if (list[m].kind == SP_REPEAT) {
-            if (list_writes(sp, list[m].items, list[m].nitems, b2->tensor)) why = "a loop between the two fetches writes the tensor";
-            continue;
-          }
-          const sp_func *F1 = &sp->funcs[list[m].func];
-          if (F1->fused_into >= 0 || F1->removed) continue;
-          topcomms t1 = tops(sp, F1);
-          const sp_node *n1 = NULL;
-          for (int u = 0; u < t1.n && !n1; u++)
-            if (invariant_kind(sp, t1.f[u].n) && sp->bufs[t1.f[u].n->buf].tensor == b2->tensor && same_box(sp, &t1.f[u], &t2.f[r]))
-              n1 = t1.f[u].n;
-          if (group_writes(sp, F1->index, b2->tensor)) {
-            why = "a statement between the two fetches writes the tensor";
-          } else if (n1) {
-            found = true;
-            snprintf(w, sizeof w, "loop %d, statement %d, %s %s (statement %d fetched it before the loop)", L->number, F2->index + 1,
-                     sp_comm_name(n2->op), sp->tensors[b2->tensor].name, F1->index + 1);
-            b2->slot = sp->bufs[n1->buf].slot;
-            b2->boxfn = -1;
-            n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
-            n2->once_loop = 0;
-            n2->comment = "the box a statement before the loop fetched: neither the loop nor a statement since writes the tensor";
-          }
-        }
-        if (found) sp_logf(sp, "fetch", NULL, "%s", w);
-      }
+static void invariant_merge(sp_program *sp, sp_item *list, int k, const sp_func *F2, topcomm *c2) {
+  sp_node *n2 = c2->n;
+  sp_buf *b2 = &sp->bufs[n2->buf];
+  if (n2->once_loop != list[k].number) return;
+  for (int m = k - 1; m >= 0; m--) {
+    if (list[m].kind == SP_REPEAT) {
+      if (list_writes(sp, list[m].items, list[m].nitems, b2->tensor)) return; /* a loop between writes T */
+      continue;
+    }
+    const sp_func *F1 = &sp->funcs[list[m].func];
+    if (F1->fused_into >= 0 || F1->removed) continue;
+    if (group_writes(sp, F1->index, b2->tensor)) return;
+    topcomms t1 = tops(sp, F1);
+    for (int u = 0; u < t1.n; u++) {
+      const sp_node *n1 = t1.f[u].n;
+      if (!invariant_kind(sp, n1) || sp->bufs[n1->buf].tensor != b2->tensor || !same_box(sp, &t1.f[u], c2)) continue;
+      b2->slot = sp->bufs[n1->buf].slot;
+      b2->boxfn = -1;
+      n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
+      n2->once_loop = 0;
+      n2->comment = "the box a statement before the loop fetched: neither the loop nor a statement since writes the tensor";
+      sp_logf(sp, "fetch", NULL, "loop %d, statement %d, %s %s (statement %d fetched it before the loop)", list[k].number, F2->index + 1,
+              sp_comm_name(n2->op), sp->tensors[b2->tensor].name, F1->index + 1);
+      return;
     }
   }
 }
@@ -1806,8 +1787,8 @@ void spmd_fuse(sp_program *sp) {
   fuse_items(sp, sp->items, sp->nitems);
   contract(sp);
   merge_fetches(sp, sp->items, sp->nitems);
-  invariant_items(sp, sp->items, sp->nitems);
-  invariant_merge(sp, sp->items, sp->nitems);
+  each_loop_fetch(sp, sp->items, sp->nitems, invariant_one);
+  each_loop_fetch(sp, sp->items, sp->nitems, invariant_merge);
 }
 
 /* ---- overlap -------------------------------------------------------------------------------
