@@ -1519,8 +1519,10 @@ static void test_spmd_fusion(void **state) {
 
 /* merged fetches: the same box of the same tensor, fetched by a later statement with no write
  * of the tensor in between, is read from the earlier statement's buffer (same slot, no
- * communication); a write in between or a loop in between keeps the fetch; --no-fuse keeps
- * every fetch. */
+ * communication); a write in between keeps the fetch; so does a loop that writes the tensor,
+ * where a loop that does not reads the buffer of a statement before it (the rewrite "fetch"
+ * across the loop's entry); a loop's fetch of a tensor it does not write runs at its first
+ * iteration only (the rewrite "invariant"); --no-fuse keeps every fetch. */
 static void test_spmd_fetch_merge(void **state) {
   (void)state;
   run r;
@@ -1529,31 +1531,48 @@ static void test_spmd_fetch_merge(void **state) {
                "machine M = grid(g);\n"
                "tensor A(n, m) @ M(ij -> i);\n"
                "tensor x(m) @ M(j -> j);\n"
+               "tensor w(m) @ M(j -> j);\n"
                "tensor y(n) @ M(i -> i);\n"
                "tensor z(n) @ M(i -> i);\n"
                "y(i) = A(i, j) * x(j);\n"        /* 1: broadcasts x */
                "z(i) = A(i, j) * x(j) + y(i);\n" /* 2: x from 1's buffer */
                "x(j) = x(j) * 2;\n"              /* 3: writes x */
                "z(i) += A(i, j) * x(j);\n"       /* 4: x again: refused */
-               "repeat 2 { y(i) += A(i, j) * x(j); }\n"); /* 5: a loop in between: refused */
+               "repeat 2 { y(i) += A(i, j) * x(j); }\n" /* 5: a loop that writes no x: from 4's buffer */
+               "repeat 2 { z(i) += A(i, j) * x(j); x(j) = x(j) * 0.5; }\n" /* 6, 7: the loop writes x: fetched every time */
+               "repeat 2 { y(i) += A(i, j) * w(j); }\n"); /* 8: w at the loop's first iteration only */
   sp_program *sp = spmd_build(r.lp);
   const sp_node *b1 = find_node(sp->funcs[0].body, SN_COMM, SC_BCAST), *b2 = find_node(sp->funcs[1].body, SN_COMM, SC_BCAST),
-                *b4 = find_node(sp->funcs[3].body, SN_COMM, SC_BCAST), *b5 = find_node(sp->funcs[4].body, SN_COMM, SC_BCAST);
-  assert_non_null(b1), assert_non_null(b2), assert_non_null(b4), assert_non_null(b5);
+                *b4 = find_node(sp->funcs[3].body, SN_COMM, SC_BCAST), *b5 = find_node(sp->funcs[4].body, SN_COMM, SC_BCAST),
+                *b6 = find_node(sp->funcs[5].body, SN_COMM, SC_BCAST), *b8 = find_node(sp->funcs[7].body, SN_COMM, SC_BCAST);
+  assert_non_null(b1), assert_non_null(b2), assert_non_null(b4), assert_non_null(b5), assert_non_null(b6), assert_non_null(b8);
   assert_int_equal(b1->reuses, 0);
   assert_int_equal(b2->reuses, 1 + b1->buf);
   assert_int_equal(sp->bufs[b2->buf].slot, sp->bufs[b1->buf].slot);
   assert_int_equal(b4->reuses, 0);
-  assert_int_equal(b5->reuses, 0);
-  const sp_log *l0 = log_of(sp, "fetch", 0), *l1 = log_of(sp, "fetch", 1);
-  assert_non_null(l0), assert_non_null(l1);
+  assert_int_equal(b5->reuses, 1 + b4->buf);
+  assert_int_equal(sp->bufs[b5->buf].slot, sp->bufs[b4->buf].slot);
+  assert_int_equal(b5->once_loop, 0);
+  assert_int_equal(b6->reuses, 0);
+  assert_int_equal(b6->once_loop, 0);
+  assert_int_equal(b8->reuses, 0);
+  assert_int_equal(b8->once_loop, 3);
+  const sp_log *l0 = log_of(sp, "fetch", 0), *l1 = log_of(sp, "fetch", 1), *l2 = log_of(sp, "fetch", 2);
+  assert_non_null(l0), assert_non_null(l1), assert_non_null(l2);
   assert_null(l0->why);
   assert_non_null(strstr(l0->where, "statement 2"));
   assert_non_null(strstr(l1->why, "writes the tensor"));
+  assert_null(l2->why);
+  assert_non_null(strstr(l2->where, "statement 4 fetched it before the loop"));
+  bool refused = false;
+  for (int k = 0; k < sp->nlog; k++)
+    refused |= !strcmp(sp->log[k].rewrite, "invariant") && strstr(sp->log[k].where, "loop 2, statement 6") && sp->log[k].why &&
+               strstr(sp->log[k].why, "writes the tensor");
+  assert_true(refused);
   sp_program *nf = spmd_build_ex(r.lp, false);
   for (int i = 0; i < nf->nfuncs; i++) {
     const sp_node *b = find_node(nf->funcs[i].body, SN_COMM, SC_BCAST);
-    if (b) assert_int_equal(b->reuses, 0);
+    if (b) assert_int_equal(b->reuses, 0), assert_int_equal(b->once_loop, 0);
   }
   finish(&r);
 }
