@@ -194,9 +194,13 @@ kill "$reader" 2>/dev/null
 # a param named like an option of the generated executables, cited as the executable spells it
 printf 'param h = 4;\ntensor A(h);\nA(i) = 1;\n' > ph.dtl
 printf 'param iters = 4;\ntensor A(iters);\nA(i) = 1;\n' > pit.dtl
-if "$DISTALC" ph.dtl --exe -o ph 2> err.txt; then bad "distalc --exe accepted param h (the executables' -h)"
-elif ! grep -q "^ph.dtl:1:7: error: .*(-h); rename it" err.txt; then bad "distalc on param h: no located error citing -h"
-else ok "distalc --exe refuses param h ($(head -1 err.txt))"; fi
+# ... but a param h is allowed: its executable reads -h V as the param, --help as the help
+if ! "$DISTALC" ph.dtl --exe -o ph 2> err.txt; then bad "distalc --exe refused param h"
+elif ! timeout 60 "$MPIRUN" -np 1 --oversubscribe ./ph -h 3 --save A=ph.npy > out.txt 2> err.txt || [ ! -s ph.npy ]; then
+  bad "./ph -h 3: did not run with the param set"
+elif ! timeout 60 "$MPIRUN" -np 1 --oversubscribe ./ph --help > out.txt 2> err.txt || ! grep -q -- "-h V" out.txt; then
+  bad "./ph --help: no help listing -h V"
+else ok "param h: -h 3 sets it, --help is the help"; fi
 if "$DISTALC" pit.dtl --exe -o pit 2> err.txt; then bad "distalc --exe accepted param iters"
 elif ! grep -q "^pit.dtl:1:7: error: .*(--iters); rename it" err.txt; then bad "distalc on param iters: no located error citing --iters"
 else ok "distalc --exe refuses param iters ($(head -1 err.txt))"; fi

@@ -1725,6 +1725,17 @@ static void test_parse_args(void **state) {
   CHECK(parse(v, &o, err, "--help", NULL) == 0 && o.help);
   CHECK(parse(v, &o, err, "-h", NULL) == 0 && o.help);
   CHECK(parse(v, &o, err, "-n", "3", "--help", "--bogus", NULL) == 0 && o.help);
+  { /* a param h takes -h; the help is then --help only */
+    static const char *const hn[] = {"n", "h"};
+    int64_t hv[2] = {4, 2};
+    char *hargv[] = {"prog", "-h", "7", "--h=9", NULL};
+    CHECK(dtl_parse_args(3, hargv, 2, hn, NULL, hv, 3, tnames, &o, err, 256) == 0 && !o.help && hv[1] == 7);
+    CHECK(dtl_parse_args(4, hargv, 2, hn, NULL, hv, 3, tnames, &o, err, 256) == 0 && !o.help && hv[1] == 9);
+    char *hargv2[] = {"prog", "-h", NULL};
+    CHECK(dtl_parse_args(2, hargv2, 2, hn, NULL, hv, 3, tnames, &o, err, 256) != 0 && strstr(err, "'-h' needs a value"));
+    char *hargv3[] = {"prog", "--help", NULL};
+    CHECK(dtl_parse_args(2, hargv3, 2, hn, NULL, hv, 3, tnames, &o, err, 256) == 0 && o.help);
+  }
   PARSE_ERR("unknown option '--foo'", "--foo");
   PARSE_ERR("unknown option '-x'", "-x", "1");
   PARSE_ERR("unknown option '--nn'", "--nn=4");
