@@ -1750,9 +1750,10 @@ static void invariant_one(sp_program *sp, sp_item *list, int k, const sp_func *F
  * Precondition: S2's operation is invariant in its loop L (above: L writes no part of T); S1 is
  * a call of the list that holds L, before L, whose top operation (as for "fetch": a whole
  * broadcast or fetch, here also of the stored entries of a sparse tensor, neither
- * double-buffered nor of a snapshot or output) brings the same box, as symbolic expressions of params and grid coordinates; S1's group does
- * not write T, and neither does any statement or loop between S1 and L.  S1's slot is its
- * buffer's, so its data stays there until S1 runs again, which is after L. */
+ * double-buffered nor of a snapshot or output) brings the same box, as symbolic expressions
+ * of params and grid coordinates; S1's group does not write T, and neither does any statement
+ * or loop between S1 and L.  S1's slot is its buffer's, so its data stays there until S1 runs
+ * again, which is after L. */
 static void invariant_merge(sp_program *sp, sp_item *list, int k, const sp_func *F2, topcomm *c2) {
   sp_node *n2 = c2->n;
   sp_buf *b2 = &sp->bufs[n2->buf];

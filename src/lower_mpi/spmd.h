@@ -261,9 +261,10 @@ struct sp_node {
   bool fallback;        /* the general way of a grid-dependent choice (the other: SN_IF) */
   int from_copy;        /* SC_VIEW made by the rewrite "redistribute": 1 + the tensor the loops read
                          * before (a copy of this one, equal to it here) */
-  int reuses;           /* SC_BCAST, SC_FETCH: 1 + the buffer of an earlier statement that holds
-                         * the same box of the same tensor (the rewrite "fetch"): no
-                         * communication, the buffer is that one's slot; 0: communicates */
+  int reuses;           /* SC_BCAST, SC_FETCH (and SC_SPARSE_FETCH, SC_SPARSE_BCAST in a loop):
+                         * 1 + the buffer of an earlier statement that holds the same box of
+                         * the same tensor (the rewrite "fetch"): no communication, the buffer
+                         * is that one's slot; 0: communicates */
   int once_loop;        /* SC_BCAST, SC_FETCH, SC_SPARSE_FETCH, SC_SPARSE_BCAST inside a loop that
                          * writes no part of its tensor: the loop's number, and the operation
                          * runs at that loop's first iteration only, the later ones reading
