@@ -251,6 +251,18 @@ static char *fresh(const ir_stmt *s, const fe_program *p, char **taken, int *nta
 }
 
 /* ---- the search ------------------------------------------------------------------------ */
+/* Where a statement runs in the program's loops (LANGUAGE.md section 9), for its share of the
+ * program's time: each iteration of its loops runs it, up to their bounds (a loop's `until` may
+ * end it sooner; the model takes the bound), and the SPMD rewrite `invariant` fetches a tensor
+ * that its innermost loop does not write once per entry of that loop. */
+typedef struct {
+  double entries;  /* entries of its innermost loop: the product of the bounds of the loops
+                    * around that one (1: in none) */
+  double bound;    /* iterations of its innermost loop per entry, its bound (1: in no loop) */
+  bool *unwritten; /* the tensors no statement of that loop writes (NULL: in no loop, or the
+                    * program is not fused: --no-fuse runs no SPMD rewrite) */
+} stmt_loop;
+
 typedef struct {
   dc_unit *u;
   const int64_t *params;
@@ -271,6 +283,8 @@ typedef struct {
   /* the owners of the unit's tensors, the same in every candidate (lw_lower_stmt; NULL: each
    * candidate builds its own) */
   const lw_owner *owners;
+  /* where each statement runs in the program's loops (stmt_loops; NULL: as if in none) */
+  const stmt_loop *loops;
 } search;
 
 /* A candidate's predicted time is at least its messages' latency plus its bytes' time (the
@@ -306,6 +320,22 @@ static hushed hush(dc_unit *u) {
 
 static void unhush(dc_unit *u, hushed h) { u->src->sink = h.sink, u->src->nerrors = h.nerrors; }
 
+/* the model's time of a statement's cost for candidate c; *loops: its loops' part alone */
+static double cost_seconds(const search *S, const cmdlist *c, const lw_cost *cost, double *loops) {
+  /* communication in s steps overlaps the computation of the previous step (the SPMD
+   * rewrite pipeline posts the next step's broadcast before this one computes): the first
+   * step's data arrives alone, the rest while the loops run */
+  double comm = dc_comm_transfer(S->m, cost), steps = cost->steps > 1 ? (double)cost->steps : 1;
+  /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
+  double sp = lw_kernel_speed(c->speedup, cost->kernel_min, cost->kernel_points);
+  /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
+  *loops = (double)cost->points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
+  /* ... and take at least the time of the bytes they touch at the memory's bandwidth */
+  double work = fmax(*loops, cost->mem_bytes / S->m->memory_bandwidth);
+  return dc_comm_latency(S->m, cost) + comm / steps + fmax(comm * (steps - 1) / steps, work) +
+         cost->sparse_entries * S->m->sparse_entry_time; /* a sparse box's entries sorted in */
+}
+
 /* lower and cost one candidate for statement i (try_cand) */
 static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   dc_unit *u = S->u;
@@ -315,7 +345,8 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
             dc_lower_stmt(u, ir, i, S->owners, &lp) == DC_OK && lp;
   /* the ranks of lw_sample: the slowest */
   if (!ok) return false;
-  out->seconds = -1;
+  out->seconds = -1, out->run_seconds = -1;
+  const stmt_loop *L = S->loops ? &S->loops[i] : NULL;
   int64_t maxbuf = 0;
   for (int at = 0; at < lw_nsamples(lp); at++) {
     lw_cost cost;
@@ -324,20 +355,24 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
     if (!lw_sample(lp, S->params, at, coords, &repeat)) return false;
     if (repeat) continue;
     if (!lw_stmt_cost_at(lp, i, S->params, coords, S->m->ranks_per_node, &cost)) return false;
-    /* communication in s steps overlaps the computation of the previous step (the SPMD
-     * rewrite pipeline posts the next step's broadcast before this one computes): the first
-     * step's data arrives alone, the rest while the loops run */
-    double comm = dc_comm_transfer(S->m, &cost), steps = cost.steps > 1 ? (double)cost.steps : 1;
-    /* a kernel's speedup shrinks with its shortest loop below 128 (a thin panel) or a small call */
-    double sp = lw_kernel_speed(c->speedup, cost.kernel_min, cost.kernel_points);
-    /* a catalogue kernel (BLAS) and a parallelized loop run on the rank's threads */
-    double loops = (double)cost.points * S->m->point_time / sp / (c->speedup > 1 || c->parallel ? S->m->threads : 1);
-    /* ... and take at least the time of the bytes they touch at the memory's bandwidth */
-    double work = fmax(loops, cost.mem_bytes / S->m->memory_bandwidth);
-    double sec = dc_comm_latency(S->m, &cost) + comm / steps + fmax(comm * (steps - 1) / steps, work) +
-                 cost.sparse_entries * S->m->sparse_entry_time; /* a sparse box's entries sorted in */
+    double loops, sec = cost_seconds(S, c, &cost, &loops);
     if (sec > out->seconds) out->seconds = sec, out->cost = cost, out->work = loops;
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
+    /* its share of the program's run: in a loop, each iteration without the loop's invariant
+     * fetches, and those once per entry of the loop */
+    double run = sec;
+    if (L && L->unwritten) {
+      lw_cost it, once;
+      double unused;
+      if (!lw_stmt_cost_part(lp, i, S->params, coords, S->m->ranks_per_node, L->unwritten, LW_PART_ITERATION, &it) ||
+          !lw_stmt_cost_part(lp, i, S->params, coords, S->m->ranks_per_node, L->unwritten, LW_PART_ONCE, &once))
+        return false;
+      run = L->bound * cost_seconds(S, c, &it, &unused) + dc_comm_latency(S->m, &once) + dc_comm_transfer(S->m, &once) +
+            once.sparse_entries * S->m->sparse_entry_time;
+    } else if (L)
+      run = L->bound * sec;
+    if (L) run *= L->entries;
+    if (run > out->run_seconds) out->run_seconds = run;
   }
   out->cost.buffer = maxbuf;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
@@ -948,6 +983,49 @@ static const int64_t *nominal(const dc_unit *u, const int64_t *params) {
   return vals;
 }
 
+/* the bound of loop item L at the search's params (at least 1) */
+static double loop_bound(const fe_item *L, const int64_t *params) {
+  int64_t e = L->bound.is_param ? params[L->bound.param] : L->bound.value;
+  return e > 1 ? (double)e : 1;
+}
+
+static void list_lhs(const fe_program *p, const fe_item *items, int n, bool *written) {
+  for (int k = 0; k < n; k++)
+    if (items[k].kind == FE_ITEM_LOOP) list_lhs(p, items[k].items, items[k].nitems, written);
+    else if (items[k].stmt >= 0 && items[k].stmt < p->nstmts) {
+      int t = p->stmts[items[k].stmt].lhs.tensor;
+      if (t >= 0 && t < p->ntensors) written[t] = true;
+    }
+}
+
+static void walk_loops(const dc_unit *u, const int64_t *params, const fe_item *items, int n, double entries, const fe_item *L,
+                       stmt_loop *out) {
+  const fe_program *p = u->ast;
+  bool *unwritten = NULL;
+  for (int k = 0; k < n; k++) {
+    const fe_item *it = &items[k];
+    if (it->kind == FE_ITEM_LOOP) {
+      walk_loops(u, params, it->items, it->nitems, L ? entries * loop_bound(L, params) : 1, it, out);
+      continue;
+    }
+    if (it->stmt < 0 || it->stmt >= u->ir->nstmts || !L) continue;
+    if (!unwritten && !u->no_fuse) { /* the tensors the loop L writes, once */
+      unwritten = ir_alloc((size_t)(p->ntensors + 1) * sizeof *unwritten);
+      list_lhs(p, L->items, L->nitems, unwritten);
+      for (int t = 0; t < p->ntensors; t++) unwritten[t] = !unwritten[t];
+    }
+    out[it->stmt] = (stmt_loop){entries, loop_bound(L, params), unwritten};
+  }
+}
+
+/* where each of u's statements runs in its loops (stmt_loop), in u's arena */
+static const stmt_loop *stmt_loops(const dc_unit *u, const int64_t *params) {
+  stmt_loop *out = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *out);
+  for (int i = 0; i < u->ir->nstmts; i++) out[i] = (stmt_loop){1, 1, NULL};
+  walk_loops(u, params, u->ast->items, u->ast->nitems, 1, NULL, out);
+  return out;
+}
+
 /* Which statements the program as written (every unscheduled statement at its default) runs
  * fused with a neighbour (the SPMD rewrites' statement fusion; none with --no-fuse). */
 static const bool *fused_by_default(dc_unit *u) {
@@ -1003,6 +1081,7 @@ static int auto_below(dc_unit *u, const int64_t *params, int64_t ranks, int64_t 
   const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
   search S = {.u = u, .params = nominal(u, params), .mem_limit = mem_limit, .m = m ? m : dc_target_model(u),
               .exhaustive = ex && *ex && strcmp(ex, "0"), .cutoff = cutoff};
+  S.loops = stmt_loops(u, S.params);
   rep->ranks = ranks;
   rep->gpu = u->cuda;
   rep->m = *S.m;
@@ -1305,6 +1384,7 @@ static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit
   const char *ex = getenv("DISTAL_AUTO_EXHAUSTIVE");
   search S = {.u = v, .params = nominal(v, params), .mem_limit = mem_limit, .m = m ? m : dc_target_model(v),
               .exhaustive = ex && *ex && strcmp(ex, "0"), .cutoff = cutoff};
+  S.loops = stmt_loops(v, S.params);
   const bool *fused = fused_by_default(v);
   double total = 0;
   bool ok = true;
@@ -1324,8 +1404,8 @@ static bool program_seconds(dc_unit *v, const int64_t *params, int64_t mem_limit
     double sec = 0;
     dc_auto_cand c;
     cmdlist none = {0};
-    if (st.chosen == 0 && st.ncand) sec = st.cand[0].seconds;
-    else if (try_cand(&S, i, &none, &c)) sec = c.seconds;
+    if (st.chosen == 0 && st.ncand) sec = st.cand[0].run_seconds;
+    else if (try_cand(&S, i, &none, &c)) sec = c.run_seconds;
     else ok = false;
     if (keyed) memo_put(memo, key, sec, cutoff, ok);
     total += sec;
@@ -1525,6 +1605,7 @@ char *dc_auto_layouts(dc_unit *u, const int64_t *params, int64_t mem_limit, cons
        * whatever its time) */
       bool ok = text && dc_compile(src->path, text, strlen(text),
                                    &(dc_options){.sink = {quiet, NULL}, .no_lower = true, .target = DC_TARGET_CPU}, &v) == DC_OK;
+      if (ok) v->no_fuse = u->no_fuse; /* fusion decides what runs fused and what a loop fetches once */
       char **keys = ok ? calloc((size_t)v->ir->nstmts + 1, sizeof *keys) : NULL;
       if (keys) {
         /* the layout now tried, for the keys */

@@ -70,7 +70,9 @@ extern const char dc_calibrate_source[];
 
 typedef struct {
   const char *text;    /* the schedule commands as .dtl (".distribute(...)\n  .split(...)"), "" for the default */
-  double seconds;      /* predicted */
+  double seconds;      /* predicted, one run of the statement */
+  double run_seconds;  /* its share of the program's run: in a loop, every iteration up to the
+                        * loops' bounds, the loop's invariant fetches once per entry of the loop */
   bool fits;           /* its buffers fit the memory limit */
   double speedup;      /* its leaf kernel's speedup in the model (1: none) */
   double threads;      /* the threads its loops run on in the model (1: one) */

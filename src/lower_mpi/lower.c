@@ -989,6 +989,32 @@ bool lw_sample(const lw_program *lp, const int64_t *params, int k, int64_t *coor
 }
 
 bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node, lw_cost *out) {
+  return lw_stmt_cost_part(lp, i, params, coords, per_node, NULL, LW_PART_ALL, out);
+}
+
+bool lw_loop_invariant(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const bool *unwritten) {
+  const lw_comm *a = lw_comm_at(lp, c, params);
+  if (!unwritten || c->tensor < 0 || c->tensor >= lp->ir->ast->ntensors || !unwritten[c->tensor] || c->output ||
+      (a->pattern != PAT_BCAST && a->pattern != PAT_EXCHANGE))
+    return false;
+  const lw_stmt *ls = &lp->stmts[i];
+  /* the loops around it run one iteration per rank, their variables its grid coordinates (the
+   * generated code's collective loops; its box there is one of params and coordinates) */
+  bool coord[LW_MAX_DIMS * 8] = {false};
+  for (int k = 0; k <= c->depth && k < ls->nloops; k++) {
+    int64_t one;
+    if (!ls->loops[k]->distributed || k >= ls->outer || !sym_is_const(ls->bs[k], &one) || one != 1) return false;
+    if (ls->loops[k]->var >= 0 && ls->loops[k]->var < (int)(sizeof coord / sizeof *coord)) coord[ls->loops[k]->var] = true;
+  }
+  for (int d = 0; d < a->order; d++)
+    for (int v = 0; v < ls->lidx_var0 + ls->nloops; v++)
+      if ((v >= (int)(sizeof coord / sizeof *coord) || !coord[v]) && (sym_uses(a->lo[d], SYM_VAR, v) || sym_uses(a->hi[d], SYM_VAR, v)))
+        return false;
+  return true;
+}
+
+bool lw_stmt_cost_part(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node,
+                       const bool *unwritten, lw_part part, lw_cost *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
   *out = (lw_cost){0};
@@ -1011,13 +1037,16 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
   }
   /* the loops over a sparse tensor's levels run its stored entries */
   double dens = lw_expr_density(p, ls->rhs, params);
-  out->points = dens < 1 ? (int64_t)ceil((double)pts * dens) : pts;
+  out->points = part == LW_PART_ONCE ? 0 : dens < 1 ? (int64_t)ceil((double)pts * dens) : pts;
+  if (part == LW_PART_ONCE) out->kernel_min = 0, out->kernel_points = 0;
   /* the loops' trip counts with this rank's params and coordinates folded in: the steps of a
    * communicate point evaluate them once per iteration of the loops outside */
   const sym **trip = ir_alloc((size_t)(ls->nloops + 1) * sizeof *trip);
   for (int k = 0; k < ls->nloops; k++) trip[k] = sym_fold(lw_trip(ls, k), &env);
   for (int q = 0; q < ls->ncomm && ok; q++) {
     const lw_comm *c = &ls->comm[q];
+    const bool once = part != LW_PART_ALL && lw_loop_invariant(lp, i, c, params, unwritten);
+    if (part == LW_PART_ONCE && !once) continue;
     int64_t es = type_size(p->tensors[c->tensor].type);
     if (lw_sparse(p, c->tensor)) es += 8 * c->order;
     const bool scaled = lw_density(p, c->tensor, params) < 1; /* a sparse box: its entries */
@@ -1039,11 +1068,13 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       a.total = lw_entries(p, c->tensor, params, a.total), a.recv = lw_entries(p, c->tensor, params, a.recv),
       a.max = lw_entries(p, c->tensor, params, a.max);
     if (c->pattern == PAT_LOCAL) { /* memory traffic only (none counted where its steps are too many) */
-      if (a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
+      if (part != LW_PART_ONCE && a.budget >= 0 && !a.failed) out->mem_bytes += (double)(a.total * es);
       continue;
     }
     if (a.budget < 0 || a.failed) ok = false;
-    out->mem_bytes += (double)(a.total * es);
+    const int64_t held = a.max * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
+    if (part != LW_PART_ONCE) out->mem_bytes += (double)(a.total * es), out->buffer += held;
+    if (part != LW_PART_ONCE && once) continue; /* its loops read the buffer; it arrived before */
     if (scaled && !lw_comm_alone(lp, c, params)) out->sparse_entries += (double)a.recv;
     bool alone = lw_comm_alone(lp, c, params); /* its buffer, no bytes */
     out->bytes += alone ? 0 : a.recv * es;
@@ -1065,7 +1096,6 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
       out->node_msgs += wm * (double)a.count;
     }
     if (a.count > out->steps) out->steps = a.count;
-    out->buffer += a.max * es * (c->pattern == PAT_BCAST || c->pattern == PAT_SHIFT ? 2 : 1); /* double buffers */
   }
   free(vars);
   return ok;

@@ -213,6 +213,20 @@ bool lw_stmt_cost(const lw_program *lp, int i, const int64_t *params, lw_cost *o
 /* The same for the rank at grid coordinates `coords`, where ranks fill nodes in blocks of
  * per_node (<= 0: one node; lw_stmt_cost's) for the node part of the wire's bytes. */
 bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node, lw_cost *out);
+/* A fetch or broadcast of a loop's invariant tensor (LANGUAGE.md section 9: the SPMD rewrite
+ * `invariant` runs it at the loop's first iteration only): communicate point c of statement i
+ * reads a tensor marked in `unwritten` (the tensors no statement of the statement's innermost
+ * loop writes; NULL: none), as a broadcast or a fetch at params, placed where only loops of one
+ * iteration per rank run around it (distributed loops, their variables grid coordinates) and
+ * its box a formula of params and those coordinates (no other loop's variable). */
+bool lw_loop_invariant(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const bool *unwritten);
+/* lw_stmt_cost_at split for a statement in a loop: LW_PART_ALL counts everything (unwritten
+ * ignored); LW_PART_ITERATION what each iteration runs: its loops, the memory they touch and
+ * its buffers whole, the communication but the loop's invariant fetches (lw_loop_invariant);
+ * LW_PART_ONCE those fetches' bytes and messages only (no loops, memory or buffers). */
+typedef enum { LW_PART_ALL, LW_PART_ITERATION, LW_PART_ONCE } lw_part;
+bool lw_stmt_cost_part(const lw_program *lp, int i, const int64_t *params, const int64_t *coords, int64_t per_node,
+                       const bool *unwritten, lw_part part, lw_cost *out);
 /* The ranks --auto costs a candidate at (the slowest of them counts, as the largest buffers):
  * what a rank receives depends on what it holds, and a layout can favour a few ranks (a
  * transposed distribution holds rank 0's boxes, a distribution whose coordinates must agree

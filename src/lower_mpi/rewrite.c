@@ -1753,7 +1753,13 @@ static void invariant_one(sp_program *sp, sp_item *list, int k, const sp_func *F
  * double-buffered nor of a snapshot or output) brings the same box, as symbolic expressions
  * of params and grid coordinates; S1's group does not write T, and neither does any statement
  * or loop between S1 and L.  S1's slot is its buffer's, so its data stays there until S1 runs
- * again, which is after L. */
+ * again, which is after L.  The fetches that reuse S2's buffer (later statements of L, the
+ * rewrite "fetch") read S1's slot too. */
+static void repoint_reuses(sp_node *n, int from, int to) {
+  if (!n) return;
+  if (n->kind == SN_COMM && n->reuses == from) n->reuses = to;
+  for (int q = 0; q < n->nkids; q++) repoint_reuses(n->kids[q], from, to);
+}
 static void invariant_merge(sp_program *sp, sp_item *list, int k, const sp_func *F2, topcomm *c2) {
   sp_node *n2 = c2->n;
   sp_buf *b2 = &sp->bufs[n2->buf];
@@ -1770,9 +1776,14 @@ static void invariant_merge(sp_program *sp, sp_item *list, int k, const sp_func 
     for (int u = 0; u < t1.n; u++) {
       const sp_node *n1 = t1.f[u].n;
       if (!invariant_kind(sp, n1) || sp->bufs[n1->buf].tensor != b2->tensor || !same_box(sp, &t1.f[u], c2)) continue;
-      b2->slot = sp->bufs[n1->buf].slot;
+      /* the later fetches of the loop that reuse S2's buffer (the rewrite "fetch") share its
+       * slot, which S2 no longer fills: they read S1's too */
+      const int from = b2->slot, to = sp->bufs[n1->buf].slot, src = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
+      for (int x = 0; x < sp->nbufs; x++)
+        if (sp->bufs[x].slot == from) sp->bufs[x].slot = to;
+      for (int f = 0; f < sp->nfuncs; f++) repoint_reuses(sp->funcs[f].body, 1 + n2->buf, src);
       b2->boxfn = -1;
-      n2->reuses = 1 + (n1->reuses ? n1->reuses - 1 : n1->buf);
+      n2->reuses = src;
       n2->once_loop = 0;
       n2->comment = "the box a statement before the loop fetched: neither the loop nor a statement since writes the tensor";
       sp_logf(sp, "fetch", NULL, "loop %d, statement %d, %s %s (statement %d fetched it before the loop)", list[k].number, F2->index + 1,

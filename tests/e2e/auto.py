@@ -21,7 +21,7 @@ TOP = os.environ.get("top_srcdir") or os.path.join(os.path.dirname(__file__), ".
 DISTALC = os.environ.get("DISTALC", "distalc")
 PROGRAMS = [os.path.join(TOP, "tests", "e2e", "programs", f) for f in ("auto_kernels.dtl", "auto_3d.dtl", "auto_layout.dtl", "auto_shape.dtl",
                                                                         "auto_hier.dtl", "auto_hier3.dtl", "auto_sparse.dtl",
-                                                                        "auto_sparse_out.dtl")]
+                                                                        "auto_sparse_out.dtl", "auto_loops.dtl")]
 PROGRAMS += [os.path.join(TOP, "examples", f) for f in ("summa.dtl", "ttv.dtl", "cg.dtl")]
 
 checks = fails = 0
@@ -183,6 +183,22 @@ def sparse_model_checks(d):
                 % ("1e-15" if model else "by default", want, chosen.get(2)), out + err)
         else:
             ok("auto_sparse_out.dtl at 8 ranks, sparse_entry_time %s: G by %s" % ("1e-15" if model else "by default", want))
+
+
+def loop_checks():
+    """a program's layouts weigh a statement in a loop by the loop's bound and a fetch of what the
+    loop does not write once (auto_loops.dtl's header: A by rows and G by columns; A by columns
+    with maxit = 1; G by rows with --no-fuse, where no fetch is run once)"""
+    path = os.path.join(TOP, "tests", "e2e", "programs", "auto_loops.dtl")
+    for ranks in (2, 4, 8):
+        for args, want in (((), ("a", "b")), (("--set", "maxit=1"), ("b", "b")), (("--no-fuse",), ("a", "a"))):
+            rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks), *args)
+            got = tuple(re.findall(r"^  tensor %s: M\(ab -> (\w)\)" % t, out, re.M) for t in "AG")
+            what = "auto_loops.dtl at %d ranks%s" % (ranks, " " + " ".join(args) if args else "")
+            if rc or got != tuple([w] for w in want):
+                bad("%s: expected A(ab -> %s) and G(ab -> %s), got %s" % ((what,) + want + (got,)), out + err)
+            else:
+                ok("%s: A(ab -> %s), G(ab -> %s)" % ((what,) + want))
 
 
 def node_checks(d):
@@ -426,6 +442,7 @@ def main():
         sparse_checks()
         sparse_out_checks()
         sparse_model_checks(d)
+        loop_checks()
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")

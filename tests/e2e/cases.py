@@ -249,6 +249,7 @@ def programs(long=False):
     add("redistribute.dtl", [{"n": 10, "m": 7}], [{"n": 13, "m": 4}])
     add("invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
     add("sparse_invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
+    add("invariant_chain.dtl", [{"n": 10, "it": 3}, {"n": 7, "it": 1}], [{"n": 2, "it": 2}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -263,6 +264,7 @@ def programs(long=False):
     runs.append(Run("programs", pr("redistribute.dtl"), 6, {"n": 9, "m": 5}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("invariant.dtl"), 4, {"n": 11, "it": 3}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("sparse_invariant.dtl"), 3, {"n": 11, "it": 3}, compile_args=["--no-fuse"]))
+    runs.append(Run("programs", pr("invariant_chain.dtl"), 3, {"n": 11, "it": 3}, compile_args=["--no-fuse"]))
     runs.append(Run("programs", pr("literal_grid.dtl"), 3, {"n": 7}, error="ranks"))
     runs.append(Run("programs", pr("required.dtl"), 2, {}, error="param"))
     runs.append(Run("programs", pr("matvec.dtl"), 2, {"n": 10, "m": 7}, error="shape"))
@@ -710,6 +712,14 @@ def sparse_programs(long=False):
     for np_ in (2, 4, 6):
         runs.extend(_expand("programs", pr("auto_fixed.dtl"), [{"n": 11}], [np_], compile_args=["--auto", "--ranks", str(np_)]))
     runs.extend(_expand("programs", pr("auto_fixed.dtl"), [{"n": 9}], [2, 4, 6, 8], compile_args=["--auto"]))
+    # statements in a loop counted at each iteration up to its bound, a fetch of what the loop
+    # does not write once (layouts chosen at the program's sizes, run small; the loop ends by its
+    # bound or at once by its condition); with --no-fuse other layouts
+    runs.extend(_expand("programs", pr("auto_loops.dtl"), [{"n": 13, "maxit": 4, "tol": 0}, {"n": 5, "maxit": 3, "tol": 1e30}],
+                        [1, 2, 3, 4, 6, 8], compile_args=["--auto", "--ranks", "4"]))
+    runs.extend(_expand("programs", pr("auto_loops.dtl"), [{"n": 11, "maxit": 3, "tol": 0}], [2, 3, 4],
+                        compile_args=["--auto", "--ranks", "4", "--no-fuse"]))
+    runs.extend(_expand("programs", pr("auto_loops.dtl"), [{"n": 7, "maxit": 2, "tol": 0}], [2, 6], compile_args=["--auto"]))
     # statements that read sparse tensors, their distributions searched (compiled for 4 ranks, run at others too)
     runs.extend(_expand("programs", pr("auto_sparse.dtl"), [{"n": 23, "m": 17, "k": 5}], [1, 2, 3, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "4"]))

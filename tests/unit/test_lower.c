@@ -1052,6 +1052,65 @@ static void test_sparse_density(void **state) {
   finish(&r);
 }
 
+/* lw_stmt_cost_part: a fetch of a tensor the statement's loop does not write, with a box of
+ * coordinates only, is a loop's invariant fetch; an iteration counts the rest of the
+ * communication and all the loops, memory and buffers, and the fetch's bytes and messages are
+ * counted once; a panel fetched at each step of k (its box over k's loop) is no invariant. */
+static void test_cost_loop_parts(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 100;\nmachine M = grid(g);\ntensor A(n, n) @ M(ij -> j);\n"
+               "tensor x(n) @ M(i -> i);\ntensor y(n) @ M(i -> i);\ny(i) = A(i, j) * x(j);\n"
+               "y(i) = A(i, k) * x(k).distribute({i}, {io}, {ii}, M).split(k, ko, ki, 10).communicate(A, ko);\n");
+  int64_t q[2] = {0};
+  q[param(&r, "n")] = 100, q[param(&r, "g")] = 4;
+  const fe_program *p = r.prog;
+  bool unwritten[8] = {false};
+  unwritten[fe_find_tensor(p, "A")] = unwritten[fe_find_tensor(p, "x")] = true;
+  const int64_t zero[LW_MAX_DIMS] = {0};
+  lw_cost all, it, once, plain;
+  /* statement 1: A's rows of rank 0 (25 x 100, its own 25 x 25) and x whole (its own 25) */
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, unwritten, LW_PART_ALL, &all));
+  assert_true(lw_stmt_cost_at(r.lp, 0, q, zero, 0, &plain));
+  assert_int_equal(all.bytes, plain.bytes);
+  assert_int_equal(all.bytes, (25 * 75 + 75) * 8);
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, unwritten, LW_PART_ITERATION, &it));
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, unwritten, LW_PART_ONCE, &once));
+  assert_int_equal(it.bytes, 0);
+  assert_int_equal(it.msgs, 0);
+  assert_int_equal(once.bytes, all.bytes);
+  assert_int_equal(once.msgs, all.msgs);
+  assert_true(fabs(once.wire_bytes - all.wire_bytes) < 1e-9);
+  assert_int_equal(it.points, all.points);
+  assert_int_equal(it.buffer, all.buffer);
+  assert_true(it.mem_bytes == all.mem_bytes);
+  assert_int_equal(once.points, 0);
+  assert_int_equal(once.buffer, 0);
+  assert_true(once.mem_bytes == 0);
+  /* x written in the loop: its fetch each iteration, A's once */
+  unwritten[fe_find_tensor(p, "x")] = false;
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, unwritten, LW_PART_ITERATION, &it));
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, unwritten, LW_PART_ONCE, &once));
+  assert_int_equal(it.bytes, 75 * 8);
+  assert_int_equal(once.bytes, 25 * 75 * 8);
+  assert_int_equal(it.bytes + once.bytes, all.bytes);
+  /* statement 2: A's panels at each step of ko are fetched every iteration */
+  unwritten[fe_find_tensor(p, "x")] = true;
+  assert_true(lw_stmt_cost_part(r.lp, 1, q, zero, 0, unwritten, LW_PART_ALL, &all));
+  assert_true(lw_stmt_cost_part(r.lp, 1, q, zero, 0, unwritten, LW_PART_ONCE, &once));
+  assert_true(lw_stmt_cost_part(r.lp, 1, q, zero, 0, unwritten, LW_PART_ITERATION, &it));
+  assert_true(all.bytes > 0);
+  for (int k = 0; k < r.lp->stmts[1].ncomm; k++) {
+    const lw_comm *c = &r.lp->stmts[1].comm[k];
+    if (c->tensor == fe_find_tensor(p, "A")) assert_false(lw_loop_invariant(r.lp, 1, c, q, unwritten));
+  }
+  assert_int_equal(it.bytes + once.bytes, all.bytes);
+  /* no loop: nothing is invariant */
+  assert_true(lw_stmt_cost_part(r.lp, 0, q, zero, 0, NULL, LW_PART_ONCE, &once));
+  assert_int_equal(once.bytes, 0);
+  finish(&r);
+}
+
 static void test_plan_element_size(void **state) {
   (void)state;
   run r;
@@ -1577,6 +1636,35 @@ static void test_spmd_fetch_merge(void **state) {
   finish(&r);
 }
 
+/* a chain of merged fetches across a loop's entry: statement 3 reads statement 2's buffer
+ * (the rewrite "fetch" in the loop), whose fetch then reads statement 1's (across the entry):
+ * all three share statement 1's slot, which only statement 1 fills. */
+static void test_spmd_fetch_chain(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 10;\nparam it = 3;\nmachine M = grid(g);\n"
+               "tensor c(n) @ M(a -> 0);\ntensor x(n) @ M(a -> a);\ntensor y(n) @ M(a -> a);\ntensor z(n) @ M(a -> *);\n"
+               "x(i) = x(i) + c(i);\n"
+               "repeat it {\n"
+               "  y(i) = y(i) * 0.5 + c(i) + x(i);\n"
+               "  z(i) = c(i) * 2 + y(i).distribute({i}, {io}, {ii}, M).communicate(z, io);\n"
+               "}\n");
+  sp_program *sp = spmd_build(r.lp);
+  const sp_node *f[3];
+  for (int i = 0; i < 3; i++) {
+    f[i] = find_node(sp->funcs[i].body, SN_COMM, SC_FETCH);
+    assert_non_null(f[i]);
+    assert_int_equal(sp->bufs[f[i]->buf].tensor, fe_find_tensor(r.prog, "c"));
+  }
+  assert_int_equal(f[0]->reuses, 0);
+  assert_int_equal(f[1]->reuses, 1 + f[0]->buf);
+  assert_int_equal(f[2]->reuses, 1 + f[0]->buf);
+  assert_int_equal(f[1]->once_loop, 0);
+  assert_int_equal(sp->bufs[f[1]->buf].slot, sp->bufs[f[0]->buf].slot);
+  assert_int_equal(sp->bufs[f[2]->buf].slot, sp->bufs[f[0]->buf].slot);
+  finish(&r);
+}
+
 /* does an assignment under n store into tensor t? */
 static bool assigns_to(const sp_node *n, int t) {
   if (!n) return false;
@@ -1694,6 +1782,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_program_ids),
       cmocka_unit_test(test_spmd_store),
       cmocka_unit_test(test_spmd_fetch_merge),
+      cmocka_unit_test(test_spmd_fetch_chain),
       cmocka_unit_test(test_spmd_backedge),
       cmocka_unit_test(test_spmd_redistribute),
       cmocka_unit_test(test_cannon_square),
@@ -1720,6 +1809,7 @@ int main(void) {
       cmocka_unit_test(test_plan_summa),
       cmocka_unit_test(test_plan_element_size),
       cmocka_unit_test(test_sparse_density),
+      cmocka_unit_test(test_cost_loop_parts),
       cmocka_unit_test(test_pattern_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
