@@ -8,7 +8,11 @@ outside its own block, from their owners, and --stats counts them under `halo`:
     (8 bytes, one message each) and sends one to each;
   - block-diagonal with blocks equal to the ranks' blocks: nothing moves (no halo line);
   - the 5-point Poisson matrix of a k x k grid (n = k * k, rows numbered row-major) with G
-    dividing k, so that every rank's block is whole grid rows: k entries from each neighbour.
+    dividing k, so that every rank's block is whole grid rows: k entries from each neighbour;
+  - every rank's first row storing all columns but every 10th: the columns it needs of an owner
+    fill their span but for gaps of at most 1/8 of their number, so it asks for the whole span
+    (one run, sent from the owner's block and received into the buffer as it is);
+  - the same with every third column only: the gaps are wider, it asks for the columns alone.
 Beside the values, each rank of an exchange over several ranks makes one agreement per compute
 on the inspector's cache (an allreduce of 4 bytes); nothing else moves.
 Every run also checks y against NumPy, and the per-rank counts against the ghost columns
@@ -57,6 +61,17 @@ def poisson(k):
     return a
 
 
+def gappy(n, g, keep):
+    """the diagonal, and in every rank's first row the columns j with keep(j)"""
+    a = np.diag(np.arange(1.0, n + 1))
+    for lo, hi in blocks(n, g):
+        if lo < hi:
+            for j in range(n):
+                if keep(j):
+                    a[lo, j] = 0.5 + j
+    return a
+
+
 def blocks(n, g):
     s = -(-n // g)
     return [(min(n, c * s), min(n, (c + 1) * s)) for c in range(g)]
@@ -78,9 +93,39 @@ def closed_form(kind, n, g, k=None):
     return out
 
 
+def asked(cols):
+    """what a rank asks of one owner for the distinct columns cols: their whole span where the
+    gaps are at most 1/8 of their number, else the columns"""
+    span = max(cols) - min(cols) + 1
+    return span if (span - len(cols)) * 8 <= len(cols) else len(cols)
+
+
+def closed_gappy(kind, n, g):
+    """most-columns: a rank asks each other rank with rows for its whole block but where the
+    block's first or last column is a multiple of 10 (then from the next or to the previous
+    one); third-columns: for the multiples of 3 in it"""
+    b = blocks(n, g)
+
+    def ask(o):
+        lo, hi = b[o]
+        if kind == "third-columns":
+            return len([j for j in range(lo, hi) if j % 3 == 0])
+        cols = [j for j in range(lo, hi) if j % 10 != 0]
+        return cols[-1] - cols[0] + 1 if cols else 0
+
+    out = []
+    for c, (lo, hi) in enumerate(b):
+        if lo >= hi:
+            out.append((0, 0, 0, 0))
+            continue
+        peers = [o for o in range(g) if o != c and b[o][0] < b[o][1] and ask(o)]
+        out.append((sum(8 * ask(c) for _ in peers), len(peers), sum(8 * ask(o) for o in peers), len(peers)))
+    return out
+
+
 def from_matrix(a, g):
     """The same counts from the matrix: the distinct columns outside a rank's block that its
-    rows store, by owner."""
+    rows store, by owner (their span where asked() widens them)."""
     n = a.shape[0]
     b = blocks(n, g)
     s = -(-n // g)
@@ -91,8 +136,8 @@ def from_matrix(a, g):
                 need[c][j // s].add(j)
     out = []
     for c in range(g):
-        recv = [len(need[c][o]) for o in range(g) if need[c][o]]
-        send = [len(need[o][c]) for o in range(g) if need[o][c]]
+        recv = [asked(need[c][o]) for o in range(g) if need[c][o]]
+        send = [asked(need[o][c]) for o in range(g) if need[o][c]]
         out.append((8 * sum(send), len(send), 8 * sum(recv), len(recv)))
     return out
 
@@ -126,12 +171,15 @@ def main():
     cases += [("tridiagonal", 3, 4, None), ("tridiagonal", 9, 4, None)]  # a rank without rows
     cases += [("block-diagonal", 10, g, None) for g in (2, 3, 4)]
     cases += [("poisson", 144, g, 12) for g in (2, 3, 4)]
+    cases += [(kind, n, g, None) for kind in ("most-columns", "third-columns") for n, g in ((40, 2), (41, 3), (50, 4))]
     fails = 0
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([distalc, SRC, "--exe", "-o", os.path.join(d, "spmv")], check=True)
         rng = np.random.default_rng(7)
         for kind, n, g, k in cases:
-            a = tridiagonal(n) if kind == "tridiagonal" else block_diagonal(n, g) if kind == "block-diagonal" else poisson(k)
+            a = tridiagonal(n) if kind == "tridiagonal" else block_diagonal(n, g) if kind == "block-diagonal" else \
+                gappy(n, g, lambda j: j % 10 != 0) if kind == "most-columns" else gappy(n, g, lambda j: j % 3 == 0) \
+                if kind == "third-columns" else poisson(k)
             x = rng.uniform(-1, 1, n)
             write_mtx(os.path.join(d, "a.mtx"), a)
             np.save(os.path.join(d, "x.npy"), x)
@@ -144,7 +192,8 @@ def main():
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
             label = "%s n=%d at %d ranks" % (kind, n, g)
             halo, allreduce, ops = stats(p.stdout)
-            want = closed_form(kind, n, g, k)
+            want = closed_form(kind, n, g, k) if k or kind != "most-columns" and kind != "third-columns" else \
+                closed_gappy(kind, n, g)
             got = [halo.get(c, (0, 0, 0, 0)) for c in range(g)]
             why = []
             if p.returncode != 0:
