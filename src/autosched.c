@@ -261,6 +261,7 @@ typedef struct {
   double bound;    /* iterations of its innermost loop per entry, its bound (1: in no loop) */
   bool *unwritten; /* the tensors no statement of that loop writes (NULL: in no loop, or the
                     * program is not fused: --no-fuse runs no SPMD rewrite) */
+  int number;      /* that loop's (0: in none) */
 } stmt_loop;
 
 typedef struct {
@@ -1014,14 +1015,14 @@ static void walk_loops(const dc_unit *u, const int64_t *params, const fe_item *i
       list_lhs(p, L->items, L->nitems, unwritten);
       for (int t = 0; t < p->ntensors; t++) unwritten[t] = !unwritten[t];
     }
-    out[it->stmt] = (stmt_loop){entries, loop_bound(L, params), unwritten};
+    out[it->stmt] = (stmt_loop){entries, loop_bound(L, params), unwritten, L->number};
   }
 }
 
 /* where each of u's statements runs in its loops (stmt_loop), in u's arena */
 static const stmt_loop *stmt_loops(const dc_unit *u, const int64_t *params) {
   stmt_loop *out = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *out);
-  for (int i = 0; i < u->ir->nstmts; i++) out[i] = (stmt_loop){1, 1, NULL};
+  for (int i = 0; i < u->ir->nstmts; i++) out[i] = (stmt_loop){1, 1, NULL, 0};
   walk_loops(u, params, u->ast->items, u->ast->nitems, 1, NULL, out);
   return out;
 }
@@ -1091,6 +1092,7 @@ static int auto_below(dc_unit *u, const int64_t *params, int64_t ranks, int64_t 
   for (int i = 0; i < u->ir->nstmts; i++) {
     dc_auto_stmt *st = &rep->stmts[i];
     st->stmt = i, st->chosen = -1;
+    st->loop = S.loops[i].number, st->runs = S.loops[i].entries * S.loops[i].bound;
     st->why_not = not_searched(u, &u->ir->stmts[i]);
     if (!st->why_not) search_stmt(&S, i, st);
     if (!st->why_not && fused[i]) keep_fusion(st);
@@ -1264,7 +1266,11 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
     fprintf(f, "  statement %d: %d candidates", i + 1, st->ncand);
     if (st->npruned)
       fprintf(f, " (%d more schedules not tried: their communication alone is predicted slower than a candidate's whole time)", st->npruned);
-    fprintf(f, "%s%s\n", st->why_not ? "; " : "", st->why_not ? st->why_not : "");
+    fprintf(f, "%s%s", st->why_not ? "; " : "", st->why_not ? st->why_not : "");
+    if (st->loop && st->ncand) /* the program's model: a run per iteration, a loop's invariant fetches once */
+      fprintf(f, "; in loop %d: %.4g run%s (its loops' bounds), the chosen one's share of the program %.3g s", st->loop, st->runs,
+              st->runs == 1 ? "" : "s", st->cand[0].run_seconds);
+    fputc('\n', f);
     int shown = 0;
     for (int q = 0; q < st->ncand; q++) {
       const dc_auto_cand *c = &st->cand[q];

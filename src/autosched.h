@@ -85,6 +85,8 @@ typedef struct {
   const char *why_not; /* NULL: searched; else why the statement keeps its schedule */
   int ncand;
   dc_auto_cand *cand;  /* sorted by predicted time; cand[0] is the choice */
+  int loop;            /* the number of its innermost `repeat` loop (0: in none) */
+  double runs;         /* the runs the model counts: the product of its loops' bounds (1: in none) */
   int npruned;         /* candidates not costed: a bound on their time exceeds a costed one's
                         * (DISTAL_AUTO_EXHAUSTIVE=1 costs them all; the choice is the same) */
   int chosen;          /* index of the choice in cand (0), -1 where not searched */

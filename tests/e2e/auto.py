@@ -199,6 +199,23 @@ def loop_checks():
                 bad("%s: expected A(ab -> %s) and G(ab -> %s), got %s" % ((what,) + want + (got,)), out + err)
             else:
                 ok("%s: A(ab -> %s), G(ab -> %s)" % ((what,) + want))
+            # statement 9 (G's update, reading H): its runs in the listing, and its share of the
+            # program below 40 runs of its time where H is fetched once (fused), 40 runs of it
+            # with --no-fuse
+            m = re.search(r"^  statement 9: \d+ candidates.*; in loop 1: (\d+) runs? .* share of the program ([0-9.e+-]+) s\n"
+                          r"    chosen ([0-9.e+-]+) s", out, re.M)
+            runs = 1 if args[:1] == ("--set",) else 40
+            if not m or int(m.group(1)) != runs:
+                bad("%s: statement 9's runs in loop 1 (%d expected) not listed" % (what, runs), out + err)
+                continue
+            share, sec = float(m.group(2)), float(m.group(3))
+            once = args != ("--no-fuse",) and runs > 1
+            if (once and not sec <= share < 0.9 * runs * sec) or (not once and abs(share - runs * sec) > 0.01 * share):
+                bad("%s: statement 9's share %g s against %d run(s) of %g s (H fetched %s)" % (what, share, runs, sec,
+                                                                                        "once" if once else "every run"), out)
+            else:
+                ok("%s: statement 9's share of the program %g s, %d run(s) of %g s (H fetched %s)" % (what, share, runs, sec,
+                                                                                                  "once" if once else "every run"))
 
 
 def node_checks(d):
