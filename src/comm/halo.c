@@ -27,8 +27,9 @@
  * MPI_Isend with only the ranks that need something or send something); receivers unpack at
  * coordinate - box.lo.  Where each peer's list is one run, the owner sends from its block and
  * the receiver receives into the buffer directly (the block is not written while the exchange
- * travels: the rows that run meanwhile only read it).  Statistics: the values, under DTL_OP_HALO, a message per peer on both
- * ends; the inspector's coordinate lists and the agreement are control traffic and not counted. */
+ * travels: the rows that run meanwhile only read it).  Statistics: the values, under
+ * DTL_OP_HALO, a message per peer on both ends; the inspector's coordinate lists and the
+ * agreement are control traffic and not counted. */
 #include "comm_internal.h"
 
 #include <limits.h>
