@@ -217,6 +217,12 @@ static void scatter_runs(size_t es, const char *src, const int64_t *at, const in
  * rank's own coordinates (owner me) stay as they are.  *out (malloc'ed), *nout; nonzero: out of
  * memory. */
 #define WIDEN_GAP 8
+/* the member of D's sub-communicator that owns coordinate g: a balanced partition's split, or
+ * the blocked formula g / ceil(N / G) */
+static int64_t owner_of(const dtl_dist *d, int dim, int G, int64_t blk, int64_t g) {
+  return d->split[dim] ? dtl_split_owner(d->split[dim], G, g) : g / blk;
+}
+
 static int widen(const int64_t *want, int64_t n, const dtl_dist *d, int dim, int G, int64_t blk, int me, int64_t **out,
                  int64_t *nout) {
   int64_t m = 0;
@@ -225,8 +231,8 @@ static int widen(const int64_t *want, int64_t n, const dtl_dist *d, int dim, int
       return 1;
     m = 0;
     for (int64_t k0 = 0, k1; k0 < n; k0 = k1) {
-      int64_t c = d->split[dim] ? dtl_split_owner(d->split[dim], G, want[k0]) : want[k0] / blk;
-      for (k1 = k0 + 1; k1 < n && (d->split[dim] ? dtl_split_owner(d->split[dim], G, want[k1]) : want[k1] / blk) == c; k1++)
+      int64_t c = owner_of(d, dim, G, blk, want[k0]);
+      for (k1 = k0 + 1; k1 < n && owner_of(d, dim, G, blk, want[k1]) == c; k1++)
         ;
       int64_t span = want[k1 - 1] - want[k0] + 1, cnt = k1 - k0;
       bool whole = c != me && (span - cnt) * WIDEN_GAP <= cnt;
@@ -368,7 +374,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
    * what it copies from its own block */
   int64_t nlocal = 0;
   for (int64_t k = 0; k < nwant && !err; k++) {
-    int64_t c = d->split[dim] ? dtl_split_owner(d->split[dim], G, want[k]) : want[k] / blk;
+    int64_t c = owner_of(d, dim, G, blk, want[k]);
     if (c == me)
       nlocal++;
     else
@@ -413,7 +419,7 @@ static int inspect(dtl_ctx *ctx, MPI_Comm sub, int dim, const dtl_dist *d, dtl_t
     int64_t a = 0;
     for (int64_t k = 0; k < nwant; k++) {
       int64_t g = want[k];
-      if ((d->split[dim] ? dtl_split_owner(d->split[dim], G, g) : g / blk) == me) {
+      if (owner_of(d, dim, G, blk, g) == me) {
         /* a run of consecutive coordinates grows (want is sorted and distinct) */
         if (h->nlocal && h->lsrc[h->nlocal - 1] + h->llen[h->nlocal - 1] == g - own->lo[0])
           h->llen[h->nlocal - 1]++;

@@ -1000,16 +1000,17 @@ bool lw_loop_invariant(const lw_program *lp, int i, const lw_comm *c, const int6
   const lw_stmt *ls = &lp->stmts[i];
   /* the loops around it run one iteration per rank, their variables its grid coordinates (the
    * generated code's collective loops; its box there is one of params and coordinates) */
-  bool coord[LW_MAX_DIMS * 8] = {false};
-  for (int k = 0; k <= c->depth && k < ls->nloops; k++) {
+  const int around = c->depth < ls->nloops ? c->depth + 1 : ls->nloops;
+  for (int k = 0; k < around; k++) {
     int64_t one;
     if (!ls->loops[k]->distributed || k >= ls->outer || !sym_is_const(ls->bs[k], &one) || one != 1) return false;
-    if (ls->loops[k]->var >= 0 && ls->loops[k]->var < (int)(sizeof coord / sizeof *coord)) coord[ls->loops[k]->var] = true;
   }
-  for (int d = 0; d < a->order; d++)
-    for (int v = 0; v < ls->lidx_var0 + ls->nloops; v++)
-      if ((v >= (int)(sizeof coord / sizeof *coord) || !coord[v]) && (sym_uses(a->lo[d], SYM_VAR, v) || sym_uses(a->hi[d], SYM_VAR, v)))
-        return false;
+  for (int v = 0; v < ls->lidx_var0 + ls->nloops; v++) {
+    bool coord = false;
+    for (int k = 0; k < around && !coord; k++) coord = ls->loops[k]->var == v;
+    for (int d = 0; d < a->order && !coord; d++)
+      if (sym_uses(a->lo[d], SYM_VAR, v) || sym_uses(a->hi[d], SYM_VAR, v)) return false;
+  }
   return true;
 }
 
