@@ -288,11 +288,13 @@ typedef struct {
   const stmt_loop *loops;
 } search;
 
-/* A candidate's predicted time is at least its messages' latency plus its bytes' time (the
- * model of try_cand: the overlapped steps only hide the loops' time): the same bytes and
- * messages as cand k (a catalogue kernel or threads change neither) give this bound. */
+/* A candidate's predicted share of the program's run is at least its messages' latency plus
+ * its bytes' time, counted as its share counts them (the model of try_cand: the overlapped
+ * steps only hide the loops' time): the same bytes and messages as cand k (a catalogue kernel
+ * or threads change neither) give this bound. */
 static double comm_bound(const search *S, const dc_auto_cand *k) {
-  return dc_comm_latency(S->m, &k->cost) + dc_comm_transfer(S->m, &k->cost);
+  (void)S;
+  return k->run_comm;
 }
 
 /* Precondition: every candidate that the bound covers is predicted at least `bound`.  Rule:
@@ -337,6 +339,11 @@ static double cost_seconds(const search *S, const cmdlist *c, const lw_cost *cos
          cost->sparse_entries * S->m->sparse_entry_time; /* a sparse box's entries sorted in */
 }
 
+/* the seconds of a cost's messages and bytes */
+static double comm_of(const search *S, const lw_cost *cost) {
+  return dc_comm_latency(S->m, cost) + dc_comm_transfer(S->m, cost);
+}
+
 /* lower and cost one candidate for statement i (try_cand) */
 static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
   dc_unit *u = S->u;
@@ -346,7 +353,7 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
             dc_lower_stmt(u, ir, i, S->owners, &lp) == DC_OK && lp;
   /* the ranks of lw_sample: the slowest */
   if (!ok) return false;
-  out->seconds = -1, out->run_seconds = -1;
+  out->seconds = -1, out->run_seconds = -1, out->run_comm = -1;
   const stmt_loop *L = S->loops ? &S->loops[i] : NULL;
   int64_t maxbuf = 0;
   for (int at = 0; at < lw_nsamples(lp); at++) {
@@ -361,19 +368,20 @@ static bool try_cand_in(search *S, int i, const cmdlist *c, dc_auto_cand *out) {
     if (cost.buffer > maxbuf) maxbuf = cost.buffer;
     /* its share of the program's run: in a loop, each iteration without the loop's invariant
      * fetches, and those once per entry of the loop */
-    double run = sec;
+    double run = sec, run_comm = comm_of(S, &cost);
     if (L && L->unwritten) {
       lw_cost it, once;
       double unused;
       if (!lw_stmt_cost_part(lp, i, S->params, coords, S->m->ranks_per_node, L->unwritten, LW_PART_ITERATION, &it) ||
           !lw_stmt_cost_part(lp, i, S->params, coords, S->m->ranks_per_node, L->unwritten, LW_PART_ONCE, &once))
         return false;
-      run = L->bound * cost_seconds(S, c, &it, &unused) + dc_comm_latency(S->m, &once) + dc_comm_transfer(S->m, &once) +
-            once.sparse_entries * S->m->sparse_entry_time;
+      run = L->bound * cost_seconds(S, c, &it, &unused) + comm_of(S, &once) + once.sparse_entries * S->m->sparse_entry_time;
+      run_comm = L->bound * comm_of(S, &it) + comm_of(S, &once);
     } else if (L)
-      run = L->bound * sec;
-    if (L) run *= L->entries;
+      run = L->bound * sec, run_comm *= L->bound;
+    if (L) run *= L->entries, run_comm *= L->entries;
     if (run > out->run_seconds) out->run_seconds = run;
+    if (run_comm > out->run_comm) out->run_comm = run_comm;
   }
   out->cost.buffer = maxbuf;
   out->fits = S->mem_limit <= 0 || out->cost.buffer <= S->mem_limit;
@@ -419,7 +427,7 @@ static int consider(search *S, int i, const cmdlist *c) {
   dc_auto_cand k;
   if (c->overflow || !try_cand(S, i, c, &k)) return -1;
   keep(S, c, &k);
-  if (k.fits && k.seconds < S->best) S->best = k.seconds;
+  if (k.fits && k.run_seconds < S->best) S->best = k.run_seconds;
   return S->ncand - 1;
 }
 
@@ -506,12 +514,12 @@ static void read_tensors(const fe_program *p, const fe_expr *e, char **names, in
 static int cmp_cand(const void *a, const void *b) {
   const dc_auto_cand *p = a, *q = b;
   if (p->fits != q->fits) return p->fits ? -1 : 1;
-  if (fabs(p->seconds - q->seconds) > 1e-2 * fmax(p->seconds, q->seconds))
-    return p->seconds < q->seconds ? -1 : 1;
+  if (fabs(p->run_seconds - q->run_seconds) > 1e-2 * fmax(p->run_seconds, q->run_seconds))
+    return p->run_seconds < q->run_seconds ? -1 : 1;
   /* the default is never put after a candidate predicted slower than it */
-  if (!*p->text != !*q->text && p->seconds != q->seconds) {
+  if (!*p->text != !*q->text && p->run_seconds != q->run_seconds) {
     const dc_auto_cand *d = *p->text ? q : p, *o = *p->text ? p : q;
-    if (d->seconds < o->seconds) return d == p ? -1 : 1;
+    if (d->run_seconds < o->run_seconds) return d == p ? -1 : 1;
   }
   if (p->cost.bytes != q->cost.bytes) return p->cost.bytes < q->cost.bytes ? -1 : 1;
   if (fabs(p->work - q->work) > 1e-2 * fmax(p->work, q->work)) return p->work < q->work ? -1 : 1;
@@ -655,8 +663,11 @@ static void search_stmt(search *S, int i, dc_auto_stmt *st) {
       int at_d = S->ncand;
       consider_kernels(S, i, &d, nunder, under, uorig, par);
       /* what the distribution alone receives: its panels (below) receive the same bytes in
-       * more messages */
-      double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text) ? dc_comm_transfer(S->m, &S->cand[at_d].cost) : -1;
+       * more messages, at every run (a panel is fetched at each step, never once per loop) */
+      const stmt_loop *Li = S->loops ? &S->loops[i] : NULL;
+      double bytes_bound = at_d < S->ncand && !strcmp(S->cand[at_d].text, d.text)
+                               ? dc_comm_transfer(S->m, &S->cand[at_d].cost) * (Li ? Li->entries * Li->bound : 1)
+                               : -1;
       /* a summed variable left: panels along it, received by every rank of the grid (SUMMA) */
       for (int r = 0; r < nl; r++) {
         bool used = false;
@@ -1027,6 +1038,38 @@ static const stmt_loop *stmt_loops(const dc_unit *u, const int64_t *params) {
   return out;
 }
 
+/* ... as formulas of the params, for the run-time choice (spmd_variants): a loop's bound is its
+ * param's value or literal, at least 1 */
+static const sym *bound_sym(const fe_item *L) {
+  return L->bound.is_param ? sym_max(NULL, sym_param(L->bound.param), sym_const(1)) : sym_const(L->bound.value > 1 ? L->bound.value : 1);
+}
+
+static void walk_runs(const dc_unit *u, const fe_item *items, int n, const sym *entries, const fe_item *L, sp_stmt_runs *out) {
+  const fe_program *p = u->ast;
+  bool *unwritten = NULL;
+  for (int k = 0; k < n; k++) {
+    const fe_item *it = &items[k];
+    if (it->kind == FE_ITEM_LOOP) {
+      walk_runs(u, it->items, it->nitems, L ? sym_mul(entries, bound_sym(L)) : sym_const(1), it, out);
+      continue;
+    }
+    if (it->stmt < 0 || it->stmt >= u->ir->nstmts || !L) continue;
+    if (!unwritten && !u->no_fuse) { /* the tensors the loop L writes, once (as walk_loops) */
+      unwritten = ir_alloc((size_t)(p->ntensors + 1) * sizeof *unwritten);
+      list_lhs(p, L->items, L->nitems, unwritten);
+      for (int t = 0; t < p->ntensors; t++) unwritten[t] = !unwritten[t];
+    }
+    out[it->stmt] = (sp_stmt_runs){entries, bound_sym(L), unwritten};
+  }
+}
+
+const sp_stmt_runs *dc_stmt_runs(const dc_unit *u) {
+  sp_stmt_runs *out = ir_alloc((size_t)(u->ir->nstmts + 1) * sizeof *out);
+  for (int i = 0; i < u->ir->nstmts; i++) out[i] = (sp_stmt_runs){NULL, NULL, NULL};
+  walk_runs(u, u->ast->items, u->ast->nitems, sym_const(1), NULL, out);
+  return out;
+}
+
 /* Which statements the program as written (every unscheduled statement at its default) runs
  * fused with a neighbour (the SPMD rewrites' statement fusion; none with --no-fuse). */
 static const bool *fused_by_default(dc_unit *u) {
@@ -1279,9 +1322,11 @@ void dc_print_auto(FILE *f, const dc_auto_report *rep) {
       shown++;
       char sp[64] = "";
       if (c->cost.sparse_entries > 0) snprintf(sp, sizeof sp, ", %.4g sparse entries sorted in", c->cost.sparse_entries);
-      fprintf(f, "    %s %.3g s (received %lld bytes in %lld messages%s, buffers %lld bytes%s, %lld iterations, %.4g bytes from memory): ",
-              q == 0 ? "chosen" : "then  ", c->seconds, (long long)c->cost.bytes, (long long)c->cost.msgs, sp, (long long)c->cost.buffer,
-              c->fits ? "" : ", over the limit", (long long)c->cost.points, c->cost.mem_bytes);
+      char share[64] = ""; /* in a loop: what the candidates are ranked by */
+      if (st->loop) snprintf(share, sizeof share, " a run, %.3g s of the program", c->run_seconds);
+      fprintf(f, "    %s %.3g s%s (received %lld bytes in %lld messages%s, buffers %lld bytes%s, %lld iterations, %.4g bytes from memory): ",
+              q == 0 ? "chosen" : "then  ", c->seconds, share, (long long)c->cost.bytes, (long long)c->cost.msgs, sp,
+              (long long)c->cost.buffer, c->fits ? "" : ", over the limit", (long long)c->cost.points, c->cost.mem_bytes);
       if (def) fputs("the owner-computes default", f);
       for (const char *x = c->text; *x; x++) /* one line */
         if (*x == '\n') {

@@ -72,7 +72,10 @@ typedef struct {
   const char *text;    /* the schedule commands as .dtl (".distribute(...)\n  .split(...)"), "" for the default */
   double seconds;      /* predicted, one run of the statement */
   double run_seconds;  /* its share of the program's run: in a loop, every iteration up to the
-                        * loops' bounds, the loop's invariant fetches once per entry of the loop */
+                        * loops' bounds, the loop's invariant fetches once per entry of the loop;
+                        * what the search ranks candidates by */
+  double run_comm;     /* ... of which its messages' latency and bytes' time (a bound on the share
+                        * of any candidate that moves what it moves) */
   bool fits;           /* its buffers fit the memory limit */
   double speedup;      /* its leaf kernel's speedup in the model (1: none) */
   double threads;      /* the threads its loops run on in the model (1: one) */
@@ -84,7 +87,7 @@ typedef struct {
   int stmt;            /* statement index */
   const char *why_not; /* NULL: searched; else why the statement keeps its schedule */
   int ncand;
-  dc_auto_cand *cand;  /* sorted by predicted time; cand[0] is the choice */
+  dc_auto_cand *cand;  /* sorted by predicted share of the program's run; cand[0] is the choice */
   int loop;            /* the number of its innermost `repeat` loop (0: in none) */
   double runs;         /* the runs the model counts: the product of its loops' bounds (1: in none) */
   int npruned;         /* candidates not costed: a bound on their time exceeds a costed one's
@@ -108,7 +111,10 @@ typedef struct {
 } dc_auto_report;
 
 /* Search every statement of u->ir without schedule commands; *out is a copy of u->ir with
- * the chosen schedules applied, *rep what was considered (both in u's arena).  params: the
+ * the chosen schedules applied, *rep what was considered (both in u's arena).  A statement's
+ * candidates are ranked by their share of the program's run (dc_auto_cand.run_seconds: in a
+ * loop, every run and a loop's invariant fetches once), the one that fits the memory limit
+ * and is predicted least chosen.  params: the
  * values the costs are evaluated at (grid params solved for `ranks`); mem_limit: bytes of
  * buffers per rank (0: none). */
 int dc_auto(dc_unit *u, const int64_t *params, int64_t ranks, int64_t mem_limit, const dc_machine_model *m,
@@ -132,6 +138,12 @@ typedef bool (*dc_grid_fn)(void *ctx, int64_t *vals, int64_t ranks, int shape);
  * u->nvariants 0 where one variant is all there is and the shape is not free). */
 int dc_auto_variants(dc_unit *u, lw_program *lp, const dc_auto_report *rep, const int64_t *params, int64_t ranks,
                      int64_t mem_limit, const dc_machine_model *m, dc_grid_fn grid, void *grid_ctx, int maxv);
+
+/* Where each statement of u runs in its loops, as formulas of the params (a loop's bound: its
+ * param or literal, at least 1) and the tensors its innermost loop leaves unwritten: what the
+ * run-time choice weighs each statement's predicted time by (spmd_variants), as the search
+ * weighs its candidates.  In u's arena. */
+const sp_stmt_runs *dc_stmt_runs(const dc_unit *u);
 
 /* The predicted time of the whole program of v at params (grid params solved), as --auto
  * compares layouts and grid shapes: each statement without schedule commands at its best

@@ -1,6 +1,7 @@
 /* compiler.c -- distalc as a library (compiler.h): the stages of a unit run inside its arena
  * with a recovery point, so that running out of memory is a reported failure, not an exit. */
 #include "compiler.h"
+#include "autosched.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ static sp_program *build_sp(dc_unit *u, const lw_program *lp) {
     speed[v] = u->variants[v].speedup, thr[v] = u->variants[v].threads, labels[v] = u->variants[v].label;
     sched[v] = (const char *const *)u->variants[v].schedule;
   }
-  spmd_variants(sp, alts, n, speed, thr, labels, sched, u->model, u->mem_limit);
+  spmd_variants(sp, alts, n, speed, thr, labels, sched, u->model, u->mem_limit, dc_stmt_runs(u));
   return sp;
 }
 

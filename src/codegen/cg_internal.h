@@ -55,6 +55,11 @@ typedef struct cg_st {
   const sp_expr *hoist_e[16];
   int hoist_id[16];
   const char *acc_sfx; /* the rewrite jam: the register sum being printed is dtl__acc<acc_sfx> (NULL: dtl__acc) */
+  /* the rewrite strips: the stripped loop's inner loop K and its assignment a, printed as the
+   * lanes of a strip (strip_phase 1; 0: not in a strip) of strip_w (C text) registers */
+  const sp_node *strip_K, *strip_a;
+  int strip_phase;
+  const char *strip_w;
 } cg_st;
 void cg_line(cg_st *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cg_node(cg_st *g, const sp_node *n);   /* print a node (host or kernel body) */

@@ -984,6 +984,8 @@ static const char *threads_cond(cg_st *g, const sp_node *n) {
 
 static void emit_loop(cg_st *g, const sp_node *n);
 static void emit_jam(cg_st *g, const sp_node *n, int mode);
+static void emit_strips(cg_st *g, const sp_node *n);
+static void emit_strip_lanes(cg_st *g, const sp_node *n);
 
 /* the loop twice: shared by the threads where threads_cond holds, else the rank's own */
 static void emit_threads_split(cg_st *g, const sp_node *n) {
@@ -1165,6 +1167,14 @@ static void emit_loop(cg_st *g, const sp_node *n) {
   }
   if (n->jam > 1 && !g->in_kernel && (n->loop == SL_LOCAL || n->loop == SL_LOCAL_BLOCK)) {
     emit_jam(g, n, mode);
+    return;
+  }
+  if (n->strip > 1 && !g->in_kernel && !g->strip_phase && (n->loop == SL_LOCAL || n->loop == SL_SPARSE)) {
+    emit_strips(g, n);
+    return;
+  }
+  if (g->strip_phase == 1 && n == g->strip_K) {
+    emit_strip_lanes(g, n);
     return;
   }
   if (mode != 2) line(g, "/* loop %s (%s) */", g->sp->vars[n->var].name, n->comment);
@@ -1366,8 +1376,9 @@ static void emit_assign(cg_st *g, const sp_node *n) {
     line(g, "}");
     return;
   }
-  if (n->to_acc) {
-    fprintf(m, "dtl__acc%s += ", g->acc_sfx ? g->acc_sfx : "");
+  if (n->to_acc || (g->strip_phase == 1 && n == g->strip_a)) {
+    if (n->to_acc) fprintf(m, "dtl__acc%s += ", g->acc_sfx ? g->acc_sfx : "");
+    else fputs("dtl__r[dtl_kc] += ", m); /* the rewrite strips: the column's register */
     cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
     fputc(';', m);
     fclose(m);
@@ -1420,6 +1431,90 @@ static void emit_acc(cg_st *g, const sp_node *n) {
   acc_store(g, n, "dtl__acc");
   g->ind -= 2;
   line(g, "}");
+}
+
+/* the strip's registers set from (or stored to) the output: each column's element, at K's
+ * bindings and under K's guards (spmd_strips: they read only the column and what L does not move) */
+static void strip_ends(cg_st *g, const sp_node *K, const char *lanes, const char *what) {
+  const sp_node *heads[64];
+  int nh = spmd_strip_heads(K, heads, 64);
+  line(g, "for (int64_t dtl_kc = 0; dtl_kc < %s; dtl_kc++) {", lanes);
+  g->ind += 2;
+  line(g, "const int64_t %s = dtl_kq + dtl_kc;", vname(g, K->var));
+  line(g, "(void)%s;", vname(g, K->var));
+  for (int h = 0; h < nh && h < 64; h++)
+    if (heads[h]->kind == SN_BIND || heads[h]->kind == SN_GUARD) cg_node(g, heads[h]);
+  line(g, "%s", what);
+  g->ind -= 2;
+  line(g, "}");
+}
+
+static void strip_pass(cg_st *g, const sp_node *n, const sp_node *K, const sp_node *a, const char *lanes, const char *out) {
+  MBUF(set);
+  FILE *m = mopen(&set);
+  fprintf(m, "dtl__r[dtl_kc] = %s;", a->store ? "0" : out);
+  fclose(m);
+  strip_ends(g, K, lanes, set);
+  g->strip_K = K, g->strip_a = a, g->strip_phase = 1, g->strip_w = lanes;
+  emit_loop(g, n);
+  g->strip_K = g->strip_a = NULL, g->strip_phase = 0, g->strip_w = NULL;
+  MBUF(put);
+  m = mopen(&put);
+  fprintf(m, "%s = dtl__r[dtl_kc];", out);
+  fclose(m);
+  strip_ends(g, K, lanes, put);
+}
+
+/* The rewrite "strips" (spmd.h: spmd_strips): the columns of L's inner loop K in strips of
+ * n->strip registers, each strip summed over the whole of L; the last strip, of the columns
+ * left over, with as many registers as it has columns. */
+static void emit_strips(cg_st *g, const sp_node *n) {
+  const sp_node *a, *K = spmd_strip_parts(n, &a);
+  const int W = n->strip;
+  MBUF(o);
+  FILE *m = mopen(&o);
+  out_elem(m, g, a->lhs);
+  fclose(m);
+  line(g, "{ /* loop %s: the rewrite strips, the columns of %s summed in registers, %d at a time */", g->sp->vars[n->var].name,
+       g->sp->vars[K->var].name, W);
+  g->ind += 2;
+  line(g, "const int64_t dtl_khi = dtl_max((int64_t)(%s), 0);", S(g, K->hi));
+  line(g, "for (int64_t dtl_kq = 0; dtl_kq < dtl_khi; dtl_kq += %d) {", W);
+  g->ind += 2;
+  line(g, "const int64_t dtl_kw = dtl_khi - dtl_kq; /* the columns from kq on */");
+  line(g, "%s dtl__r[%d];", cg_ctype(a->type), W);
+  line(g, "if (dtl_kw >= %d) { /* a whole strip: as many registers as columns, a constant count */", W);
+  g->ind += 2;
+  char w[16];
+  snprintf(w, sizeof w, "%d", W);
+  strip_pass(g, n, K, a, w, o);
+  g->ind -= 2;
+  line(g, "} else { /* the columns left over */");
+  g->ind += 2;
+  strip_pass(g, n, K, a, "dtl_kw", o);
+  g->ind -= 2;
+  line(g, "}");
+  g->ind -= 2;
+  line(g, "}");
+  g->ind -= 2;
+  line(g, "}");
+}
+
+/* ... and its inner loop K as the lanes of one strip: K's operands read once, then K's body
+ * once per column of the strip, adding to the column's register */
+static void emit_strip_lanes(cg_st *g, const sp_node *n) {
+  const char *v = vname(g, n->var);
+  line(g, "/* loop %s (%s): one strip's columns */", g->sp->vars[n->var].name, n->comment);
+  if (n->nhoist) emit_hoist(g, n);
+  line(g, "DTL_LANES /* vectorized as a loop, not unrolled first */");
+  line(g, "for (int64_t dtl_kc = 0; dtl_kc < %s; dtl_kc++) {", g->strip_w);
+  g->ind += 2;
+  line(g, "const int64_t %s = dtl_kq + dtl_kc;", v);
+  line(g, "(void)%s;", v);
+  emit_kids(g, n);
+  g->ind -= 2;
+  line(g, "}");
+  if (n->nhoist) g->nhoist = 0;
 }
 
 /* opens the block of row c of a jammed loop: the loop's variable and its bindings */
@@ -2144,6 +2239,7 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
     for (int q = 0; q < fn->nvars; q++)
       fprintf(c, "    int64_t %s = 0;\n    (void)%s;\n", cg_vname(vs, fn->var0 + q), cg_vname(vs, fn->var0 + q));
     fputs("    double dtl_pts = 1, dtl_bytes = 0, dtl_msgs = 0, dtl_steps = 1, dtl_kpts = 0, dtl_mem = 0, dtl_nbytes = 0, dtl_nmsgs = 0;\n"
+          "    double dtl_obytes = 0, dtl_omsgs = 0, dtl_onbytes = 0, dtl_onmsgs = 0; /* the fetches run once per entry of the loop */\n"
           "    int64_t dtl_kmin = 0;\n    (void)dtl_kmin, (void)dtl_kpts;\n", c);
     for (int k = 0; k < st->ntrips; k++) {
       fputs("    { const int64_t t = ", c);
@@ -2211,12 +2307,17 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
       unsigned grp = m->bcast ? m->bcast : m->reduce, alt_grp = m->alt_bcast ? m->alt_bcast : m->alt_reduce;
       fputs("      const unsigned dtl_grp = ", c);
       emit_assumed_mask(c, sp, m, grp, alt_grp);
-      fprintf(c, ";\n      if (dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp))\n"
-                 "        dtl_nbytes += dtl_wb * dtl_rcv * %lld, dtl_nmsgs += dtl_wm * dtl_cnt;\n"
-                 "      else\n        dtl_bytes += dtl_wb * dtl_rcv * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n"
+      fputs(";\n      const unsigned dtl_once = ", c); /* run once per entry of the loop (the rewrite invariant) */
+      emit_assumed_mask(c, sp, m, m->once, m->alt_once);
+      fprintf(c, ";\n      const int dtl_node = dtl_group_in_node(dtl_rpn, %d, dtl_dims, dtl_coords, dtl_grp);\n"
+                 "      if (dtl_once && dtl_node) dtl_onbytes += dtl_wb * dtl_rcv * %lld, dtl_onmsgs += dtl_wm * dtl_cnt;\n"
+                 "      else if (dtl_once) dtl_obytes += dtl_wb * dtl_rcv * %lld, dtl_omsgs += dtl_wm * dtl_cnt;\n"
+                 "      else if (dtl_node) dtl_nbytes += dtl_wb * dtl_rcv * %lld, dtl_nmsgs += dtl_wm * dtl_cnt;\n"
+                 "      else dtl_bytes += dtl_wb * dtl_rcv * %lld, dtl_msgs += dtl_wm * dtl_cnt;\n"
                  "      dtl_mem += dtl_tot * %lld;\n"
-                 "      if (dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
-              sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, (long long)m->elem, m->nbuf);
+                 "      if (!dtl_once && dtl_cnt > dtl_steps) dtl_steps = dtl_cnt;\n      dtl_b += dtl_most * %lld * %d;\n    }\n",
+              sp->ndims, (long long)m->elem, (long long)m->elem, (long long)m->elem, (long long)m->elem, (long long)m->elem,
+              (long long)m->elem, m->nbuf);
     }
     /* a kernel's speedup shrinks with its shortest loop below 128 (lw_kernel_share) */
     fprintf(c, "    const double dtl_edge = dtl_kpts > 0 ? cbrt(dtl_kpts) / 128.0 : 1.0;\n"
@@ -2224,8 +2325,19 @@ static void emit_variant_cost(FILE *c, const sp_program *sp, int v, const char *
                " * (dtl_edge < 1 ? dtl_edge : 1.0) : 1;\n", st->speedup, st->speedup);
     fprintf(c, "    const double dtl_comm = dtl_bytes / %.17g + dtl_nbytes / %.17g, dtl_work = fmax(dtl_pts * %.17g / dtl_speed / %.17g, dtl_mem / %.17g);\n",
             sp->bandwidth, sp->node_bandwidth, sp->point_time, st->threads, sp->memory_bandwidth);
-    fprintf(c, "    dtl_s += dtl_msgs * %.17g + dtl_nmsgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n  }\n",
+    fprintf(c, "    const double dtl_run = dtl_msgs * %.17g + dtl_nmsgs * %.17g + dtl_comm / dtl_steps + fmax(dtl_comm * (dtl_steps - 1) / dtl_steps, dtl_work);\n",
             sp->latency, sp->node_latency);
+    fprintf(c, "    const double dtl_one = dtl_omsgs * %.17g + dtl_onmsgs * %.17g + dtl_obytes / %.17g + dtl_onbytes / %.17g;\n",
+            sp->latency, sp->node_latency, sp->bandwidth, sp->node_bandwidth);
+    /* its runs: entries x bound of its loops (1 where in none), the once fetches entries times */
+    fputs("    int64_t dtl_entries = ", c);
+    if (st->entries) cg_sym(c, vs, st->entries, false);
+    else fputs("1", c);
+    fputs(", dtl_bound = ", c);
+    if (st->bound) cg_sym(c, vs, st->bound, false);
+    else fputs("1", c);
+    fputs(";\n    if (dtl_entries < 1) dtl_entries = 1;\n    if (dtl_bound < 1) dtl_bound = 1;\n"
+          "    dtl_s += (double)dtl_entries * ((double)dtl_bound * dtl_run + dtl_one);\n  }\n", c);
   }
   fputs("  *dtl_sec = dtl_s, *dtl_buf = dtl_b;\n}\n\n", c);
 }

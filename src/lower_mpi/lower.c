@@ -993,7 +993,10 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
 }
 
 bool lw_loop_invariant(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const bool *unwritten) {
-  const lw_comm *a = lw_comm_at(lp, c, params);
+  return lw_loop_invariant_as(lp, i, c, lw_comm_at(lp, c, params), unwritten);
+}
+
+bool lw_loop_invariant_as(const lw_program *lp, int i, const lw_comm *c, const lw_comm *a, const bool *unwritten) {
   if (!unwritten || c->tensor < 0 || c->tensor >= lp->ir->ast->ntensors || !unwritten[c->tensor] || c->output ||
       (a->pattern != PAT_BCAST && a->pattern != PAT_EXCHANGE))
     return false;

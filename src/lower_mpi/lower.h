@@ -220,6 +220,8 @@ bool lw_stmt_cost_at(const lw_program *lp, int i, const int64_t *params, const i
  * iteration per rank run around it (distributed loops, their variables grid coordinates) and
  * its box a formula of params and those coordinates (no other loop's variable). */
 bool lw_loop_invariant(const lw_program *lp, int i, const lw_comm *c, const int64_t *params, const bool *unwritten);
+/* ... with the pattern `at` in effect (c itself or c->alt; lw_comm_at chooses by params) */
+bool lw_loop_invariant_as(const lw_program *lp, int i, const lw_comm *c, const lw_comm *at, const bool *unwritten);
 /* lw_stmt_cost_at split for a statement in a loop: LW_PART_ALL counts everything (unwritten
  * ignored); LW_PART_ITERATION what each iteration runs: its loops, the memory they touch and
  * its buffers whole, the communication but the loop's invariant fetches (lw_loop_invariant);

@@ -309,8 +309,8 @@ static bool adds_or_skips(const sp_node *n, const void *arg) {
          n->kind == SN_PRODUCER || (n->kind == SN_ASSIGN && (n->to_entries || n->to_acc));
 }
 
-/* A sum into a register per element (SN_ACC) stores it the same way when the register holds the
- * element's whole sum:
+/* A sum into a register per element (SN_ACC, or the registers of a loop of the rewrite strips)
+ * stores it the same way when the register holds the element's whole sum:
  *   zero T; for v { sum { for k ... } ; T(v) += it }   =>   for v { sum { for k ... }; T(v) = it }
  * Precondition, beside the view of T's own block: no precompute, distinct variables on the left;
  * every write of T is the result of a register sum that no loop over a summed variable (or one
@@ -322,10 +322,19 @@ static bool reduction_var(const sp_program *sp, const sp_func *fn, int v) {
   if (v < 0 || sp->vars[v].kind != SV_INDEX || local < 0 || local >= ls->s->nvars) return true; /* unknown: as if summed */
   return ls->s->vars[local].reduction;
 }
+/* a loop of the rewrite strips (spmd.h: spmd_strips) whose registers hold sums of T's elements */
+static bool strips_of(const sp_node *n, const void *arg) {
+  const sp_node *a;
+  return n->kind == SN_LOOP && n->strip && spmd_strip_parts(n, &a) && a->lhs && a->lhs->tensor == *(const int *)arg;
+}
 static const char *acc_store_walk(const sp_program *sp, const sp_func *fn, const sp_node *n, int t, bool red) {
   if (!n) return NULL;
   switch (n->kind) {
   case SN_LOOP:
+    if (strips_of(n, &t)) { /* the strips' registers: the loop and the one inside are the sum's */
+      if (red) return "a loop over a summed variable or over stored coordinates encloses its register sum";
+      return NULL;
+    }
     red = red || n->loop == SL_SPARSE || n->loop == SL_THREAD || reduction_var(sp, fn, n->var);
     break;
   case SN_ACC:
@@ -425,7 +434,7 @@ static const char *store_can(const sp_program *sp, const sp_func *fn, const sp_n
     const char *why = kernel_store_why(sp, &k);
     return why ? why : own_view(sp, fn, n->tensor) ? NULL : not_in_place;
   }
-  if (ls->nwhere || !distinct_lhs(fn) || !find(fn->body, has_acc_of, &n->tensor))
+  if (ls->nwhere || !distinct_lhs(fn) || !(find(fn->body, has_acc_of, &n->tensor) || find(fn->body, strips_of, &n->tensor)))
     return "the statement sums, repeats an index on its left, or precomputes";
   if (!own_view(sp, fn, n->tensor)) return not_in_place;
   return acc_store_walk(sp, fn, fn->body, n->tensor, false);
@@ -446,6 +455,29 @@ static void store_apply(sp_program *sp, sp_func *fn, sp_node *seq, int at) {
   (void)sp;
   replace(seq, at, NULL, 0);
   set_store(fn->body);
+}
+
+/* The rewrite store once more where the rewrite strips (spmd_strips, after the rewrites) made
+ * the registers of a loop hold whole sums: the zeroing of a statement whose store was refused
+ * is tried again, and its log entry says what holds now (applied, or the reason). */
+void spmd_store_strips(sp_program *sp) {
+  for (int i = 0; i < sp->nfuncs; i++) {
+    sp_func *fn = &sp->funcs[i];
+    if (!fn->body || fn->body->kind != SN_SEQ || fn->fused_into >= 0 || fn->removed) continue;
+    for (int at = 0; at < fn->body->nkids; at++) {
+      const sp_node *z = fn->body->kids[at];
+      if (z->kind != SN_INIT || z->init != SI_ZERO || !find(fn->body, strips_of, &z->tensor)) continue;
+      const char *why = store_can(sp, fn, fn->body, at);
+      char wb[256];
+      snprintf(wb, sizeof wb, "%s", where(sp, fn, z));
+      for (int q = 0; q < sp->nlog; q++) /* the log says what holds now */
+        if (!strcmp(sp->log[q].rewrite, "store") && sp->log[q].why && !strcmp(sp->log[q].where, wb))
+          sp->log[q].why = why ? ir_strdup(why) : NULL;
+      if (why) continue;
+      store_apply(sp, fn, fn->body, at);
+      at--; /* the zeroing is gone */
+    }
+  }
 }
 
 /* ---- in place ------------------------------------------------------------------------------

@@ -1414,6 +1414,8 @@ sp_program *spmd_build_ex(const lw_program *lp, bool fuse) {
   spmd_hoist(sp);
   spmd_jam(sp);
   spmd_sums(sp);
+  spmd_strips(sp);
+  spmd_store_strips(sp);
   spmd_index_width(sp);
   spmd_clones(sp);
   return sp;
@@ -1853,35 +1855,43 @@ void spmd_hoist(sp_program *sp) {
 }
 
 /* ---- register sums of several rows at once (spmd.h: spmd_jam) ------------------------------ */
-/* The body of L as a list (sequences flattened): bindings, then the register sum; NULL where
- * it holds anything else.  *nb: the bindings. */
-const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb) {
-  const sp_node *stack[64], *acc = NULL;
-  int top = 0;
-  *nb = 0;
+/* The nodes of L's body in order, sequences flattened (at most max in out); -1 where more. */
+static int flat_body(const sp_node *L, const sp_node **out, int max) {
+  const sp_node *stack[64];
+  int top = 0, n = 0;
   for (int q = L->nkids - 1; q >= 0; q--)
-    if (L->kids[q] && top < 64) stack[top++] = L->kids[q];
+    if (L->kids[q]) {
+      if (top == 64) return -1;
+      stack[top++] = L->kids[q];
+    }
   while (top) {
     const sp_node *k = stack[--top];
     if (k->kind == SN_SEQ) {
       for (int q = k->nkids - 1; q >= 0; q--)
         if (k->kids[q]) {
-          if (top == 64) return NULL;
+          if (top == 64) return -1;
           stack[top++] = k->kids[q];
         }
       continue;
     }
-    if (acc) return NULL; /* something after the sum */
-    if (k->kind == SN_BIND) {
-      if (*nb == 16) return NULL;
-      binds[(*nb)++] = k;
-    } else if (k->kind == SN_ACC) {
-      acc = k;
-    } else {
-      return NULL;
-    }
+    if (n == max) return -1;
+    out[n++] = k;
   }
-  return acc;
+  return n;
+}
+
+/* The body of L as a list (sequences flattened): bindings, then the register sum; NULL where
+ * it holds anything else.  *nb: the bindings. */
+const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb) {
+  const sp_node *body[17];
+  int n = flat_body(L, body, 17);
+  *nb = 0;
+  if (n < 1 || body[n - 1]->kind != SN_ACC) return NULL;
+  for (int q = 0; q + 1 < n; q++) {
+    if (body[q]->kind != SN_BIND) return NULL;
+    binds[(*nb)++] = body[q];
+  }
+  return body[n - 1];
 }
 
 /* the inner loop's body only binds and adds to the register */
@@ -2050,6 +2060,146 @@ void spmd_sums(sp_program *sp) {
     if (k) sp_logf(sp, "sums", NULL, "statement %d: %d loop%s over stored coordinates summed in 4 registers", fn->index + 1, k,
                    k == 1 ? "" : "s");
   }
+}
+
+/* ---- register strips of an output row (spmd.h: spmd_strips) -------------------------------- */
+/* The last node of a body (sequences flattened) after nodes of the kinds `ok` allows: NULL
+ * where something else comes first or nothing comes last. */
+static const sp_node *st_last(const sp_node *L, bool (*ok)(const sp_node *)) {
+  const sp_node *body[64];
+  int n = flat_body(L, body, 64);
+  if (n < 1 || ok(body[n - 1])) return NULL;
+  for (int q = 0; q + 1 < n; q++)
+    if (!ok(body[q])) return NULL;
+  return body[n - 1];
+}
+
+/* bindings, positions and ordinary guards */
+static bool st_before(const sp_node *n) {
+  return n->kind == SN_BIND || n->kind == SN_SPPOS || (n->kind == SN_GUARD && !n->halo_guard);
+}
+
+int spmd_strip_heads(const sp_node *K, const sp_node **out, int max) {
+  const sp_node *body[64];
+  int n = flat_body(K, body, 64), h = 0;
+  while (h < n && st_before(body[h])) { /* up to the assignment */
+    if (h < max) out[h] = body[h];
+    h++;
+  }
+  return h;
+}
+
+const sp_node *spmd_strip_parts(const sp_node *L, const sp_node **assign) {
+  const sp_node *K = st_last(L, st_before);
+  *assign = NULL;
+  if (!K || K->kind != SN_LOOP || K->loop != SL_LOCAL) return NULL;
+  const sp_node *a = st_last(K, st_before);
+  if (!a || a->kind != SN_ASSIGN) return NULL;
+  *assign = a;
+  return K;
+}
+
+/* e reads tensor t other than through a snapshot copied before the loops */
+static bool st_reads(const sp_program *sp, const sp_expr *e, int t) {
+  if (!e) return false;
+  if (e->kind == SE_ACCESS) {
+    if (e->contracted) return true; /* a register of the iteration: kept to the plain loop */
+    if (e->tensor != t) return false;
+    return !(e->buf >= 0 && e->buf < sp->nbufs && sp->bufs[e->buf].snapshot && !sp->bufs[e->buf].in_place);
+  }
+  return st_reads(sp, e->a, t) || st_reads(sp, e->b, t);
+}
+
+/* e reads only variables that do not move with L (moving) or are the column's (col) */
+static bool st_column_sym(const sp_program *sp, const sym *e, const bool *moving, const bool *col) {
+  for (int v = 0; v < sp->nvars; v++)
+    if (moving[v] && !col[v] && sym_uses(e, SYM_VAR, v)) return false;
+  return true;
+}
+
+/* NULL where the rewrite applies to L (whose parts K and a spmd_strip_parts found), else why not */
+static const char *st_why(const sp_program *sp, const sp_node *L, const sp_node *K, const sp_node *a) {
+  if (a->atomic || a->to_entries || !a->lhs || a->lhs->contracted || a->lhs->buf < 0 || a->lhs->nidx < 1)
+    return "the inner loop writes a sparse result, a temporary or an atomic update";
+  bool *moving = calloc((size_t)sp->nvars + 1, sizeof *moving), *col = calloc((size_t)sp->nvars + 1, sizeof *col);
+  if (!moving || !col) {
+    free(moving), free(col);
+    return "out of memory";
+  }
+  bound_in(L, moving, sp->nvars);
+  const char *why = NULL;
+  /* the column's variables: K's own, and those K's body binds from it and from variables that
+   * do not move with L; the column's index is K's variable plus such a variable */
+  const sp_node *heads[64];
+  int nh = spmd_strip_heads(K, heads, 64);
+  col[K->var] = true;
+  int last = -1;
+  const sp_expr *o = a->lhs;
+  const sym *expd[64] = {0}; /* a column binding's value over K's variable alone (the bindings before it substituted) */
+  for (int h = 0; h < nh && !why; h++) {
+    const sp_node *b = heads[h];
+    if (b->kind == SN_BIND && b->var >= 0 && b->var < sp->nvars && st_column_sym(sp, b->bind, moving, col)) {
+      col[b->var] = true;
+      expd[h] = b->bind;
+      for (int h2 = h - 1; h2 >= 0; h2--)
+        if (expd[h2]) expd[h] = sym_subst(NULL, expd[h], SYM_VAR, heads[h2]->var, expd[h2]);
+      if (b->var == o->vars[o->nidx - 1]) last = h;
+    } else if (b->kind == SN_GUARD) {
+      for (int c = 0; c < b->nconds && !why; c++)
+        if (!st_column_sym(sp, b->conds[c].a, moving, col) || !st_column_sym(sp, b->conds[c].b, moving, col))
+          why = "a guard of its inner loop changes with the loop";
+    } else if (b->kind == SN_BIND) {
+      why = "its inner loop binds a value that changes with the loop";
+    }
+  }
+  if (!why) {
+    int ov = o->vars[o->nidx - 1];
+    if (ov != K->var) { /* bound in K's body: K's variable plus a value the strips do not change */
+      const sym *d = last >= 0 ? sym_sub(expd[last], sym_var(K->var)) : NULL;
+      bool ok = d && !sym_uses(d, SYM_VAR, K->var);
+      for (int v = 0; v < sp->nvars && ok; v++)
+        if (moving[v] && sym_uses(d, SYM_VAR, v)) ok = false;
+      if (!ok) why = "the inner loop's variable is not the output's last index";
+    }
+  }
+  for (int x = 0; x + 1 < o->nidx && !why; x++)
+    if (o->vars[x] < 0 || o->vars[x] >= sp->nvars || moving[o->vars[x]]) why = "the output element moves with the loop (it is no sum over it)";
+  for (int v = 0; v < sp->nvars && !why; v++)
+    if (moving[v] && sym_uses(K->hi, SYM_VAR, v)) why = "its inner loop's bound changes with the loop";
+  free(moving), free(col);
+  if (why) return why;
+  if (st_reads(sp, a->rhs, o->tensor)) return "the sum reads the tensor it writes";
+  if (L->par != PAR_NONE || L->threads || L->threads_sum || L->jam) return "the loop runs in threads or lanes already";
+  if (L->loop == SL_SPARSE && L->nunion) return "the loop runs over the union of several operands";
+  if (K->par != PAR_NONE || K->threads || K->simd_sum || K->jam) return "its inner loop runs in threads or lanes";
+  return NULL;
+}
+
+static int st_width(fe_type t) { return t == FE_FLOAT || t == FE_INT32 ? 16 : 8; }
+
+static void st_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
+  if (!n || n->kind == SN_KERNEL || n->kind == SN_DEVICE || n->kind == SN_PRODUCER) return;
+  if (n->kind == SN_LOOP && (n->loop == SL_LOCAL || n->loop == SL_SPARSE)) {
+    const sp_node *a, *K = spmd_strip_parts(n, &a);
+    if (K && innermost(K) && !a->to_acc && !a->store) { /* an innermost loop adding to a row: the rewrite's candidate */
+      const char *why = st_why(sp, n, K, a);
+      const bool gathered = !why && n->ngather;
+      if (!why) { /* the strips replace the rows gathered ahead (spmd.h says why) */
+        n->strip = st_width(a->type);
+        n->ngather = 0, n->gather = NULL, n->gather_inner = NULL, n->gather_len = NULL;
+      }
+      sp_logf(sp, "strips", why, "statement %d, loop %s: the columns of %s%s", fn->index + 1, sp->vars[n->var].name,
+              sp->vars[K->var].name, gathered ? " (its rows no longer gathered ahead)" : "");
+      return;
+    }
+  }
+  for (int q = 0; q < n->nkids; q++) st_walk(sp, fn, n->kids[q]);
+}
+
+void spmd_strips(sp_program *sp) {
+  if (sp->cuda) return;
+  for (int i = 0; i < sp->nfuncs; i++)
+    if (fn_runs(&sp->funcs[i])) st_walk(sp, &sp->funcs[i], sp->funcs[i].body);
 }
 
 /* ---- leaf loops at the CPU's vector width (spmd.h: spmd_clones) ----------------------------- */
@@ -2331,6 +2481,7 @@ void spmd_threads(sp_program *sp) {
 /* ---- printing: distalc --emit spmd -------------------------------------------------------- */
 typedef struct {
   const sp_program *sp;
+  const sp_node **strip_a; /* the assignment of the strips' loop being printed (the rewrite strips) */
 } pctx;
 
 static void pnamer(FILE *f, const sym *a, void *vc) {
@@ -2528,6 +2679,12 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->unroll) fprintf(f, " (one sum unrolled by %d)", n->unroll);
     if (n->nhoist) fprintf(f, " (%d operand%s read once before it)", n->nhoist, n->nhoist == 1 ? "" : "s");
     if (n->jam) fprintf(f, " (rows jammed by %d)", n->jam);
+    if (n->strip) {
+      const sp_node *a, *K = spmd_strip_parts(n, &a);
+      fprintf(f, " (columns of %s summed in registers, %d at a time, then %s)", K ? vn(c, K->var) : "?", n->strip,
+              a && a->store ? "stored" : "added");
+      if (c->strip_a) *c->strip_a = a;
+    }
     if (n->threads) fputs(n->threads_sum ? " (rank's threads, summing the register)" : " (rank's threads)", f);
     fprintf(f, "   # %s\n", n->comment);
     pkids(f, c, n, ind + 2);
@@ -2654,7 +2811,8 @@ static void pnode(FILE *f, const pctx *c, const sp_node *n, int ind) {
     if (n->to_acc) fputs("register += ", f);
     else {
       pexpr(f, c, n->lhs);
-      fputs(n->to_entries ? " gains entry " : n->atomic ? " +=(atomic) " : n->store ? " = " : " += ", f);
+      bool in_strip = c->strip_a && *c->strip_a == n; /* the strips' register sums it, then stores or adds it */
+      fputs(n->to_entries ? " gains entry " : n->atomic ? " +=(atomic) " : n->store && !in_strip ? " = " : " += ", f);
     }
     pexpr(f, c, n->rhs);
     fputc('\n', f);
@@ -2702,7 +2860,8 @@ static void pitems(FILE *f, const pctx *c, const sp_item *list, int n, int ind) 
 }
 
 void spmd_print(FILE *f, const sp_program *sp) {
-  pctx c = {sp};
+  const sp_node *strip_a = NULL;
+  pctx c = {sp, &strip_a};
   fprintf(f, "# SPMD program: every rank runs it on its own blocks (%s target)\n", sp->cuda ? "cuda" : "cpu");
   const lw_program *lp = sp->lp;
   fputs("grid:", f);

@@ -239,6 +239,8 @@ struct sp_node {
   const sp_expr **hoist;
   int jam;              /* SL_LOCAL, SL_LOCAL_BLOCK: iterations whose register sums run in one
                          * pass of their inner loop (spmd_jam; 0: one at a time) */
+  int strip;            /* SL_LOCAL, SL_SPARSE: its innermost loop's columns summed in registers
+                         * over it, this many at a time (spmd_strips; 0: as written) */
   /* SN_BIND: var = value */
   const sym *bind;
   /* SN_GUARD, SN_IF */
@@ -423,6 +425,9 @@ typedef struct {
   const lw_owner *own;
   int nassume;
   const int *assume;
+  bool once, alt_once;  /* a fetch the SPMD rewrite `invariant` runs once per entry of the
+                         * statement's loop (lw_loop_invariant), not at every run (alt_: under
+                         * the assumption) */
 } sp_cost_comm;
 typedef struct {
   int func;             /* the statement function whose variables the formulas use */
@@ -434,7 +439,17 @@ typedef struct {
                          * speedup shrinks with the shortest of them (lw_kernel_share) */
   int ncomm;
   sp_cost_comm *comm;
+  /* in a `repeat` loop: its runs are entries x bound (the bounds of the loops around its
+   * innermost one, and that one's, each at least 1), its once fetches entries times; NULL: 1 */
+  const sym *entries, *bound;
 } sp_cost_stmt;
+/* Where a statement runs in the program's loops, for the run-time choice (spmd_variants):
+ * entries, bound as sp_cost_stmt's; unwritten[t]: the loop writes no part of tensor t (NULL:
+ * in no loop, or no fetch runs once). */
+typedef struct {
+  const sym *entries, *bound;
+  const bool *unwritten;
+} sp_stmt_runs;
 /* One candidate program: the same program with other schedules for the statements --auto
  * searched, and the formulas of its predicted time (the model of autosched.h, evaluated for
  * rank 0, so that every rank makes the same choice). */
@@ -511,16 +526,20 @@ void spmd_print(FILE *f, const sp_program *sp);
  * statements (loop trip counts, and per communicate point its loops, box and element size,
  * from the lowering's plan); speedup[v][i] is statement i's leaf kernel's speedup in the
  * model and threads[v][i] the threads its loops run on there.  The printer spells a cost function per variant and the choice in plan_create:
- *   predicted seconds = sum over statements of  messages x latency + first step's bytes /
- *     bandwidth + max(other steps' bytes / bandwidth, max(iterations x point_time / speedup,
- *     bytes from memory / memory_bandwidth))
+ *   predicted seconds = sum over statements of  entries x (bound x a run + once), where
+ *     a run = messages x latency + first step's bytes / bandwidth + max(other steps' bytes /
+ *     bandwidth, max(iterations x point_time / speedup, bytes from memory / memory_bandwidth))
+ *     counts every communicate point but the fetches the SPMD rewrite `invariant` runs once
+ *     per entry of the statement's loop, and once = those fetches' messages x latency + bytes
+ *     / bandwidth (runs[i]: statement i's loops, the model of autosched.h; NULL: in none)
  * where a communicate point whose group is within one node (dtl_group_in_node) takes the
  * node's latency and bandwidth; model[] is bandwidth, latency, point_time, memory_bandwidth,
  * node_bandwidth, node_latency (both > 0) and the ranks per node of the compile (0: one node)
  * (autosched.h), the least among variants whose buffers fit mem_limit (else the least
  * buffers), ties to the lower index. */
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit);
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit,
+                   const sp_stmt_runs *runs);
 /* The formulas of variant v evaluated at params (grid params solved): what the generated
  * plan_create computes.  False where one cannot be evaluated. */
 bool spmd_variant_cost(const sp_program *sp, int v, const int64_t *params, double *seconds, double *buffer);
@@ -623,7 +642,8 @@ void spmd_prefetch(sp_program *sp);
  * ahead of their use.  A hint that never faults and changes no value.  Banded pieces (runtime.h
  * dtl_sparse.banded) read their rows nearly in order, which the hardware fetches itself:
  * they run the loop as without the rewrite.  The random SpMM above (200000 rows of 10
- * entries, B 200000 x 16) ran in 0.03 s where it took 0.09 (serial, one core).  --emit spmd
+ * entries, B 200000 x 16) ran in 0.03 s where it took 0.09 (serial, one core); where the
+ * rewrite strips (below) then applies to L, it removes the mark.  --emit spmd
  * marks the loop "(N rows gathered ahead where scattered)" and lists the rewrite per
  * statement. */
 void spmd_gather(sp_program *sp);
@@ -702,6 +722,56 @@ void spmd_jam(sp_program *sp);
 /* the printer's view of a jammed loop: its bindings (at most 16) and its register sum */
 const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb);
 #define DTL_JAM 4 /* the rows a jammed loop sums at once */
+
+/* Register strips of an output row (spmd_build does, after the sums).  In the SpMM
+ * C(i,k) += A(i,j) * B(j,k) with k innermost, each stored entry of row i adds a row of B to
+ * the row C(i,:): the loop over k loads and stores the whole row at every entry, and each load
+ * waits on the store of the entry before; a dense product's loops (k over the sum, j over the
+ * output's columns) do the same.  Precondition, on a CPU program: a loop L over a dense local
+ * range or one access's stored coordinates (not a union; no `parallelize`, not shared by
+ * threads, not jammed) whose body, sequences flattened, is bindings, positions and ordinary
+ * guards followed by one loop K over a dense local range (no `parallelize`, threads, SIMD sum
+ * or jam; its bound reads no variable bound inside L) whose body is bindings, positions and
+ * ordinary guards followed by one assignment that adds to a buffer element (not an atomic
+ * update, a sparse result or a contracted temporary), where:
+ *   - K's bindings and guards read only K's variable, the values K's body bound before them
+ *     from it, and variables bound outside L (the column's values);
+ *   - the element's last index is K's variable, or a value K's body binds that is K's
+ *     variable plus a value of variables bound outside L (so the columns are distinct
+ *     elements), and its other indices are bound outside L (L sums into the row);
+ *   - the right side reads the output's tensor only through a snapshot copied before the
+ *     loops (not in place).
+ * Rule: L is marked strip = W (the type's elements in 64 bytes: 8 doubles, 16 floats),
+ * printed as
+ *   for (kq = 0; kq < max(hi, 0); kq += W) {
+ *     w = the columns from kq on, at most W (W, a constant, but in the last strip)
+ *     T r[W];  for c < w { k = kq + c; K's bindings and guards; r[c] = the element (0: below) }
+ *     L { L's body to K; K's operands read once (spmd_hoist);
+ *         DTL_LANES for c < w { k = kq + c; K's body, the assignment adding to r[c] } }
+ *     for c < w { k = kq + c; K's bindings and guards; the element = r[c] }
+ *   }
+ * Each element's sum starts from its value and adds the same terms in the same order: the
+ * values are the same, bit for bit.  The lanes' loop of a whole strip has a constant bound,
+ * and DTL_LANES (runtime.h) asks the C compiler to vectorize it as a loop, the registers in
+ * vectors.  Where L gathered rows ahead (spmd_gather), it no longer does: with the row in
+ * registers the processor runs ahead to the next rows itself, and the hint, repeated in each
+ * strip, slowed the SpMM below (0.026 s against 0.021).  Where the rewrite store (rewrite.c)
+ * refused the statement's zeroing before the strips, it is tried again (spmd_store_strips): the
+ * registers holding each element's whole sum, they start from zero and the element is stored
+ * once, with no zeroing pass.  The SpMM of a random 200000 x 200000 matrix of 10 entries a
+ * row, B of 16 columns, went from 0.023 to 0.019 s (one core); the loops of an unscheduled
+ * product of 2000 x 2000 and 2000 x 64 from 12.6 to 16.0 GFLOP/s.  --emit spmd marks L
+ * "(columns of K summed in registers, W at a time, then stored|added)" and lists the rewrite
+ * per candidate (an innermost local loop adding to an element, inside a local loop). */
+void spmd_strips(sp_program *sp);
+/* ... after which the rewrite store (rewrite.c) is tried again on the statements whose zeroing
+ * it refused: where the strips' registers hold each element's whole sum, the registers start
+ * from zero, the element is stored once, and the zeroing pass is gone (spmd_build does). */
+void spmd_store_strips(sp_program *sp);
+/* the printer's view of a stripped loop L: its inner loop K and K's assignment; and the nodes
+ * of K's body before the assignment (at most max in out; returns their count) */
+const sp_node *spmd_strip_parts(const sp_node *L, const sp_node **assign);
+int spmd_strip_heads(const sp_node *K, const sp_node **out, int max);
 
 /* Leaf loops at the CPU's vector width (spmd_build does, last).  The generated C is compiled
  * for the baseline of its target (x86-64: SSE2, two doubles a vector), which runs on any CPU

@@ -10,10 +10,13 @@
 #include <string.h>
 
 /* the formulas of statement i of lp, over the program variables of function fn */
-static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double speedup, double threads, sp_cost_stmt *out) {
+static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double speedup, double threads, const sp_stmt_runs *runs,
+                      sp_cost_stmt *out) {
   const fe_program *p = lp->ir->ast;
   const lw_stmt *ls = &lp->stmts[i];
   out->func = fn->index;
+  out->entries = runs ? runs->entries : NULL, out->bound = runs ? runs->bound : NULL;
+  const bool *unwritten = runs ? runs->unwritten : NULL;
   out->speedup = speedup > 0 ? speedup : 1;
   out->threads = threads >= 1 ? threads : 1;
   out->kdepth = ls->kernel_depth;
@@ -49,7 +52,9 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
     m->own = &lp->owner[c->tensor];
     m->output = c->output;
     m->exec_mask = ls->exec_mask;
+    m->once = m->alt_once = lw_loop_invariant_as(lp, i, c, c, unwritten);
     if (c->alt && c->nassume > 1) {
+      m->alt_once = lw_loop_invariant_as(lp, i, c, c->alt, unwritten);
       m->alt_pat = c->alt->pattern;
       m->alt_shift_dim = c->alt->shift_dim;
       m->alt_bcast = c->alt->pattern == PAT_BCAST ? c->alt->mask : 0;
@@ -62,7 +67,8 @@ static void cost_stmt(const lw_program *lp, const sp_func *fn, int i, double spe
 }
 
 void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, const double *const *speedup,
-                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit) {
+                   const double *const *threads, const char *const *labels, const char *const *const *schedules, const double model[7], int64_t mem_limit,
+                   const sp_stmt_runs *runs) {
   sp->bandwidth = model[0], sp->latency = model[1], sp->point_time = model[2], sp->memory_bandwidth = model[3];
   sp->node_bandwidth = model[4], sp->node_latency = model[5], sp->ranks_per_node = (int64_t)model[6];
   sp->mem_limit = mem_limit;
@@ -76,7 +82,8 @@ void spmd_variants(sp_program *sp, const sp_program *const *alts, int nalts, con
     x->schedule = (const char **)schedules[v];
     x->nstmts = a->lp->nstmts;
     x->stmts = ir_alloc((size_t)(x->nstmts + 1) * sizeof *x->stmts);
-    for (int i = 0; i < x->nstmts; i++) cost_stmt(a->lp, &a->funcs[i], i, speedup[v][i], threads[v][i], &x->stmts[i]);
+    for (int i = 0; i < x->nstmts; i++)
+      cost_stmt(a->lp, &a->funcs[i], i, speedup[v][i], threads[v][i], runs ? &runs[i] : NULL, &x->stmts[i]);
   }
 }
 
@@ -197,6 +204,7 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
   for (int i = 0; i < x->nstmts && ok; i++) {
     const sp_cost_stmt *st = &x->stmts[i];
     double points = 1, bytes = 0, msgs = 0, steps = 1, nbytes = 0, nmsgs = 0; /* n: within one node */
+    double obytes = 0, omsgs = 0, onbytes = 0, onmsgs = 0; /* ... of the fetches run once per entry of the loop */
     int64_t kmin = 0;
     double kpts = 0;
     for (int k = 0; k < st->ntrips && ok; k++) {
@@ -222,16 +230,27 @@ static bool cost_at(const sp_program *sp, int v, const int64_t *params, const in
       double wb, wm;
       unsigned group;
       weights(sp, m, &env, &wb, &wm, &group);
-      if (dtl_group_in_node(per_node, sp->ndims, dims, coords, group))
+      const bool once = assumed(m, params) ? m->alt_once : m->once;
+      const bool node = dtl_group_in_node(per_node, sp->ndims, dims, coords, group);
+      if (once && node)
+        onbytes += wb * a.recv * (double)m->elem, onmsgs += wm * (double)a.count;
+      else if (once)
+        obytes += wb * a.recv * (double)m->elem, omsgs += wm * (double)a.count;
+      else if (node)
         nbytes += wb * a.recv * (double)m->elem, nmsgs += wm * (double)a.count;
       else
         bytes += wb * a.recv * (double)m->elem, msgs += wm * (double)a.count;
-      if ((double)a.count > steps) steps = (double)a.count;
+      if (!once && (double)a.count > steps) steps = (double)a.count;
       buf += a.max * (double)m->elem * m->nbuf;
     }
     double speed = lw_kernel_speed(st->speedup, kmin, kpts);
     double comm = bytes / sp->bandwidth + nbytes / sp->node_bandwidth, work = fmax(points * sp->point_time / speed / st->threads, mem / sp->memory_bandwidth);
-    sec += msgs * sp->latency + nmsgs * sp->node_latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double run = msgs * sp->latency + nmsgs * sp->node_latency + comm / steps + fmax(comm * (steps - 1) / steps, work);
+    double once = omsgs * sp->latency + onmsgs * sp->node_latency + obytes / sp->bandwidth + onbytes / sp->node_bandwidth;
+    int64_t entries = 1, bound = 1; /* its loops (1 where in none) */
+    if (st->entries && !(sym_eval(st->entries, &env, &entries) && entries >= 1)) entries = 1;
+    if (st->bound && !(sym_eval(st->bound, &env, &bound) && bound >= 1)) bound = 1;
+    sec += (double)entries * ((double)bound * run + once);
   }
   free(vars);
   *seconds = sec, *buffer = buf;

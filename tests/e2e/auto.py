@@ -218,6 +218,38 @@ def loop_checks():
                                                                                                   "once" if once else "every run"))
 
 
+def share_checks():
+    """a statement's candidates ranked by their share of the program's run (auto_share.dtl's
+    header): the default in a loop of 40 iterations, j distributed where the loop runs once; the
+    run-time choice (plan_create's variants, --emit plan) agrees with the search at the same
+    params, and the listing gives each candidate's share"""
+    path = os.path.join(TOP, "tests", "e2e", "programs", "auto_share.dtl")
+    for ranks in (2, 4, 8):
+        for args, want in (((), ""), (("--set", "it=1"), ".distribute({j}, {jo}, {ji}, M)")):
+            rc, out, err = distalc(path, "--auto", "--emit", "plan", "--ranks", str(ranks), *args)
+            what = "auto_share.dtl at %d ranks%s" % (ranks, " " + " ".join(args) if args else "")
+            cands = re.findall(r"^    (chosen|then  ) ([0-9.e+-]+) s a run, ([0-9.e+-]+) s of the program \(.*?\): (.*)$", out, re.M)
+            if rc or not cands:
+                bad("%s: no candidates with their shares listed" % what, out + err)
+                continue
+            chosen = cands[0][3].strip()
+            shares = [float(c[2]) for c in cands]
+            got = "" if chosen == "the owner-computes default" else chosen
+            if got != want or shares[0] > min(shares):
+                bad("%s: expected %s chosen, with the least share" % (what, want or "the default"), out)
+                continue
+            runs = 40 if not args else 1
+            if any(abs(float(c[2]) - runs * float(c[1])) > 0.01 * float(c[2]) for c in cands if "distribute({j}" in c[3]):
+                bad("%s: j distributed fetches nothing once, its share must be %d runs" % (what, runs), out)
+                continue
+            # the run-time choice at the same params: the variant chosen holds the same schedule
+            m = re.search(r"^  chosen variant \d+ .*predicted ([0-9.e+-]+) s.*\n    statement 1: (.*)$", out, re.M)
+            if m and ((m.group(2).strip() == "its default") != (want == "") or abs(float(m.group(1)) - shares[0]) > 0.01 * shares[0]):
+                bad("%s: plan_create's choice (%s, %s s) differs from the search's" % (what, m.group(2), m.group(1)), out)
+                continue
+            ok("%s: %s chosen, share %g s%s" % (what, want or "the default", shares[0], ", run-time choice agrees" if m else ""))
+
+
 def node_checks(d):
     """collectives within one node at the node's rates (node_bandwidth, node_latency): rates equal
     to the network's change no prediction; faster ones never make a candidate slower, and on
@@ -304,7 +336,8 @@ def spmd_body(text):
 
 
 def listing(text):
-    """statement -> [(seconds, fits, is_default, chosen)] from --emit plan --auto"""
+    """statement -> [(seconds, fits, is_default, chosen)] from --emit plan --auto; seconds: what
+    the search ranks by, a run's time or, in a loop, the candidate's share of the program"""
     out, st = {}, None
     for line in text.splitlines():
         m = re.match(r"  statement (\d+): (\d+) candidates", line)
@@ -312,10 +345,11 @@ def listing(text):
             st = int(m.group(1))
             out[st] = []
             continue
-        m = re.match(r"    (chosen|then  ) ([0-9.e+-]+) s \(.*buffers (\d+) bytes(, over the limit)?,.*\): (.*)$", line)
+        m = re.match(r"    (chosen|then  ) ([0-9.e+-]+) s(?: a run, ([0-9.e+-]+) s of the program)? "
+                     r"\(.*buffers (\d+) bytes(, over the limit)?,.*\): (.*)$", line)
         if m and st is not None:
-            out[st].append((float(m.group(2)), m.group(4) is None, m.group(5) == "the owner-computes default",
-                            m.group(1) == "chosen", int(m.group(3))))
+            out[st].append((float(m.group(3) or m.group(2)), m.group(5) is None, m.group(6) == "the owner-computes default",
+                            m.group(1) == "chosen", int(m.group(4))))
     return out
 
 
@@ -460,6 +494,7 @@ def main():
         sparse_out_checks()
         sparse_model_checks(d)
         loop_checks()
+        share_checks()
         # an error of the program as written, under --auto with `@ M` tensors whose layouts it
         # chooses: reported before the search, quoting the file's own line
         em = os.path.join(d, "em.dtl")

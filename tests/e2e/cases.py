@@ -250,6 +250,7 @@ def programs(long=False):
     add("invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
     add("sparse_invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
     add("invariant_chain.dtl", [{"n": 10, "it": 3}, {"n": 7, "it": 1}], [{"n": 2, "it": 2}])
+    add("strips.dtl", [{"n": 21, "q": 19, "r": 5}, {"n": 9, "q": 8, "r": 1}], [{"n": 30, "q": 33, "r": 16}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))
@@ -720,6 +721,11 @@ def sparse_programs(long=False):
     runs.extend(_expand("programs", pr("auto_loops.dtl"), [{"n": 11, "maxit": 3, "tol": 0}], [2, 3, 4],
                         compile_args=["--auto", "--ranks", "4", "--no-fuse"]))
     runs.extend(_expand("programs", pr("auto_loops.dtl"), [{"n": 7, "maxit": 2, "tol": 0}], [2, 6], compile_args=["--auto"]))
+    # candidates ranked by their share of the program's run: compiled once (plan_create chooses
+    # among the variants at the run's params) and for 4 ranks, at each loop bound
+    runs.extend(_expand("programs", pr("auto_share.dtl"), [{"n": 13, "it": 40}, {"n": 10, "it": 1}], [1, 2, 3, 4, 6, 8],
+                        compile_args=["--auto"]))
+    runs.extend(_expand("programs", pr("auto_share.dtl"), [{"n": 11, "it": 3}], [2, 4], compile_args=["--auto", "--ranks", "4"]))
     # statements that read sparse tensors, their distributions searched (compiled for 4 ranks, run at others too)
     runs.extend(_expand("programs", pr("auto_sparse.dtl"), [{"n": 23, "m": 17, "k": 5}], [1, 2, 3, 4, 6, 8],
                         compile_args=["--auto", "--ranks", "4"]))

@@ -57,7 +57,10 @@ def innermost_loops(c_text, prefix):
         if depth == 0:
             func = bool(fn.match(line))
         code = line.split("/*")[0]
-        if func and re.search(r"\bfor \(int64_t (v_|dtl_sp)", code):
+        # (the lanes of a strip, the rewrite strips, are the loops over dtl_kc after DTL_LANES;
+        # the loops that set and store a strip's registers are not checked)
+        if func and (re.search(r"\bfor \(int64_t (v_|dtl_sp)", code) or
+                     (re.search(r"\bfor \(int64_t dtl_kc\b", code) and no > 1 and "DTL_LANES" in lines[no - 2])):
             for entry in stack:
                 entry[1] = False  # an enclosing loop is not innermost
             stack.append([no, True, depth + code.count("{") - code.count("}")])

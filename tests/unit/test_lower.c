@@ -1375,6 +1375,66 @@ static void test_spmd_simd(void **state) {
   finish(&r);
 }
 
+/* The rewrite strips: a loop summing into an output row (SpMM's loop over stored entries, a
+ * dense product's loop over its sum) keeps the row's columns in registers, 8 doubles at a
+ * time; a loop whose output element moves with it, and one whose inner loop's variable is not
+ * the output's last index, keep their loops, each with its reason. */
+static const sp_node *find_strip(const sp_node *n) {
+  if (!n) return NULL;
+  if (n->kind == SN_LOOP && n->strip) return n;
+  for (int q = 0; q < n->nkids; q++) {
+    const sp_node *f = find_strip(n->kids[q]);
+    if (f) return f;
+  }
+  return NULL;
+}
+
+static void test_spmd_strips(void **state) {
+  (void)state;
+  run r;
+  lower_ok(&r, "param n = 8;\n"
+               "param q = 5;\n"
+               "machine M = grid(g);\n"
+               "tensor A(n, n) csr @ M(ij -> i);\n"
+               "tensor B(n, q) @ M(ik -> i);\n"
+               "tensor C(n, q) @ M(ik -> i);\n"
+               "tensor D(n, n) @ M(ij -> i);\n"
+               "tensor F(q, n) @ M(ki -> i);\n"
+               "tensor H(n, q);\n"
+               "C(i, k) = A(i, j) * H(j, k);\n"
+               "C(i, k) = D(i, j) * H(j, k);\n"
+               "F(k, i) = D(i, j) * B(j, k)\n"
+               "  .distribute({i}, {io}, {ii}, M)\n"
+               "  .reorder({ii, j, k});\n"
+               "H(j, k) = A(i, j) * B(i, k)\n"
+               "  .distribute({i}, {io}, {ii}, M)\n"
+               "  .reorder({ii, j, k});\n");
+  sp_program *sp = spmd_build(r.lp);
+  for (int f = 0; f < 2; f++) { /* the sparse and the dense product: the loop over j */
+    const sp_node *L = find_strip(sp->funcs[f].body);
+    assert_non_null(L);
+    assert_int_equal(L->strip, 8);
+    assert_string_equal(sp->vars[L->var].name, "j");
+    const sp_node *a, *K = spmd_strip_parts(L, &a);
+    assert_non_null(K);
+    assert_string_equal(sp->vars[K->var].name, "k");
+    assert_non_null(a);
+    assert_int_equal(a->kind, SN_ASSIGN);
+    const sp_log *l = log_of(sp, "strips", f);
+    assert_non_null(l);
+    assert_null(l->why);
+  }
+  /* F(k, i): the inner loop's variable k is not the output's last index ... */
+  assert_null(find_strip(sp->funcs[2].body));
+  assert_non_null(log_of(sp, "strips", 2));
+  assert_non_null(strstr(log_of(sp, "strips", 2)->why, "last index"));
+  /* ... H(j, k): the output's row moves with the loop over j */
+  assert_null(find_strip(sp->funcs[3].body));
+  assert_non_null(log_of(sp, "strips", 3));
+  assert_non_null(strstr(log_of(sp, "strips", 3)->why, "moves with the loop"));
+  finish(&r);
+}
+
 /* The rewrite store on a leaf kernel: one call per rank writing the whole block stores it
  * (no zeroing pass); a kernel inside a loop over a summed variable adds, after a zeroing. */
 static int count_zero(const sp_node *n) {
@@ -1777,6 +1837,7 @@ int main(void) {
       cmocka_unit_test(test_spmd_halo),
       cmocka_unit_test(test_spmd_overlap),
       cmocka_unit_test(test_spmd_simd),
+      cmocka_unit_test(test_spmd_strips),
       cmocka_unit_test(test_spmd_kernel_store),
       cmocka_unit_test(test_balanced_blocks),
       cmocka_unit_test(test_spmd_program_ids),

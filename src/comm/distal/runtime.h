@@ -650,6 +650,19 @@ static inline void dtl_prefetch_row(const void *base, int64_t index, size_t size
 #define DTL_UNROLL4
 #endif
 #endif
+/* Before the lanes' loop of a strip (the SPMD rewrite "strips"): asks the C compiler to
+ * vectorize the loop as it is written.  GCC unrolls a loop of a constant 8 iterations whole
+ * before its loop vectorizer runs, and then keeps the lanes in scalar registers: a dense
+ * product's strips ran 3.3 times as slow so.  -DDTL_LANES= leaves the loop as written. */
+#ifndef DTL_LANES
+#if defined(__clang__)
+#define DTL_LANES _Pragma("clang loop vectorize(enable)")
+#elif defined(__GNUC__) && __GNUC__ >= 8
+#define DTL_LANES _Pragma("GCC unroll 1")
+#else
+#define DTL_LANES
+#endif
+#endif
 /* The loops of the SPMD rewrite "sums" keep a sum in four registers where the dense operands
  * they gather span at most this many bytes (they stay in the first-level cache, and the loop
  * waits on its additions rather than on the memory). */
