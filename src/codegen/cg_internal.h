@@ -56,7 +56,8 @@ typedef struct cg_st {
   int hoist_id[16];
   const char *acc_sfx; /* the rewrite jam: the register sum being printed is dtl__acc<acc_sfx> (NULL: dtl__acc) */
   /* the rewrite strips: the stripped loop's inner loop K and its assignment a, printed as the
-   * lanes of a strip (strip_phase 1; 0: not in a strip) of strip_w (C text) registers */
+   * lanes of a whole strip (strip_phase 1) of strip_w (C text) registers, or over the columns
+   * left over, adding to the output (2); 0: neither */
   const sp_node *strip_K, *strip_a;
   int strip_phase;
   const char *strip_w;

@@ -1199,7 +1199,8 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       line(g, "#pragma omp simd reduction(+: dtl__acc)");
       line(g, "#endif");
     }
-    line(g, "for (int64_t %s = 0; %s < %s; %s++) {", v, v, S(g, n->hi), v);
+    line(g, "for (int64_t %s = %s; %s < %s; %s++) {", v, g->strip_phase == 2 && n == g->strip_K ? "dtl_kend" : "0", v,
+         S(g, n->hi), v);
     break;
   case SL_SPARSE: {
     /* only the stored coordinates of the sparse factor: the others add zero */
@@ -1215,7 +1216,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
       emit_threads(g, n, mode);
       line(g, "for (int64_t %s = %s; %s < %s; %s++) {", p, s0, p, f0, p);
       line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
-      if (n->ngather && !g->in_kernel) {
+      if (n->ngather && !g->in_kernel && g->strip_phase != 1) {
         g->ind += 2;
         emit_gather(g, n, tn, p, bb);
         g->ind -= 2;
@@ -1236,7 +1237,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     line(g, "const int64_t %s = %s%s;", e, chk, sp_arr(g, "pos", tn, x, nxt));
     line(g, "const int64_t %s = %s - dtl_%s_lo[%d]; /* local coordinate of %s = 0 */", bb, S(g, n->base), tn, x, v);
     if (n->prefetch && !g->in_kernel) emit_prefetch(g, n, tn, e);
-    if (n->ngather && !g->in_kernel) {
+    if (n->ngather && !g->in_kernel && g->strip_phase != 1) {
       MBUF(rows);
       FILE *m = mopen(&rows);
       for (int u = 0; u < n->ngather; u++)
@@ -1274,7 +1275,7 @@ static void emit_loop(cg_st *g, const sp_node *n) {
     }
     line(g, "  const int64_t %s = %s - %s;", v, sp_arr(g, "crd", tn, x, p), bb);
     if (!n->within) line(g, "  if (%s >= %s) break;", v, S(g, n->hi));
-    if (n->ngather && !g->in_kernel) {
+    if (n->ngather && !g->in_kernel && g->strip_phase != 1) {
       g->ind += 2;
       emit_gather(g, n, tn, p, bb);
       g->ind -= 2;
@@ -1389,7 +1390,8 @@ static void emit_assign(cg_st *g, const sp_node *n) {
   if (dev_atomic) fprintf(m, "dtl_atomic_add_%s(&", cg_typename(n->type));
   if (n->lhs->contracted) fprintf(m, "dtl_k%d", n->lhs->tensor);
   else out_elem(m, g, n->lhs);
-  fputs(dev_atomic ? ", " : n->store ? " = " : " += ", m);
+  /* the strips' columns left over add to what the row was set to (the rewrite strips) */
+  fputs(dev_atomic ? ", " : n->store && !(g->strip_phase == 2 && n == g->strip_a) ? " = " : " += ", m);
   cg_print_expr(m, g->sp, n->rhs, n->type, access_local, g);
   fputs(dev_atomic ? ");" : ";", m);
   fclose(m);
@@ -1471,6 +1473,8 @@ static void strip_pass(cg_st *g, const sp_node *n, const sp_node *K, const sp_no
 static void emit_strips(cg_st *g, const sp_node *n) {
   const sp_node *a, *K = spmd_strip_parts(n, &a);
   const int W = n->strip;
+  /* a loop that gathers rows at scattered coordinates (the pass gather marked it) */
+  const bool gathers = n->loop == SL_SPARSE && n->ngather;
   MBUF(o);
   FILE *m = mopen(&o);
   out_elem(m, g, a->lhs);
@@ -1479,21 +1483,40 @@ static void emit_strips(cg_st *g, const sp_node *n) {
        g->sp->vars[K->var].name, W);
   g->ind += 2;
   line(g, "const int64_t dtl_khi = dtl_max((int64_t)(%s), 0);", S(g, K->hi));
-  line(g, "for (int64_t dtl_kq = 0; dtl_kq < dtl_khi; dtl_kq += %d) {", W);
+  if (gathers) /* rows gathered at scattered coordinates: at most two whole strips */
+    line(g, "const int64_t dtl_kend = dtl_%s_bd[%d] || (dtl_khi %% %d == 0 && dtl_khi <= %d) ? dtl_khi / %d * %d : 0;",
+         tname(g, n->tensor), n->level, W, 2 * W, W, W);
+  else
+    line(g, "const int64_t dtl_kend = dtl_khi / %d * %d;", W, W);
+  line(g, "for (int64_t dtl_kq = 0; dtl_kq < dtl_kend; dtl_kq += %d) { /* a whole strip */", W);
   g->ind += 2;
-  line(g, "const int64_t dtl_kw = dtl_khi - dtl_kq; /* the columns from kq on */");
   line(g, "%s dtl__r[%d];", cg_ctype(a->type), W);
-  line(g, "if (dtl_kw >= %d) { /* a whole strip: as many registers as columns, a constant count */", W);
-  g->ind += 2;
   char w[16];
   snprintf(w, sizeof w, "%d", W);
   strip_pass(g, n, K, a, w, o);
   g->ind -= 2;
-  line(g, "} else { /* the columns left over */");
-  g->ind += 2;
-  strip_pass(g, n, K, a, "dtl_kw", o);
-  g->ind -= 2;
   line(g, "}");
+  if (gathers) {
+    line(g, "if (dtl_kend < dtl_khi) { /* the columns left over: the loops as without the rewrite, from kend */");
+    g->ind += 2;
+    if (a->store) { /* no zeroing pass ran (the rewrite store): these columns start from zero */
+      line(g, "const int64_t dtl_kq = dtl_kend;");
+      MBUF(z);
+      m = mopen(&z);
+      fprintf(m, "%s = 0;", o);
+      fclose(m);
+      strip_ends(g, K, "dtl_khi - dtl_kq", z);
+    }
+    g->strip_K = K, g->strip_a = a, g->strip_phase = 2;
+    emit_loop(g, n);
+    g->strip_K = g->strip_a = NULL, g->strip_phase = 0;
+  } else {
+    line(g, "if (dtl_kend < dtl_khi) { /* the columns left over: a strip of as many registers */");
+    g->ind += 2;
+    line(g, "const int64_t dtl_kq = dtl_kend;");
+    line(g, "%s dtl__r[%d];", cg_ctype(a->type), W);
+    strip_pass(g, n, K, a, "dtl_khi - dtl_kq", o);
+  }
   g->ind -= 2;
   line(g, "}");
   g->ind -= 2;

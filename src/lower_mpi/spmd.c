@@ -2184,12 +2184,9 @@ static void st_walk(sp_program *sp, const sp_func *fn, sp_node *n) {
     if (K && innermost(K) && !a->to_acc && !a->store) { /* an innermost loop adding to a row: the rewrite's candidate */
       const char *why = st_why(sp, n, K, a);
       const bool gathered = !why && n->ngather;
-      if (!why) { /* the strips replace the rows gathered ahead (spmd.h says why) */
-        n->strip = st_width(a->type);
-        n->ngather = 0, n->gather = NULL, n->gather_inner = NULL, n->gather_len = NULL;
-      }
+      if (!why) n->strip = st_width(a->type);
       sp_logf(sp, "strips", why, "statement %d, loop %s: the columns of %s%s", fn->index + 1, sp->vars[n->var].name,
-              sp->vars[K->var].name, gathered ? " (its rows no longer gathered ahead)" : "");
+              sp->vars[K->var].name, gathered ? " (the whole strips gather no rows ahead)" : "");
       return;
     }
   }

@@ -643,7 +643,7 @@ void spmd_prefetch(sp_program *sp);
  * dtl_sparse.banded) read their rows nearly in order, which the hardware fetches itself:
  * they run the loop as without the rewrite.  The random SpMM above (200000 rows of 10
  * entries, B 200000 x 16) ran in 0.03 s where it took 0.09 (serial, one core); where the
- * rewrite strips (below) then applies to L, it removes the mark.  --emit spmd
+ * rewrite strips (below) then applies to L, only its columns left over gather.  --emit spmd
  * marks the loop "(N rows gathered ahead where scattered)" and lists the rewrite per
  * statement. */
 void spmd_gather(sp_program *sp);
@@ -743,26 +743,41 @@ const sp_node *spmd_jam_parts(const sp_node *L, const sp_node **binds, int *nb);
  *     loops (not in place).
  * Rule: L is marked strip = W (the type's elements in 64 bytes: 8 doubles, 16 floats),
  * printed as
- *   for (kq = 0; kq < max(hi, 0); kq += W) {
- *     w = the columns from kq on, at most W (W, a constant, but in the last strip)
- *     T r[W];  for c < w { k = kq + c; K's bindings and guards; r[c] = the element (0: below) }
+ *   kend = max(hi, 0) / W * W
+ *   for (kq = 0; kq < kend; kq += W) {      (the whole strips)
+ *     T r[W];  for c < W { k = kq + c; K's bindings and guards; r[c] = the element (0: below) }
  *     L { L's body to K; K's operands read once (spmd_hoist);
- *         DTL_LANES for c < w { k = kq + c; K's body, the assignment adding to r[c] } }
- *     for c < w { k = kq + c; K's bindings and guards; the element = r[c] }
+ *         DTL_LANES for c < W { k = kq + c; K's body, the assignment adding to r[c] } }
+ *     for c < W { k = kq + c; K's bindings and guards; the element = r[c] }
+ *   }
+ *   if (kend < max(hi, 0)) {                 (the columns left over)
+ *     where L gathers rows (spmd_gather marked it):
+ *       (0: below) for k in [kend, hi) { K's bindings and guards; the element = 0 }
+ *       L as without the rewrite, K from kend, the assignment adding to the element
+ *     else: a strip as above from kq = kend, of max(hi, 0) - kend lanes
  *   }
  * Each element's sum starts from its value and adds the same terms in the same order: the
- * values are the same, bit for bit.  The lanes' loop of a whole strip has a constant bound,
- * and DTL_LANES (runtime.h) asks the C compiler to vectorize it as a loop, the registers in
- * vectors.  Where L gathered rows ahead (spmd_gather), it no longer does: with the row in
- * registers the processor runs ahead to the next rows itself, and the hint, repeated in each
- * strip, slowed the SpMM below (0.026 s against 0.021).  Where the rewrite store (rewrite.c)
+ * values are the same, bit for bit.  The lanes' loop has a constant bound, and DTL_LANES
+ * (runtime.h) asks the C compiler to vectorize it as a loop, the registers in vectors.  The
+ * whole strips do not gather rows ahead (spmd_gather): with the row in registers the
+ * processor runs ahead to the next rows itself, and the hint, repeated in each strip, slowed
+ * the SpMM below (0.026 s against 0.021); the columns left over run L as it was, gathering.
+ * The last strip's lane count is known only at run time, so the C compiler keeps its registers
+ * in memory: in a loop over dense rows that still ran the product's loops of 4 columns 1.55
+ * times as fast (0.0119 -> 0.0076 s), but in one that gathers rows the SpMM of 4 and of 12
+ * columns ran 1.5 times as slowly as without the rewrite, hence L as it was there.  Where L gathers rows at scattered
+ * coordinates (spmd_gather marked it and the piece is not banded), each strip gathers the
+ * rows again: there kend is the row's length where that is one or two whole strips, else 0
+ * (all of L as without the rewrite); the SpMM of 32 columns in four strips ran 1.1 times as
+ * slowly, of 16 in two 1.3 times as fast.  Where the rewrite store (rewrite.c)
  * refused the statement's zeroing before the strips, it is tried again (spmd_store_strips): the
- * registers holding each element's whole sum, they start from zero and the element is stored
- * once, with no zeroing pass.  The SpMM of a random 200000 x 200000 matrix of 10 entries a
- * row, B of 16 columns, went from 0.023 to 0.019 s (one core); the loops of an unscheduled
- * product of 2000 x 2000 and 2000 x 64 from 12.6 to 16.0 GFLOP/s.  --emit spmd marks L
- * "(columns of K summed in registers, W at a time, then stored|added)" and lists the rewrite
- * per candidate (an innermost local loop adding to an element, inside a local loop). */
+ * registers holding each element's whole sum, they start from zero, the element is stored
+ * once, and "(0: below)" zeroes the columns left over of the row where there is no zeroing
+ * pass.  The SpMM of a random 200000 x 200000 matrix of 10 entries a row went from 0.023 to
+ * 0.019 s with 16 columns of B, from 0.017 to 0.011 s with 8 (one core); the loops of an
+ * unscheduled product of 2000 x 2000 and 2000 x 64 from 12.6 to 16.0 GFLOP/s.  --emit spmd
+ * marks L "(columns of K summed in registers, W at a time, then stored|added)" and lists the
+ * rewrite per candidate (an innermost local loop adding to an element, inside a local loop). */
 void spmd_strips(sp_program *sp);
 /* ... after which the rewrite store (rewrite.c) is tried again on the statements whose zeroing
  * it refused: where the strips' registers hold each element's whole sum, the registers start

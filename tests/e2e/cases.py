@@ -250,7 +250,8 @@ def programs(long=False):
     add("invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
     add("sparse_invariant.dtl", [{"n": 10, "it": 4}, {"n": 4, "it": 1}], [{"n": 13, "it": 3}])
     add("invariant_chain.dtl", [{"n": 10, "it": 3}, {"n": 7, "it": 1}], [{"n": 2, "it": 2}])
-    add("strips.dtl", [{"n": 21, "q": 19, "r": 5}, {"n": 9, "q": 8, "r": 1}], [{"n": 30, "q": 33, "r": 16}])
+    add("strips.dtl", [{"n": 21, "q": 19, "r": 5}, {"n": 9, "q": 8, "r": 1}, {"n": 17, "q": 16, "r": 3}],
+        [{"n": 30, "q": 33, "r": 16}])
     runs.extend(precompute_programs(long))
     runs.extend(sparse_programs(long))
     runs.extend(function_programs(long))

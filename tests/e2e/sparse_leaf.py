@@ -7,8 +7,8 @@
 - "sums" (spmd_sums): a loop whose body adds to a register keeps its sum in four registers,
   four entries at a time, where the dense operands it gathers span at most DTL_SUMS_BYTES; its
   one-register loop (the rest, or all of it where they do not fit) follows DTL_UNROLL4;
-- "strips" (spmd_strips), which takes the gather's place in a loop that sums into a row of its
-  output (an SpMM's rows): --emit spmd lists those loops.
+- "strips" (spmd_strips) in a loop that sums into a row of its output (an SpMM's rows): its
+  whole strips gather nothing, its columns left over do; --emit spmd lists those loops.
 
 For each program below: `distalc --emit spmd` marks exactly the loops expected (and says why
 the gather is not applied to the others: single elements, a row whose index is the coordinate
@@ -43,15 +43,16 @@ HEAD = "param n = 997;\nparam q = 9;\nmachine M = grid(g);\n"
 # loops summed in partial sums)
 PROGRAMS = {
     # SpMM over CSR rows: B's row at each stored column, summed into C's row in the registers
-    # of the rewrite strips, which takes the gather's place (STRIPS below)
+    # of the rewrite strips, whose whole strips gather nothing (STRIPS below); the columns left
+    # over (q = 9, 17, 5: all but 8 or 16 of them) gather
     "spmm": ("tensor C(n, q) @ M(ik -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor B(n, q);\n"
-             "C(i, k) = A(i, j) * B(j, k);", [], 0),
+             "C(i, k) = A(i, j) * B(j, k);", [1], 0),
     # the same over DCSR (the stored rows compressed too)
     "spmm_dcsr": ("tensor C(n, q) @ M(ik -> i);\ntensor A(n, n) {compressed, compressed} @ M(ij -> i);\ntensor B(n, q);\n"
-                  "C(i, k) = A(i, j) * B(j, k);", [], 0),
+                  "C(i, k) = A(i, j) * B(j, k);", [1], 0),
     # a float SpMM (rows of 4-byte elements: a line is 16 of them)
     "spmm_float": ("tensor C(n, q) float @ M(ik -> i);\ntensor A(n, n) float csr @ M(ij -> i);\ntensor B(n, q) float;\n"
-                   "C(i, k) = A(i, j) * B(j, k);", [], 0),
+                   "C(i, k) = A(i, j) * B(j, k);", [1], 0),
     # the transposed SpMM: each stored entry adds B's row i to C's row at its column, which
     # moves with the loop (no strips): C's row gathered ahead
     "spmm_scatter": ("tensor C(n, q);\ntensor A(n, n) csr @ M(ij -> i);\ntensor B(n, q) @ M(ik -> i);\n"
@@ -60,9 +61,9 @@ PROGRAMS = {
     # entries is the outermost, shared by the rank's threads; it reads B's row and writes C's
     "rows": ("tensor C(n, q);\ntensor a(n) {compressed};\ntensor B(n, q);\nC(i, k) = a(i) * B(i, k);", [2], 0),
     # sparse MTTKRP over CSF: B's row gathered at level 1 (whose coordinates scatter: a fiber of
-    # 5 holds an entry a tenth of the time), C's summed in the strips' registers at level 2
+    # 5 holds an entry a tenth of the time), C's at level 2, summed in the strips' registers
     "mttkrp": ("param m = 41;\ntensor A(m, q) @ M(il -> i);\ntensor T(m, n, 5) csf @ M(ijk -> i);\n"
-               "tensor B(n, q);\ntensor C(5, q);\nA(i, l) = T(i, j, k) * B(j, l) * C(k, l);", [1], 0),
+               "tensor B(n, q);\ntensor C(5, q);\nA(i, l) = T(i, j, k) * B(j, l) * C(k, l);", [1, 1], 0),
     # SpMV: single elements (no gather), a sum (partial sums where x fits), its rows in two
     # loops (the rewrite overlap: those that read only the rank's own block of x, then the rest)
     "spmv": ("tensor y(n) @ M(i -> i);\ntensor A(n, n) csr @ M(ij -> i);\ntensor x(n) @ M(i -> i);\n"
@@ -81,7 +82,7 @@ PROGRAMS = {
                "C(i, k) = A(i, j) * B(k, j);", [], 1),
 }
 WHY = {"spmv": "single elements", "spmm_t": "single elements"}
-# the loops of the rewrite strips that gathered rows before it (spmd.h: spmd_strips)
+# the gathering loops of the rewrite strips (spmd.h: spmd_strips)
 STRIPS = {"spmm": 1, "spmm_dcsr": 1, "spmm_float": 1, "mttkrp": 1}
 # a sum that gathers nothing: its partial sums run whatever DTL_SUMS_BYTES is
 GATHERS_NOTHING = {"rowsum"}
@@ -125,9 +126,9 @@ def check(name, prog, work):
         errors.append("%s: --emit spmd marks loops gathering %s rows, expected %s" % (name, marked, rows))
     if name in WHY and not re.search(r"gather not applied at statement 1: [^\n]*%s" % WHY[name], r.stdout):
         errors.append("%s: --emit spmd does not say why the gather is not applied (%s)" % (name, WHY[name]))
-    nstrips = r.stdout.count("(its rows no longer gathered ahead)")
+    nstrips = r.stdout.count("(the whole strips gather no rows ahead)")
     if nstrips != STRIPS.get(name, 0):
-        errors.append("%s: --emit spmd lists %d loops of the strips in the gather's place, expected %d" % (name, nstrips, STRIPS.get(name, 0)))
+        errors.append("%s: --emit spmd lists %d gathering loops of the strips, expected %d" % (name, nstrips, STRIPS.get(name, 0)))
     nsums = r.stdout.count("(4 partial sums where its gathers fit the cache)")
     if nsums != sums:
         errors.append("%s: --emit spmd marks %d loops for partial sums, expected %d" % (name, nsums, sums))
